@@ -1,0 +1,60 @@
+// Package kernels builds vkamp's embedded shaders into pipelines on a device:
+// it picks the variant for the device's tier and fits the workgroup size.
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/vkamp/vkamp/shaders"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// maxLocalSize caps the workgroup of elementwise kernels: SwiftShader allows
+// 256 invocations, and larger groups gain nothing on GPUs for streaming work.
+const maxLocalSize = 256
+
+// Get returns op's kernel for d, built on first use and cached by the device.
+func Get(d *vk.Device, op string) (*vk.Kernel, error) {
+	k, ok := shaders.Lookup(op, shaders.Tier(d.Tier()))
+	if !ok {
+		return nil, fmt.Errorf("kernels: no variant of %q for tier %s", op, d.Tier())
+	}
+	src := vk.KernelSource{
+		Name:     op + "." + k.Tier.String(),
+		SPIRV:    k.Code(),
+		PushSize: k.PushSize,
+	}
+	for _, a := range k.Bindings {
+		src.Bindings = append(src.Bindings, vk.Access(a))
+	}
+	if k.SpecLocalSizeX {
+		src.Spec = map[uint32]uint32{0: LocalSize(d)}
+	}
+	return d.Kernel(src)
+}
+
+// LocalSize is the workgroup size of the elementwise kernels on d.
+func LocalSize(d *vk.Device) uint32 {
+	info := d.Info()
+	return min(maxLocalSize, info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])
+}
+
+// Groups returns the workgroup count for a grid-stride kernel over n items:
+// enough to cover them, within the device's limit (the kernel loops over the
+// rest).
+func Groups(d *vk.Device, n int) [3]uint32 {
+	local := int(LocalSize(d))
+	g := max(1, (n+local-1)/local)
+	g = min(g, int(d.Info().MaxWorkgroupCount[0]), 1<<16-1)
+	return [3]uint32{uint32(g), 1, 1}
+}
+
+// Push packs 32-bit push constants in order.
+func Push(words ...uint32) []byte {
+	b := make([]byte, 0, 4*len(words))
+	for _, w := range words {
+		b = binary.LittleEndian.AppendUint32(b, w)
+	}
+	return b
+}

@@ -1,0 +1,50 @@
+// fp16 <-> fp32 conversion in integer arithmetic, owned by vkamp and identical
+// on every driver: GLSL packHalf2x16 is wrong on SwiftShader and drivers differ
+// in rounding mode, so no kernel may let the driver round to fp16.
+// The results match github.com/x448/float16 bit for bit (IEEE 754 binary16,
+// round to nearest even; NaN keeps its top payload bits and is quieted).
+#ifndef VKAMP_FP16_GLSL
+#define VKAMP_FP16_GLSL
+
+// f32_to_f16 returns the binary16 bits of f in the low 16 bits.
+uint f32_to_f16(float f) {
+    uint x = floatBitsToUint(f);
+    uint s = (x >> 16) & 0x8000u;
+    uint a = x & 0x7FFFFFFFu;
+    if (a >= 0x7F800000u) { // inf or NaN
+        uint nan = a > 0x7F800000u ? 0x0200u : 0u;
+        return s | 0x7C00u | nan | ((a & 0x7FFFFFu) >> 13);
+    }
+    if (a >= 0x477FF000u) return s | 0x7C00u; // rounds to >= 65520: inf
+    if (a >= 0x38800000u) {                   // normal half
+        uint r = a - 0x38000000u;             // rebias exponent 127 -> 15
+        r += 0x0FFFu + ((r >> 13) & 1u);      // round to nearest even
+        return s | (r >> 13);
+    }
+    if (a <= 0x33000000u) return s;           // <= 2^-25: ties to even give zero
+    uint e = a >> 23;
+    uint m = (a & 0x7FFFFFu) | 0x800000u;
+    uint sh = 126u - e;                       // 14..24
+    uint q = m >> sh;
+    uint rem = m & ((1u << sh) - 1u);
+    uint half_ = 1u << (sh - 1u);
+    if (rem > half_ || (rem == half_ && (q & 1u) != 0u)) q++;
+    return s | q;                             // a carry gives the smallest normal
+}
+
+// f16_to_f32 decodes the binary16 bits in the low 16 bits of h. It is exact
+// for every number; a signalling NaN comes out quiet, as IEEE 754 says.
+float f16_to_f32(uint h) {
+    uint s = (h & 0x8000u) << 16;
+    uint e = (h >> 10) & 31u;
+    uint m = h & 0x3FFu;
+    if (e == 0u) { // zero or subnormal: m * 2^-24 is exact in fp32
+        return uintBitsToFloat(floatBitsToUint(float(m) * 5.9604644775390625e-8) | s);
+    }
+    if (e == 31u) { // inf, or NaN made quiet with its payload kept
+        return uintBitsToFloat(s | 0x7F800000u | (m != 0u ? 0x400000u : 0u) | (m << 13));
+    }
+    return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
+}
+
+#endif

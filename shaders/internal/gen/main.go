@@ -1,0 +1,271 @@
+// Command gen compiles the shaders/*.comp kernels to SPIR-V with glslc,
+// validates them with spirv-val, reflects the binaries and writes
+// kernels_gen.go. It is run by `go generate ./shaders` and must produce
+// byte-identical output for identical input, because CI regenerates and diffs.
+//
+// It deliberately does not import package shaders: that package embeds
+// spv/*.spv and uses kernels_gen.go, which may be missing or stale here.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"go/format"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Tier names, defines and Go identifiers; index = shaders.Tier value.
+var (
+	tierNames  = []string{"packed", "storage16", "fp16"}
+	tierIdents = []string{"Packed", "Storage16", "FP16"}
+)
+
+// Access bits, mirroring shaders.Access.
+const (
+	accRead  = 1
+	accWrite = 2
+)
+
+type variant struct {
+	name   string // op name: the .comp base name
+	src    string // path of the .comp, relative to the shaders dir
+	tier   int
+	tiered bool // false: tier-agnostic, compiled without TIER defines
+}
+
+func (v variant) out() string { return "spv/" + v.name + "." + tierNames[v.tier] + ".spv" }
+
+// kernel is what reflection finds in one binary.
+type kernel struct {
+	bindings []uint8
+	push     int
+	local    [3]uint32
+	specX    bool
+}
+
+func main() {
+	dir := flag.String("C", ".", "shaders directory")
+	flag.Parse()
+	if err := run(*dir); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func run(dir string) error {
+	for _, tool := range []string{"glslc", "spirv-val"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found in PATH: install the Debian packages glslc and spirv-tools", tool)
+		}
+	}
+	comps, err := filepath.Glob(filepath.Join(dir, "*.comp"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(comps)
+	var vs []variant
+	for _, path := range comps {
+		base := filepath.Base(path)
+		name := strings.TrimSuffix(base, ".comp")
+		if !nameRE.MatchString(name) { // dots would make spv names ambiguous
+			return fmt.Errorf("%s: kernel names may only use letters, digits, '_' and '-'", base)
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		tiers, tiered, err := parseTiers(src)
+		if err != nil {
+			return fmt.Errorf("%s: %v", base, err)
+		}
+		for _, t := range tiers {
+			vs = append(vs, variant{name: name, src: base, tier: t, tiered: tiered})
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "spv"), 0o755); err != nil {
+		return err
+	}
+
+	// Compile in parallel; results are indexed, so the output order is fixed.
+	ks := make([]kernel, len(vs))
+	errs := make([]error, len(vs))
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for i := range vs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ks[i], errs[i] = build(dir, vs[i])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	// Drop binaries of removed kernels or tiers so they are not embedded.
+	want := map[string]bool{}
+	for _, v := range vs {
+		want[v.out()] = true
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "spv", "*.spv"))
+	for _, p := range old {
+		if !want["spv/"+filepath.Base(p)] {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+		}
+	}
+	code, err := render(vs, ks)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "kernels_gen.go"), code, 0o644)
+}
+
+var tiersRE = regexp.MustCompile(`^\s*//\s*tiers:(.*)$`)
+
+// parseTiers reads the `// tiers: ...` line from the first 40 lines. Without
+// one the kernel is tier-agnostic: a single Packed variant, no tier define.
+func parseTiers(src []byte) (tiers []int, tiered bool, err error) {
+	lines := strings.SplitN(string(src), "\n", 41)
+	if len(lines) > 40 {
+		lines = lines[:40]
+	}
+	for _, l := range lines {
+		m := tiersRE.FindStringSubmatch(strings.TrimRight(l, "\r"))
+		if m == nil {
+			continue
+		}
+		if tiered {
+			return nil, false, errors.New("more than one `// tiers:` line")
+		}
+		tiered = true
+		seen := map[int]bool{}
+		for _, f := range strings.Fields(m[1]) {
+			t := indexOf(tierNames, f)
+			if t < 0 {
+				return nil, false, fmt.Errorf("unknown tier %q (want %s)", f, strings.Join(tierNames, ", "))
+			}
+			if seen[t] {
+				return nil, false, fmt.Errorf("tier %q listed twice", f)
+			}
+			seen[t] = true
+		}
+		if len(seen) == 0 {
+			return nil, false, errors.New("empty `// tiers:` line")
+		}
+		for t := range tierNames { // in tier order, whatever the line's order
+			if seen[t] {
+				tiers = append(tiers, t)
+			}
+		}
+	}
+	if !tiered {
+		tiers = []int{0}
+	}
+	return tiers, tiered, nil
+}
+
+func indexOf(s []string, x string) int {
+	for i, y := range s {
+		if y == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// glslcArgs is shared with the test so both compile the same way.
+func glslcArgs(v variant, out string) []string {
+	args := []string{"--target-env=vulkan1.1", "-O", "-std=450", "-I", "include"}
+	if v.tiered {
+		args = append(args, "-DTIER_"+strings.ToUpper(tierNames[v.tier]), fmt.Sprintf("-DTIER=%d", v.tier))
+	}
+	return append(args, "-o", out, v.src)
+}
+
+// build compiles and validates into a temporary name first, so a failure
+// leaves the previous good binary (and nothing half-written) in spv/.
+func build(dir string, v variant) (kernel, error) {
+	tmp := v.out() + ".tmp"
+	defer os.Remove(filepath.Join(dir, tmp))
+	if err := tool(dir, "glslc", glslcArgs(v, tmp)...); err != nil {
+		return kernel{}, fmt.Errorf("%s [%s]: %v", v.src, tierNames[v.tier], err)
+	}
+	if err := tool(dir, "spirv-val", "--target-env", "vulkan1.1", tmp); err != nil {
+		return kernel{}, fmt.Errorf("%s [%s]: %v", v.src, tierNames[v.tier], err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, tmp))
+	if err != nil {
+		return kernel{}, err
+	}
+	k, err := reflectSPV(b)
+	if err != nil {
+		return kernel{}, fmt.Errorf("%s [%s]: %v", v.src, tierNames[v.tier], err)
+	}
+	return k, os.Rename(filepath.Join(dir, tmp), filepath.Join(dir, v.out()))
+}
+
+func tool(dir, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		return fmt.Errorf("%s failed: %v\n%s", name, err, strings.TrimSpace(out.String()))
+	}
+	if out.Len() > 0 { // warnings: show them, but they do not fail the build
+		fmt.Fprintf(os.Stderr, "%s\n", strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+func render(vs []variant, ks []kernel) ([]byte, error) {
+	idx := make([]int, len(vs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		va, vb := vs[idx[a]], vs[idx[b]]
+		if va.name != vb.name {
+			return va.name < vb.name
+		}
+		return va.tier < vb.tier
+	})
+	accName := map[uint8]string{accRead: "Read", accWrite: "Write", accRead | accWrite: "ReadWrite"}
+	var b bytes.Buffer
+	b.WriteString("// Code generated by shaders/internal/gen; DO NOT EDIT.\n\npackage shaders\n\nvar table = []Kernel{\n")
+	for _, i := range idx {
+		v, k := vs[i], ks[i]
+		fmt.Fprintf(&b, "{Name: %q, Tier: %s, File: %q", v.name, tierIdents[v.tier], v.out())
+		if len(k.bindings) > 0 {
+			names := make([]string, len(k.bindings))
+			for j, a := range k.bindings {
+				names[j] = accName[a]
+			}
+			fmt.Fprintf(&b, ", Bindings: []Access{%s}", strings.Join(names, ", "))
+		}
+		fmt.Fprintf(&b, ", PushSize: %d, LocalSize: [3]uint32{%d, %d, %d}", k.push, k.local[0], k.local[1], k.local[2])
+		if k.specX {
+			b.WriteString(", SpecLocalSizeX: true")
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n")
+	return format.Source(b.Bytes())
+}

@@ -1,0 +1,323 @@
+//go:build cgo
+
+package vk
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure Open. The zero value picks the best device, its highest
+// tier, and sensible sizes.
+type Options struct {
+	// Device is a device index or a case-insensitive substring of its name.
+	// Empty means the VKAMP_DEVICE environment variable, else the best device
+	// by type: discrete, integrated, virtual, then CPU.
+	Device string
+	// Tier caps the kernel tier; empty means VKAMP_TIER, else the device's best.
+	Tier string
+	// BlockSize is the size of the memory blocks buffers are cut from.
+	BlockSize int64
+	// StagingSize is the size of the staging ring.
+	StagingSize int64
+	// ForceStaging sends every host read and write through the staging ring,
+	// as on a discrete GPU, even where memory can be mapped.
+	ForceStaging bool
+	// BatchSize is the number of dispatches per queue submission.
+	BatchSize int
+	// Timestamps records the device time of every dispatch (see KernelTimes).
+	Timestamps bool
+	// PipelineCacheDir holds the persisted pipeline cache; empty means the
+	// user's cache directory, "off" disables it.
+	PipelineCacheDir string
+	// WaitTimeout bounds each wait for the device; 0 means one minute.
+	WaitTimeout time.Duration
+}
+
+func (o *Options) waitTimeout() time.Duration {
+	if o.WaitTimeout > 0 {
+		return o.WaitTimeout
+	}
+	return time.Minute
+}
+
+// Stats counts what a device has done, for tests and benchmarks.
+type Stats struct {
+	Dispatches     uint64 // kernel launches recorded
+	Copies         uint64 // copies and fills recorded
+	Barriers       uint64 // pipeline barriers recorded
+	Submits        uint64 // queue submissions
+	Waits          uint64 // host waits on a fence
+	DescriptorSets uint64 // descriptor sets written
+	Pipelines      int    // pipelines created
+	Allocations    uint64 // VkDeviceMemory allocations made
+	MemoryBlocks   int    // VkDeviceMemory blocks alive
+	DeviceBytes    uint64 // bytes in those blocks
+	LiveBuffers    int    // Buffers not yet freed
+	BufferBytes    uint64 // bytes reserved by those Buffers
+}
+
+// KernelTime is the device time spent in one kernel, from timestamps.
+type KernelTime struct {
+	Name        string
+	Count       int
+	Nanoseconds float64
+}
+
+// Device is an open Vulkan device with its queue, memory, kernels and
+// recording state. All its methods are safe for concurrent use: one lock
+// serialises recording and submission.
+type Device struct {
+	mu     sync.Mutex
+	info   Info
+	tier   Tier
+	opts   Options
+	dev    C.VkDevice
+	queue  C.VkQueue
+	closed bool
+	err    error // sticky: the device was lost
+
+	align       uint64
+	blockSize   uint64
+	stagingSize uint64
+	batchSize   int
+	timestamps  bool
+
+	blocks      []*block
+	nextBlockID int
+	staging     *ring
+	pendingFree []pendingFree
+
+	kernels map[string]*Kernel
+	cache   C.VkPipelineCache
+
+	slots      []*slot
+	nextSlot   int
+	cur        *slot
+	lastSerial uint64
+	completed  uint64
+	hz         hazards
+
+	stats Stats
+	times map[string]*KernelTime
+}
+
+// Open opens a device. Without Vulkan, or without a device, it returns an
+// error that says what to install.
+func Open(opts Options) (*Device, error) {
+	infos, err := Devices()
+	if err != nil {
+		return nil, err
+	}
+	if len(infos) == 0 {
+		return nil, fmt.Errorf("%w: the loader found no device with a compute queue (install mesa-vulkan-drivers for a software device, or your GPU vendor's driver)", ErrNoDevice)
+	}
+	sel := opts.Device
+	if sel == "" {
+		sel = os.Getenv("VKAMP_DEVICE")
+	}
+	info, err := choose(infos, sel)
+	if err != nil {
+		return nil, err
+	}
+	tier := info.Tier
+	ts := opts.Tier
+	if ts == "" {
+		ts = os.Getenv("VKAMP_TIER")
+	}
+	if ts != "" {
+		t, err := ParseTier(ts)
+		if err != nil {
+			return nil, err
+		}
+		if t > info.Tier {
+			return nil, fmt.Errorf("vk: tier %s asked for, but %s supports at most %s", t, info.Name, info.Tier)
+		}
+		tier = t
+	}
+	d := &Device{
+		info:        info,
+		tier:        tier,
+		opts:        opts,
+		align:       max(info.MinStorageBufferAlign, 16),
+		blockSize:   defaultBlockSize,
+		stagingSize: defaultStagingSize,
+		batchSize:   defaultBatchSize,
+		timestamps:  opts.Timestamps && info.Timestamps,
+		kernels:     map[string]*Kernel{},
+		times:       map[string]*KernelTime{},
+	}
+	if opts.BlockSize > 0 {
+		d.blockSize = roundUp(uint64(opts.BlockSize), d.align)
+	}
+	if opts.StagingSize > 0 {
+		d.stagingSize = roundUp(uint64(opts.StagingSize), 64)
+	}
+	if opts.BatchSize > 0 {
+		d.batchSize = opts.BatchSize
+	}
+	if opts.Timestamps && !info.Timestamps {
+		return nil, fmt.Errorf("vk: %s: %w: no timestamp queries on its compute queue", info.Name, ErrFeatureMissing)
+	}
+	r := C.vkamp_create_device(info.physical, C.uint32_t(info.queueFamily), &info.caps,
+		cbool(tier >= TierStorage16), cbool(tier >= TierFP16), &d.dev, &d.queue)
+	if err := check(int32(r), "create device %s", info.Name); err != nil {
+		return nil, err
+	}
+	if err := d.openPipelineCache(); err != nil {
+		d.destroy()
+		return nil, err
+	}
+	for range numSlots {
+		s := &slot{}
+		r := C.vkamp_create_slot(d.dev, C.uint32_t(info.queueFamily), C.uint32_t(d.batchSize),
+			C.uint32_t(d.batchSize*maxBindings), C.uint32_t(d.queries()), &s.c)
+		if err := check(int32(r), "create command buffer"); err != nil {
+			d.destroy()
+			return nil, err
+		}
+		d.slots = append(d.slots, s)
+	}
+	return d, nil
+}
+
+// MustOpen is Open for tools, tests and examples: it panics on error.
+func MustOpen(opts Options) *Device {
+	d, err := Open(opts)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func choose(infos []Info, sel string) (Info, error) {
+	if sel != "" {
+		if i, err := strconv.Atoi(sel); err == nil {
+			for _, info := range infos {
+				if info.Index == i {
+					return info, nil
+				}
+			}
+			return Info{}, fmt.Errorf("%w: no device with index %d (%s)", ErrNoDevice, i, listNames(infos))
+		}
+		for _, info := range infos {
+			if strings.Contains(strings.ToLower(info.Name), strings.ToLower(sel)) {
+				return info, nil
+			}
+		}
+		return Info{}, fmt.Errorf("%w: no device named like %q (%s)", ErrNoDevice, sel, listNames(infos))
+	}
+	best := append([]Info(nil), infos...)
+	sort.SliceStable(best, func(i, j int) bool { return best[i].Type.preference() > best[j].Type.preference() })
+	return best[0], nil
+}
+
+func listNames(infos []Info) string {
+	var s []string
+	for _, info := range infos {
+		s = append(s, fmt.Sprintf("%d: %s", info.Index, info.Name))
+	}
+	return "devices are " + strings.Join(s, ", ")
+}
+
+// Info describes the device.
+func (d *Device) Info() Info { return d.info }
+
+// Tier is the tier of kernel variants this device runs.
+func (d *Device) Tier() Tier { return d.tier }
+
+// Stats returns the device's counters.
+func (d *Device) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// KernelTimes returns the device time per kernel name, from timestamps of
+// completed work, sorted by name. It is empty unless Options.Timestamps.
+func (d *Device) KernelTimes() []KernelTime {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []KernelTime
+	for _, kt := range d.times {
+		out = append(out, *kt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (d *Device) usable() error {
+	if d == nil || d.closed {
+		return ErrClosed
+	}
+	return d.err
+}
+
+func isDeviceLost(err error) bool { return errors.Is(err, ErrDeviceLost) }
+
+// Close waits for the device to finish, saves the pipeline cache and destroys
+// every Vulkan object the device made, buffers included. It is idempotent;
+// afterwards every method returns ErrClosed. It returns an error recorded by
+// work that failed on the device and was not yet reported.
+func (d *Device) Close() error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	var err error
+	if d.err == nil {
+		err = d.waitSerial(d.lastSerial)
+	}
+	d.closed = true
+	if d.err == nil {
+		d.savePipelineCache()
+	}
+	d.destroy()
+	return err
+}
+
+// destroy releases everything in reverse order of creation.
+func (d *Device) destroy() {
+	if d.dev == nil {
+		return
+	}
+	C.vkamp_device_wait_idle(d.dev)
+	for _, s := range d.slots {
+		C.vkamp_destroy_slot(d.dev, &s.c)
+	}
+	d.slots, d.cur = nil, nil
+	for _, k := range d.kernels {
+		C.vkamp_destroy_kernel(d.dev, k.setLayout, k.layout, k.pipeline)
+	}
+	d.kernels = nil
+	if d.cache != 0 {
+		C.vkamp_destroy_pipeline_cache(d.dev, d.cache)
+		d.cache = 0
+	}
+	if d.staging != nil {
+		C.vkamp_destroy_block(d.dev, d.staging.blk.buf, d.staging.blk.mem)
+		d.staging = nil
+	}
+	for _, blk := range d.blocks {
+		C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
+	}
+	d.blocks, d.pendingFree = nil, nil
+	d.stats.MemoryBlocks, d.stats.DeviceBytes = 0, 0
+	C.vkamp_destroy_device(d.dev)
+	d.dev = nil
+}

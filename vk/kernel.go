@@ -1,0 +1,180 @@
+//go:build cgo
+
+package vk
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unsafe"
+)
+
+// Access says how a kernel uses one of its storage-buffer bindings; the
+// runtime derives barriers from it.
+type Access uint8
+
+const (
+	Read      Access = 1 << iota // the kernel reads the binding
+	Write                        // the kernel writes the binding
+	ReadWrite = Read | Write
+)
+
+// KernelSource describes a compute shader: its SPIR-V and the layout metadata
+// generated with it.
+type KernelSource struct {
+	Name     string
+	SPIRV    []byte
+	Bindings []Access // descriptor set 0, binding i
+	PushSize int      // bytes of push constants
+	// Spec sets specialization constants by ID (for example the workgroup
+	// size through constant 0).
+	Spec map[uint32]uint32
+}
+
+// Kernel is a compute pipeline. It belongs to its Device and is destroyed
+// with it.
+type Kernel struct {
+	d         *Device
+	name      string
+	access    []Access
+	pushSize  int
+	setLayout C.VkDescriptorSetLayout
+	layout    C.VkPipelineLayout
+	pipeline  C.VkPipeline
+}
+
+// Name returns the kernel's name.
+func (k *Kernel) Name() string { return k.name }
+
+func (s *KernelSource) key() string {
+	ids := make([]int, 0, len(s.Spec))
+	for id := range s.Spec {
+		ids = append(ids, int(id))
+	}
+	sort.Ints(ids)
+	var b strings.Builder
+	b.WriteString(s.Name)
+	for _, id := range ids {
+		fmt.Fprintf(&b, ",%d=%d", id, s.Spec[uint32(id)])
+	}
+	return b.String()
+}
+
+// Kernel returns the pipeline for src, building it on first use and caching
+// it by name and specialization constants for the device's lifetime.
+func (d *Device) Kernel(src KernelSource) (*Kernel, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	key := src.key()
+	if k, ok := d.kernels[key]; ok {
+		return k, nil
+	}
+	if len(src.SPIRV) == 0 || len(src.SPIRV)%4 != 0 || !isSPIRV(src.SPIRV) {
+		return nil, fmt.Errorf("vk: kernel %s: %w: not SPIR-V", src.Name, ErrInvalidArgument)
+	}
+	if len(src.Bindings) > maxBindings {
+		return nil, fmt.Errorf("vk: kernel %s: %w: %d bindings, at most %d", src.Name, ErrInvalidArgument, len(src.Bindings), maxBindings)
+	}
+	if src.PushSize < 0 || src.PushSize%4 != 0 || uint32(src.PushSize) > d.info.MaxPushConstantsSize {
+		return nil, fmt.Errorf("vk: kernel %s: %w: push constant size %d (device allows %d)",
+			src.Name, ErrInvalidArgument, src.PushSize, d.info.MaxPushConstantsSize)
+	}
+	if x, ok := src.Spec[0]; ok && (x == 0 || x > d.info.MaxWorkgroupInvocations || x > d.info.MaxWorkgroupSize[0]) {
+		return nil, fmt.Errorf("vk: kernel %s: %w: workgroup size %d over the device's limit %d",
+			src.Name, ErrInvalidArgument, x, min(d.info.MaxWorkgroupInvocations, d.info.MaxWorkgroupSize[0]))
+	}
+	// Copy the code into 4-byte-aligned memory.
+	code := make([]uint32, len(src.SPIRV)/4)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&code[0])), len(src.SPIRV)), src.SPIRV)
+	spec := make([]C.uint32_t, 0, 2*len(src.Spec))
+	for id, v := range src.Spec {
+		spec = append(spec, C.uint32_t(id), C.uint32_t(v))
+	}
+	var specPtr *C.uint32_t
+	if len(spec) > 0 {
+		specPtr = &spec[0]
+	}
+	k := &Kernel{d: d, name: src.Name, access: append([]Access(nil), src.Bindings...), pushSize: src.PushSize}
+	r := C.vkamp_create_kernel(d.dev, d.cache, (*C.uint32_t)(unsafe.Pointer(&code[0])), C.size_t(len(src.SPIRV)),
+		C.uint32_t(len(src.Bindings)), C.uint32_t(src.PushSize), specPtr, C.uint32_t(len(src.Spec)),
+		&k.setLayout, &k.layout, &k.pipeline)
+	if err := check(int32(r), "create pipeline %s", src.Name); err != nil {
+		return nil, err
+	}
+	d.kernels[key] = k
+	d.stats.Pipelines++
+	return k, nil
+}
+
+func isSPIRV(b []byte) bool {
+	return len(b) >= 20 && b[0] == 0x03 && b[1] == 0x02 && b[2] == 0x23 && b[3] == 0x07
+}
+
+// The pipeline cache is kept on disk per device and driver, so pipelines
+// compile once per machine.
+func (d *Device) cacheFile() string {
+	dir := d.opts.PipelineCacheDir
+	if dir == "off" {
+		return ""
+	}
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(base, "vkamp")
+	}
+	return filepath.Join(dir, fmt.Sprintf("pipelines-%04x-%04x-%s.bin", d.info.VendorID, d.info.DeviceID, d.info.CacheUUID))
+}
+
+func (d *Device) openPipelineCache() error {
+	var data []byte
+	if f := d.cacheFile(); f != "" {
+		data, _ = os.ReadFile(f) // a missing cache is normal
+	}
+	var ptr unsafe.Pointer
+	if len(data) > 0 {
+		ptr = unsafe.Pointer(&data[0])
+	}
+	r := C.vkamp_create_pipeline_cache(d.dev, ptr, C.size_t(len(data)), &d.cache)
+	return check(int32(r), "create pipeline cache")
+}
+
+// savePipelineCache writes the cache atomically. Failing to save only costs
+// compile time later, so it is not an error.
+func (d *Device) savePipelineCache() {
+	f := d.cacheFile()
+	if f == "" || d.cache == 0 || d.stats.Pipelines == 0 {
+		return
+	}
+	var n C.size_t
+	if C.vkamp_get_pipeline_cache_data(d.dev, d.cache, &n, nil) != 0 || n == 0 {
+		return
+	}
+	data := make([]byte, n)
+	if C.vkamp_get_pipeline_cache_data(d.dev, d.cache, &n, unsafe.Pointer(&data[0])) != 0 {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f), ".pipelines-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data[:n])
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), f) != nil {
+		os.Remove(tmp.Name())
+	}
+}

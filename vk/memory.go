@@ -1,0 +1,326 @@
+//go:build cgo
+
+package vk
+
+/*
+#include <string.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+)
+
+// Memory is sub-allocated: a few large blocks, each one VkDeviceMemory with
+// one VkBuffer over all of it, are cut into Buffers. Drivers allow as few as
+// 4096 allocations (SwiftShader), and a training step has many small tensors.
+
+const (
+	defaultBlockSize   = 64 << 20
+	defaultStagingSize = 16 << 20
+)
+
+const (
+	memDeviceLocal  = C.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+	memHostVisible  = C.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+	memHostCoherent = C.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+	memHostCached   = C.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+)
+
+type span struct{ lo, hi uint64 } // [lo, hi) bytes
+
+type block struct {
+	id        int
+	buf       C.VkBuffer
+	mem       C.VkDeviceMemory
+	mapped    unsafe.Pointer // nil unless host-visible
+	size      uint64
+	free      []span // sorted, coalesced
+	live      int    // Buffers cut from this block
+	dedicated bool   // holds one large Buffer and goes when it goes
+}
+
+// Buffer is a range of device memory. Its methods are safe for concurrent use;
+// they go through the Device's lock. A Buffer must not be used after Free.
+type Buffer struct {
+	d         *Device
+	blk       *block
+	off       uint64 // within blk
+	size      uint64 // as asked for
+	alloc     uint64 // as reserved: size rounded up to the offset alignment
+	freed     bool
+	lastUse   uint64 // serial of the last batch that used it on the device
+	lastWrite uint64 // serial of the last batch that wrote it on the device
+}
+
+// Size returns the buffer's size in bytes.
+func (b *Buffer) Size() int64 { return int64(b.size) }
+
+func roundUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
+
+// Alloc returns a new buffer of size bytes, whose contents are undefined.
+func (d *Device) Alloc(size int64) (*Buffer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	if size <= 0 {
+		return nil, fmt.Errorf("vk: allocate %d bytes: %w: size must be positive", size, ErrInvalidArgument)
+	}
+	if limit := d.maxAlloc(); uint64(size) > limit {
+		return nil, fmt.Errorf("vk: allocate %d bytes: %w: the device allows at most %d in one allocation",
+			size, ErrOutOfDeviceMemory, limit)
+	}
+	n := roundUp(uint64(size), d.align)
+	if n > d.blockSize/2 {
+		blk, err := d.newBlock(n, true)
+		if err != nil {
+			return nil, fmt.Errorf("vk: allocate %d bytes: %w", size, err)
+		}
+		blk.free = nil
+		blk.live = 1
+		return d.track(&Buffer{d: d, blk: blk, off: 0, size: uint64(size), alloc: n}), nil
+	}
+	for _, blk := range d.blocks {
+		if off, ok := blk.take(n); ok {
+			return d.track(&Buffer{d: d, blk: blk, off: off, size: uint64(size), alloc: n}), nil
+		}
+	}
+	blk, err := d.newBlock(d.blockSize, false)
+	if err != nil {
+		return nil, fmt.Errorf("vk: allocate %d bytes: %w", size, err)
+	}
+	off, _ := blk.take(n)
+	return d.track(&Buffer{d: d, blk: blk, off: off, size: uint64(size), alloc: n}), nil
+}
+
+func (d *Device) track(b *Buffer) *Buffer {
+	d.stats.LiveBuffers++
+	d.stats.BufferBytes += b.alloc
+	return b
+}
+
+func (d *Device) maxAlloc() uint64 {
+	limit := d.info.MaxMemoryAllocationSize
+	if limit == 0 {
+		limit = 1 << 30
+	}
+	var heap uint64
+	for _, h := range d.info.Heaps {
+		heap = max(heap, h.Size)
+	}
+	return min(limit, heap)
+}
+
+// take reserves n bytes first-fit; offsets stay aligned because every size is
+// a multiple of the alignment.
+func (b *block) take(n uint64) (uint64, bool) {
+	for i, s := range b.free {
+		if s.hi-s.lo < n {
+			continue
+		}
+		off := s.lo
+		if s.hi-s.lo == n {
+			b.free = append(b.free[:i], b.free[i+1:]...)
+		} else {
+			b.free[i].lo += n
+		}
+		b.live++
+		return off, true
+	}
+	return 0, false
+}
+
+// give returns [off, off+n) to the free list, merging neighbours.
+func (b *block) give(off, n uint64) {
+	i := sort.Search(len(b.free), func(i int) bool { return b.free[i].lo > off })
+	b.free = append(b.free, span{})
+	copy(b.free[i+1:], b.free[i:])
+	b.free[i] = span{off, off + n}
+	if i+1 < len(b.free) && b.free[i].hi == b.free[i+1].lo {
+		b.free[i].hi = b.free[i+1].hi
+		b.free = append(b.free[:i+1], b.free[i+2:]...)
+	}
+	if i > 0 && b.free[i-1].hi == b.free[i].lo {
+		b.free[i-1].hi = b.free[i].hi
+		b.free = append(b.free[:i], b.free[i+1:]...)
+	}
+	b.live--
+}
+
+func (d *Device) newBlock(size uint64, dedicated bool) (*block, error) {
+	if d.info.MaxMemoryAllocationCount > 0 && uint64(d.liveBlocks()) >= uint64(d.info.MaxMemoryAllocationCount) {
+		return nil, fmt.Errorf("%w: device allows %d memory allocations", ErrTooManyObjects, d.info.MaxMemoryAllocationCount)
+	}
+	required, preferred := C.uint32_t(memDeviceLocal), C.uint32_t(0)
+	if d.info.unifiedMemory {
+		required, preferred = memHostVisible|memHostCoherent, memDeviceLocal
+	}
+	blk, err := d.createBlock(size, required, preferred)
+	if err != nil {
+		return nil, err
+	}
+	blk.dedicated = dedicated
+	d.blocks = append(d.blocks, blk)
+	return blk, nil
+}
+
+func (d *Device) createBlock(size uint64, required, preferred C.uint32_t) (*block, error) {
+	blk := &block{id: d.nextBlockID, size: size, free: []span{{0, size}}}
+	d.nextBlockID++
+	var mapped unsafe.Pointer
+	var typeIndex C.uint32_t
+	r := C.vkamp_create_block(d.dev, d.info.physical, C.uint64_t(size), ^C.uint32_t(0), required, preferred,
+		&blk.buf, &blk.mem, &mapped, &typeIndex)
+	if err := check(int32(r), "allocate a %d-byte memory block", size); err != nil {
+		return nil, err
+	}
+	blk.mapped = mapped
+	d.stats.MemoryBlocks++
+	d.stats.DeviceBytes += size
+	d.stats.Allocations++
+	return blk, nil
+}
+
+func (d *Device) liveBlocks() int {
+	n := len(d.blocks)
+	if d.staging != nil {
+		n++
+	}
+	return n
+}
+
+func (d *Device) destroyBlock(blk *block) {
+	C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
+	d.stats.MemoryBlocks--
+	d.stats.DeviceBytes -= blk.size
+	for i, b := range d.blocks {
+		if b == blk {
+			d.blocks = append(d.blocks[:i], d.blocks[i+1:]...)
+			break
+		}
+	}
+}
+
+// Free releases the buffer. Work already recorded that uses it still runs:
+// its memory is reused only after that work completes. Free is idempotent and
+// safe after the device has closed.
+func (b *Buffer) Free() error {
+	if b == nil {
+		return nil
+	}
+	d := b.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b.freed {
+		return nil
+	}
+	b.freed = true
+	d.stats.LiveBuffers--
+	d.stats.BufferBytes -= b.alloc
+	if d.closed {
+		return nil
+	}
+	if b.lastUse > d.completed {
+		d.pendingFree = append(d.pendingFree, pendingFree{b.blk, b.off, b.alloc, b.lastUse})
+		return nil
+	}
+	d.release(b.blk, b.off, b.alloc)
+	return nil
+}
+
+// Close is Free, so that a Buffer is an io.Closer.
+func (b *Buffer) Close() error { return b.Free() }
+
+type pendingFree struct {
+	blk    *block
+	off, n uint64
+	serial uint64
+}
+
+func (d *Device) release(blk *block, off, n uint64) {
+	if blk.dedicated {
+		d.destroyBlock(blk)
+		return
+	}
+	blk.give(off, n)
+}
+
+// releaseCompleted frees the ranges whose last use has completed.
+func (d *Device) releaseCompleted() {
+	keep := d.pendingFree[:0]
+	for _, p := range d.pendingFree {
+		if p.serial <= d.completed {
+			d.release(p.blk, p.off, p.n)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	d.pendingFree = keep
+}
+
+func (b *Buffer) usable(off, n int64, what string) error {
+	if b == nil {
+		return fmt.Errorf("vk: %s: %w: nil buffer", what, ErrInvalidArgument)
+	}
+	if b.freed {
+		return fmt.Errorf("vk: %s: %w: buffer was freed", what, ErrInvalidArgument)
+	}
+	if err := b.d.usable(); err != nil {
+		return err
+	}
+	if off < 0 || n < 0 || uint64(off)+uint64(n) > b.size {
+		return fmt.Errorf("vk: %s: %w: range [%d, %d) outside a %d-byte buffer", what, ErrInvalidArgument, off, off+n, b.size)
+	}
+	return nil
+}
+
+// Write copies data into the buffer at byte offset off. It never waits for
+// the device: memory the device may still be using is written through the
+// staging ring, in order with the recorded work.
+func (b *Buffer) Write(off int64, data []byte) error {
+	if b != nil {
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+	}
+	if err := b.usable(off, int64(len(data)), "write buffer"); err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	d := b.d
+	if b.blk.mapped != nil && !d.opts.ForceStaging && b.lastUse <= d.completed {
+		C.memcpy(unsafe.Add(b.blk.mapped, b.off+uint64(off)), unsafe.Pointer(&data[0]), C.size_t(len(data)))
+		return nil
+	}
+	return d.upload(b, uint64(off), data)
+}
+
+// Read copies the buffer's bytes at offset off into data, after waiting for
+// any recorded work that writes the buffer.
+func (b *Buffer) Read(off int64, data []byte) error {
+	if b != nil {
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+	}
+	if err := b.usable(off, int64(len(data)), "read buffer"); err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	d := b.d
+	if b.blk.mapped != nil && !d.opts.ForceStaging {
+		if err := d.waitSerial(b.lastWrite); err != nil {
+			return err
+		}
+		C.memcpy(unsafe.Pointer(&data[0]), unsafe.Add(b.blk.mapped, b.off+uint64(off)), C.size_t(len(data)))
+		return nil
+	}
+	return d.download(b, uint64(off), data)
+}

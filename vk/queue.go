@@ -1,0 +1,376 @@
+//go:build cgo
+
+package vk
+
+/*
+#include <string.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Work is recorded into the command buffer of the current batch slot and
+// submitted when the batch is full, on Sync, or when the host must read.
+// Each batch has a serial; completed is the last serial the host has seen
+// finish. Slots are reused round-robin once their fence has signalled.
+
+const (
+	defaultBatchSize = 256 // dispatches per submission
+	maxBindings      = 16
+	numSlots         = 3
+)
+
+type slot struct {
+	c          C.vkamp_slot
+	serial     uint64 // 0 when idle
+	recording  bool
+	submitted  bool
+	commands   int
+	dispatches int
+	timed      []string // kernel name per timestamp pair
+}
+
+// hazards remembers the byte ranges read and written since the last barrier.
+// A new command that reads what is unsynced-written, or writes what is
+// unsynced-read or -written, needs a barrier first; anything else may overlap.
+type hazards struct{ reads, writes []access }
+
+type access struct {
+	blk *block
+	span
+}
+
+func overlaps(list []access, a access) bool {
+	for _, x := range list {
+		if x.blk == a.blk && x.lo < a.hi && a.lo < x.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// need reports whether a command with these reads and writes must wait.
+func (h *hazards) need(reads, writes []access) bool {
+	for _, r := range reads {
+		if overlaps(h.writes, r) {
+			return true
+		}
+	}
+	for _, w := range writes {
+		if overlaps(h.writes, w) || overlaps(h.reads, w) {
+			return true
+		}
+	}
+	// Bound the bookkeeping for long runs of independent commands.
+	return len(h.reads)+len(h.writes) > 512
+}
+
+func (h *hazards) add(reads, writes []access) {
+	h.reads = append(h.reads, reads...)
+	h.writes = append(h.writes, writes...)
+}
+
+func (h *hazards) clear() { h.reads, h.writes = h.reads[:0], h.writes[:0] }
+
+// begin makes sure a batch is recording and returns it.
+func (d *Device) begin() (*slot, error) {
+	if d.cur != nil {
+		return d.cur, nil
+	}
+	s := d.slots[d.nextSlot]
+	if s.submitted {
+		if err := d.retire(s); err != nil {
+			return nil, err
+		}
+	}
+	d.nextSlot = (d.nextSlot + 1) % len(d.slots)
+	r := C.vkamp_begin(d.dev, &s.c, C.uint32_t(d.queries()))
+	if err := check(int32(r), "begin command buffer"); err != nil {
+		return nil, d.fail(err)
+	}
+	d.lastSerial++
+	s.serial = d.lastSerial
+	s.recording = true
+	s.commands, s.dispatches = 0, 0
+	s.timed = s.timed[:0]
+	d.cur = s
+	return s, nil
+}
+
+func (d *Device) queries() int {
+	if d.timestamps {
+		return 2 * d.batchSize
+	}
+	return 0
+}
+
+// barrierFor records a barrier if the new command depends on unsynced work.
+func (d *Device) barrierFor(s *slot, reads, writes []access) {
+	if d.hz.need(reads, writes) {
+		C.vkamp_cmd_barrier(&s.c)
+		d.stats.Barriers++
+		d.hz.clear()
+	}
+	d.hz.add(reads, writes)
+}
+
+// recorded updates the bookkeeping after a command and submits a full batch.
+func (d *Device) recorded(s *slot, reads, writes []*Buffer) error {
+	for _, b := range reads {
+		b.lastUse = s.serial
+	}
+	for _, b := range writes {
+		b.lastUse = s.serial
+		b.lastWrite = s.serial
+	}
+	s.commands++
+	if s.dispatches >= d.batchSize {
+		return d.submit()
+	}
+	return nil
+}
+
+// submit sends the recording batch to the queue without waiting.
+func (d *Device) submit() error {
+	s := d.cur
+	if s == nil || s.commands == 0 {
+		return nil
+	}
+	C.vkamp_cmd_host_barrier(&s.c)
+	d.cur = nil
+	s.recording = false
+	r := C.vkamp_submit(d.queue, &s.c)
+	if err := check(int32(r), "submit %d commands", s.commands); err != nil {
+		return d.fail(err)
+	}
+	s.submitted = true
+	d.stats.Submits++
+	return nil
+}
+
+// retire waits for a submitted slot and collects what it finished.
+func (d *Device) retire(s *slot) error {
+	d.stats.Waits++
+	r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
+	if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
+		return d.fail(err)
+	}
+	s.submitted = false
+	if len(s.timed) > 0 {
+		ticks := make([]uint64, 2*len(s.timed))
+		r := C.vkamp_query_results(d.dev, &s.c, C.uint32_t(len(ticks)), (*C.uint64_t)(unsafe.Pointer(&ticks[0])))
+		if r == 0 {
+			for i, name := range s.timed {
+				kt := d.times[name]
+				if kt == nil {
+					kt = &KernelTime{Name: name}
+					d.times[name] = kt
+				}
+				kt.Count++
+				if ticks[2*i+1] > ticks[2*i] {
+					kt.Nanoseconds += float64(ticks[2*i+1]-ticks[2*i]) * float64(d.info.TimestampPeriod)
+				}
+			}
+		}
+	}
+	if s.serial > d.completed {
+		d.completed = s.serial
+	}
+	d.releaseCompleted()
+	return nil
+}
+
+// waitSerial returns once the batch with the given serial has completed.
+func (d *Device) waitSerial(serial uint64) error {
+	if serial <= d.completed {
+		return nil
+	}
+	if d.cur != nil && d.cur.serial <= serial {
+		if err := d.submit(); err != nil {
+			return err
+		}
+	}
+	for serial > d.completed {
+		var oldest *slot
+		for _, s := range d.slots {
+			if s.submitted && (oldest == nil || s.serial < oldest.serial) {
+				oldest = s
+			}
+		}
+		if oldest == nil {
+			// Only an empty batch was left: nothing of that serial ran.
+			d.completed = serial
+			break
+		}
+		if err := d.retire(oldest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail records an error that leaves the device unusable (device loss) so
+// that every later call returns it.
+func (d *Device) fail(err error) error {
+	if d.err == nil && (isDeviceLost(err)) {
+		d.err = err
+	}
+	return err
+}
+
+// Sync submits all recorded work without waiting for it.
+func (d *Device) Sync() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return err
+	}
+	return d.submit()
+}
+
+// Wait submits all recorded work and waits until the device has finished it.
+// A failure inside submitted work is returned here.
+func (d *Device) Wait() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return err
+	}
+	return d.waitSerial(d.lastSerial)
+}
+
+// Dispatch records one kernel launch of groups workgroups, binding args to the
+// kernel's bindings in order (each whole buffer) and push as its push
+// constants. It returns without waiting; a barrier is recorded first only if
+// the launch touches memory that earlier unsynced work wrote (or, for what it
+// writes, read).
+func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buffer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return err
+	}
+	if k == nil || k.d != d {
+		return fmt.Errorf("vk: dispatch: %w: kernel is nil or from another device", ErrInvalidArgument)
+	}
+	if len(args) != len(k.access) {
+		return fmt.Errorf("vk: dispatch %s: %w: %d buffers for %d bindings", k.name, ErrInvalidArgument, len(args), len(k.access))
+	}
+	if len(push) != k.pushSize {
+		return fmt.Errorf("vk: dispatch %s: %w: %d bytes of push constants, want %d", k.name, ErrInvalidArgument, len(push), k.pushSize)
+	}
+	for i, g := range groups {
+		if g == 0 || g > d.info.MaxWorkgroupCount[i] {
+			return fmt.Errorf("vk: dispatch %s: %w: %d workgroups in dimension %d (device allows 1..%d)",
+				k.name, ErrInvalidArgument, g, i, d.info.MaxWorkgroupCount[i])
+		}
+	}
+	var bufs, offs, ranges [maxBindings]C.uint64_t
+	var reads, writes []access
+	var readBufs, writeBufs []*Buffer
+	for i, b := range args {
+		if b == nil || b.freed || b.d != d {
+			return fmt.Errorf("vk: dispatch %s: %w: binding %d is nil, freed or from another device", k.name, ErrInvalidArgument, i)
+		}
+		if b.alloc > uint64(d.info.MaxStorageBufferRange) {
+			return fmt.Errorf("vk: dispatch %s: %w: binding %d is %d bytes, over the device's maxStorageBufferRange %d",
+				k.name, ErrInvalidArgument, i, b.alloc, d.info.MaxStorageBufferRange)
+		}
+		bufs[i], offs[i], ranges[i] = C.uint64_t(b.blk.buf), C.uint64_t(b.off), C.uint64_t(b.alloc)
+		a := access{b.blk, span{b.off, b.off + b.alloc}}
+		if k.access[i]&Read != 0 {
+			reads = append(reads, a)
+			readBufs = append(readBufs, b)
+		}
+		if k.access[i]&Write != 0 {
+			writes = append(writes, a)
+			writeBufs = append(writeBufs, b)
+		}
+	}
+	s, err := d.begin()
+	if err != nil {
+		return err
+	}
+	d.barrierFor(s, reads, writes)
+	ts := C.int32_t(-1)
+	if d.timestamps {
+		ts = C.int32_t(2 * len(s.timed))
+		s.timed = append(s.timed, k.name)
+	}
+	var pushPtr unsafe.Pointer
+	if len(push) > 0 {
+		pushPtr = unsafe.Pointer(&push[0])
+	}
+	r := C.vkamp_cmd_dispatch(d.dev, &s.c, k.pipeline, k.layout, k.setLayout, C.uint32_t(len(args)),
+		&bufs[0], &offs[0], &ranges[0], pushPtr, C.uint32_t(len(push)),
+		C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), ts)
+	if err := check(int32(r), "record dispatch %s", k.name); err != nil {
+		return err
+	}
+	s.dispatches++
+	d.stats.Dispatches++
+	d.stats.DescriptorSets++
+	return d.recorded(s, readBufs, writeBufs)
+}
+
+// Copy records a copy of n bytes from src at srcOff to dst at dstOff.
+func (d *Device) Copy(dst *Buffer, dstOff int64, src *Buffer, srcOff int64, n int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := src.usable(srcOff, n, "copy source"); err != nil {
+		return err
+	}
+	if err := dst.usable(dstOff, n, "copy destination"); err != nil {
+		return err
+	}
+	if src.d != d || dst.d != d {
+		return fmt.Errorf("vk: copy: %w: buffer from another device", ErrInvalidArgument)
+	}
+	if n == 0 {
+		return nil
+	}
+	so, do := src.off+uint64(srcOff), dst.off+uint64(dstOff)
+	if src.blk == dst.blk && so < do+uint64(n) && do < so+uint64(n) {
+		return fmt.Errorf("vk: copy: %w: source and destination overlap", ErrInvalidArgument)
+	}
+	s, err := d.begin()
+	if err != nil {
+		return err
+	}
+	d.barrierFor(s, []access{{src.blk, span{so, so + uint64(n)}}}, []access{{dst.blk, span{do, do + uint64(n)}}})
+	C.vkamp_cmd_copy(&s.c, src.blk.buf, C.uint64_t(so), dst.blk.buf, C.uint64_t(do), C.uint64_t(n))
+	d.stats.Copies++
+	return d.recorded(s, []*Buffer{src}, []*Buffer{dst})
+}
+
+// Fill records setting n bytes of b at off to the repeated 32-bit value. off
+// and n must be multiples of 4.
+func (d *Device) Fill(b *Buffer, off, n int64, value uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := b.usable(off, n, "fill"); err != nil {
+		return err
+	}
+	if b.d != d {
+		return fmt.Errorf("vk: fill: %w: buffer from another device", ErrInvalidArgument)
+	}
+	if off%4 != 0 || n%4 != 0 {
+		return fmt.Errorf("vk: fill: %w: offset %d and size %d must be multiples of 4", ErrInvalidArgument, off, n)
+	}
+	if n == 0 {
+		return nil
+	}
+	s, err := d.begin()
+	if err != nil {
+		return err
+	}
+	o := b.off + uint64(off)
+	d.barrierFor(s, nil, []access{{b.blk, span{o, o + uint64(n)}}})
+	C.vkamp_cmd_fill(&s.c, b.blk.buf, C.uint64_t(o), C.uint64_t(n), C.uint32_t(value))
+	d.stats.Copies++
+	return d.recorded(s, nil, []*Buffer{b})
+}

@@ -1,0 +1,88 @@
+// A small C layer over the Vulkan API for package vk: it loads libvulkan,
+// builds the pNext chains that the vulkan-go 1.1.88 headers lack, and records
+// a whole dispatch in one cgo call. Non-dispatchable handles are uint64_t so
+// that Go never holds a fake pointer.
+#ifndef VKAMP_SHIM_H
+#define VKAMP_SHIM_H
+
+#define VK_NO_PROTOTYPES
+#define VK_DEFINE_NON_DISPATCHABLE_HANDLE(object) typedef uint64_t object;
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+// vkamp_load opens the Vulkan loader. It returns NULL on success or a static
+// message saying what failed.
+const char *vkamp_load(void);
+void *vkamp_get_instance_proc_addr(void);
+
+VkResult vkamp_create_instance(int validation, int sync_validation, VkInstance *out);
+void vkamp_destroy_instance(VkInstance inst);
+
+// Capabilities read through vkGetPhysicalDeviceFeatures2/Properties2.
+typedef struct {
+	uint32_t api_version;
+	uint32_t has_16bit_storage_ext, has_float16_int8_ext, has_float_controls_ext;
+	uint32_t has_driver_props_ext, has_coopmat_ext, has_subgroup_size_control_ext;
+	uint32_t storage_buffer_16bit, shader_float16, shader_int16;
+	uint32_t subgroup_size, subgroup_stages, subgroup_ops;
+	uint32_t rte16, rte32, denorm_preserve16;
+	uint64_t max_memory_allocation_size;
+	uint32_t driver_id;
+	char driver_name[256];
+	char driver_info[256];
+	uint32_t coopmat_f16_f32; // a subgroup-scope f16 x f16 -> f32 shape exists
+	uint32_t coopmat_m, coopmat_n, coopmat_k;
+} vkamp_caps;
+
+void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *caps);
+
+VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_caps *caps,
+	int enable16, int enable_f16, VkDevice *dev, VkQueue *queue);
+void vkamp_destroy_device(VkDevice dev);
+VkResult vkamp_device_wait_idle(VkDevice dev);
+
+// Memory blocks: one VkDeviceMemory with one VkBuffer over all of it.
+VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, uint32_t type_bits_wanted,
+	uint32_t required_flags, uint32_t preferred_flags, VkBuffer *buf, VkDeviceMemory *mem, void **mapped,
+	uint32_t *type_index);
+void vkamp_destroy_block(VkDevice dev, VkBuffer buf, VkDeviceMemory mem);
+
+VkResult vkamp_create_pipeline_cache(VkDevice dev, const void *data, size_t size, VkPipelineCache *out);
+VkResult vkamp_get_pipeline_cache_data(VkDevice dev, VkPipelineCache c, size_t *size, void *data);
+void vkamp_destroy_pipeline_cache(VkDevice dev, VkPipelineCache c);
+
+VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t *code, size_t code_size,
+	uint32_t nbind, uint32_t push_size, const uint32_t *spec, uint32_t nspec,
+	VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline);
+void vkamp_destroy_kernel(VkDevice dev, VkDescriptorSetLayout set_layout, VkPipelineLayout layout, VkPipeline pipeline);
+
+// A batch slot: command pool and buffer, fence, descriptor pool, query pool.
+typedef struct {
+	VkCommandPool cmd_pool;
+	VkCommandBuffer cmd;
+	VkFence fence;
+	VkDescriptorPool desc_pool;
+	VkQueryPool query_pool;
+} vkamp_slot;
+
+VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
+	uint32_t queries, vkamp_slot *s);
+void vkamp_destroy_slot(VkDevice dev, vkamp_slot *s);
+VkResult vkamp_begin(VkDevice dev, vkamp_slot *s, uint32_t queries);
+VkResult vkamp_submit(VkQueue q, vkamp_slot *s);
+VkResult vkamp_wait(VkDevice dev, vkamp_slot *s, uint64_t timeout_ns);
+VkResult vkamp_fence_status(VkDevice dev, vkamp_slot *s);
+VkResult vkamp_query_results(VkDevice dev, vkamp_slot *s, uint32_t n, uint64_t *out);
+
+// One dispatch: allocate and write a descriptor set, bind, push, dispatch,
+// with timestamps around it when ts >= 0.
+VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
+	VkDescriptorSetLayout set_layout, uint32_t nbind, const uint64_t *bufs, const uint64_t *offs,
+	const uint64_t *ranges, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz,
+	int32_t ts);
+void vkamp_cmd_barrier(vkamp_slot *s);
+void vkamp_cmd_host_barrier(vkamp_slot *s);
+void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size);
+void vkamp_cmd_fill(vkamp_slot *s, VkBuffer dst, uint64_t off, uint64_t size, uint32_t value);
+
+#endif

@@ -1,0 +1,114 @@
+//go:build cgo
+
+package vk
+
+/*
+#include <string.h>
+#include "shim.h"
+*/
+import "C"
+
+import "unsafe"
+
+// ring is the one persistently mapped staging buffer of a device. Uploads and
+// downloads to memory the host cannot map go through it in chunks; a chunk
+// is reused once the batch that copied it has completed.
+type ring struct {
+	blk  *block
+	head uint64
+	live []chunk // oldest first, in ring order
+}
+
+type chunk struct{ lo, hi, serial uint64 }
+
+func (d *Device) stagingRing() (*ring, error) {
+	if d.staging != nil {
+		return d.staging, nil
+	}
+	blk, err := d.createBlock(d.stagingSize, memHostVisible|memHostCoherent, memHostCached)
+	if err != nil {
+		return nil, err
+	}
+	d.staging = &ring{blk: blk}
+	return d.staging, nil
+}
+
+// reserve finds n free bytes in the ring, waiting for old chunks if needed.
+func (d *Device) reserve(n uint64) (uint64, error) {
+	r, err := d.stagingRing()
+	if err != nil {
+		return 0, err
+	}
+	if r.head+n > r.blk.size {
+		r.head = 0
+	}
+	for len(r.live) > 0 {
+		c := r.live[0]
+		if c.serial > d.completed && c.lo < r.head+n && r.head < c.hi {
+			if err := d.waitSerial(c.serial); err != nil {
+				return 0, err
+			}
+		}
+		if c.serial > d.completed {
+			break
+		}
+		r.live = r.live[1:]
+	}
+	off := r.head
+	r.head += roundUp(n, 64)
+	return off, nil
+}
+
+func (d *Device) upload(b *Buffer, off uint64, data []byte) error {
+	for len(data) > 0 {
+		n := min(uint64(len(data)), d.stagingSize)
+		o, err := d.reserve(n)
+		if err != nil {
+			return err
+		}
+		C.memcpy(unsafe.Add(d.staging.blk.mapped, o), unsafe.Pointer(&data[0]), C.size_t(n))
+		s, err := d.begin()
+		if err != nil {
+			return err
+		}
+		dst := b.off + off
+		d.barrierFor(s, nil, []access{{b.blk, span{dst, dst + n}}})
+		C.vkamp_cmd_copy(&s.c, d.staging.blk.buf, C.uint64_t(o), b.blk.buf, C.uint64_t(dst), C.uint64_t(n))
+		d.staging.live = append(d.staging.live, chunk{o, o + n, s.serial})
+		d.stats.Copies++
+		if err := d.recorded(s, nil, []*Buffer{b}); err != nil {
+			return err
+		}
+		data, off = data[n:], off+n
+	}
+	return nil
+}
+
+func (d *Device) download(b *Buffer, off uint64, data []byte) error {
+	for len(data) > 0 {
+		n := min(uint64(len(data)), d.stagingSize)
+		o, err := d.reserve(n)
+		if err != nil {
+			return err
+		}
+		s, err := d.begin()
+		if err != nil {
+			return err
+		}
+		src := b.off + off
+		d.barrierFor(s, []access{{b.blk, span{src, src + n}}}, nil)
+		C.vkamp_cmd_copy(&s.c, b.blk.buf, C.uint64_t(src), d.staging.blk.buf, C.uint64_t(o), C.uint64_t(n))
+		d.staging.live = append(d.staging.live, chunk{o, o + n, s.serial})
+		d.stats.Copies++
+		serial := s.serial
+		if err := d.recorded(s, []*Buffer{b}, nil); err != nil {
+			return err
+		}
+		if err := d.waitSerial(serial); err != nil {
+			return err
+		}
+		C.memcpy(unsafe.Pointer(&data[0]), unsafe.Add(d.staging.blk.mapped, o), C.size_t(n))
+		data, off = data[n:], off+n
+	}
+	return nil
+}
