@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# dev.sh: set up a Debian or Ubuntu machine for vkamp and run it.
+#
+#   ./dev.sh demo          install what is missing, then run the demo on the best device
+#   ./dev.sh test [args]   install what is missing, then run the tests (go test ./... args)
+#   ./dev.sh setup         only install what is missing
+#   ./dev.sh swiftshader   install Google's SwiftShader Vulkan driver (for CI-like runs)
+#
+# GPU users need their vendor's Vulkan driver; the Mesa packages installed here
+# add lavapipe, a software Vulkan device used when no GPU is present.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Packages vkamp needs to build (cgo and the Vulkan headers) and to run (the
+# loader and a software driver).
+PACKAGES=(gcc libc6-dev libvulkan1 libvulkan-dev mesa-vulkan-drivers)
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# install_missing installs those of the given Debian packages that are absent.
+install_missing() {
+	local missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if ! command -v apt-get >/dev/null; then
+		echo "dev.sh: please install: ${missing[*]} (no apt-get here)" >&2
+		return 1
+	fi
+	echo "dev.sh: installing ${missing[*]}" >&2
+	as_root apt-get update -qq
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+setup() {
+	if ! command -v go >/dev/null; then
+		echo "dev.sh: Go 1.26 or newer is needed: https://go.dev/dl/" >&2
+		exit 1
+	fi
+	if command -v dpkg-query >/dev/null; then install_missing "${PACKAGES[@]}"; fi
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+setup) setup ;;
+demo)
+	setup
+	go run ./tools/vkinfo "$@"
+	;;
+test)
+	setup
+	go test "$@" ./...
+	;;
+swiftshader) scripts/install-swiftshader.sh "$@" ;;
+*)
+	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+	exit 2
+	;;
+esac
