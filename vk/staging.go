@@ -42,16 +42,17 @@ func (d *Device) reserve(n uint64) (uint64, error) {
 	if r.head+n > r.blk.size {
 		r.head = 0
 	}
-	for len(r.live) > 0 {
-		c := r.live[0]
+	// Any in-flight chunk may overlap, not only the oldest: after a wrap the
+	// oldest can lie past the new range while a younger one lies inside it.
+	for _, c := range r.live {
 		if c.serial > d.completed && c.lo < r.head+n && r.head < c.hi {
 			if err := d.waitSerial(c.serial); err != nil {
 				return 0, err
 			}
 		}
-		if c.serial > d.completed {
-			break
-		}
+	}
+	// Chunks are appended in serial order, so the completed ones lead.
+	for len(r.live) > 0 && r.live[0].serial <= d.completed {
 		r.live = r.live[1:]
 	}
 	off := r.head

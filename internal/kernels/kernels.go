@@ -16,6 +16,12 @@ const maxLocalSize = 256
 
 // Get returns op's kernel for d, built on first use and cached by the device.
 func Get(d *vk.Device, op string) (*vk.Kernel, error) {
+	return GetSpec(d, op, nil)
+}
+
+// GetSpec is Get with specialization constants. Constant 0, the workgroup
+// size of kernels that take it, defaults to LocalSize(d).
+func GetSpec(d *vk.Device, op string, spec map[uint32]uint32) (*vk.Kernel, error) {
 	k, ok := shaders.Lookup(op, shaders.Tier(d.Tier()))
 	if !ok {
 		return nil, fmt.Errorf("kernels: no variant of %q for tier %s", op, d.Tier())
@@ -24,12 +30,16 @@ func Get(d *vk.Device, op string) (*vk.Kernel, error) {
 		Name:     op + "." + k.Tier.String(),
 		SPIRV:    k.Code(),
 		PushSize: k.PushSize,
+		Spec:     map[uint32]uint32{},
 	}
 	for _, a := range k.Bindings {
 		src.Bindings = append(src.Bindings, vk.Access(a))
 	}
 	if k.SpecLocalSizeX {
-		src.Spec = map[uint32]uint32{0: LocalSize(d)}
+		src.Spec[0] = LocalSize(d)
+	}
+	for id, v := range spec {
+		src.Spec[id] = v
 	}
 	return d.Kernel(src)
 }
