@@ -14,134 +14,12 @@ import (
 	vulkan "github.com/vulkan-go/vulkan"
 )
 
-// DeviceType is the kind of physical device, in Vulkan's terms.
-type DeviceType int
-
-const (
-	TypeOther DeviceType = iota
-	TypeIntegrated
-	TypeDiscrete
-	TypeVirtual
-	TypeCPU
-)
-
-var typeNames = [...]string{"other", "integrated", "discrete", "virtual", "cpu"}
-
-func (t DeviceType) String() string {
-	if t < 0 || int(t) >= len(typeNames) {
-		return fmt.Sprintf("DeviceType(%d)", int(t))
-	}
-	return typeNames[t]
-}
-
-// MarshalText writes the type's name in JSON.
-func (t DeviceType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
-
-// preference orders device types for automatic choice: higher is better.
-func (t DeviceType) preference() int {
-	return [...]int{1, 3, 4, 2, 0}[t]
-}
-
-// Tier is the capability level that decides which kernel variants a device
-// runs. Its values match shaders.Tier.
-type Tier int
-
-const (
-	// TierPacked stores fp16 two per uint32 word and computes in fp32. Every
-	// device can run it (SwiftShader has nothing more).
-	TierPacked Tier = iota
-	// TierStorage16 reads and writes 16-bit values in storage buffers.
-	TierStorage16
-	// TierFP16 also has native float16_t arithmetic.
-	TierFP16
-)
-
-var tierNames = [...]string{"packed", "storage16", "fp16"}
-
-func (t Tier) String() string {
-	if t < 0 || int(t) >= len(tierNames) {
-		return fmt.Sprintf("Tier(%d)", int(t))
-	}
-	return tierNames[t]
-}
-
-// MarshalText writes the tier's name in JSON.
-func (t Tier) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
-
-// ParseTier reads a tier name as VKAMP_TIER gives it.
-func ParseTier(s string) (Tier, error) {
-	for i, n := range tierNames {
-		if n == s {
-			return Tier(i), nil
-		}
-	}
-	return 0, fmt.Errorf("vk: unknown tier %q (want packed, storage16 or fp16)", s)
-}
-
-// Heap is one memory heap of a device.
-type Heap struct {
-	Size        uint64 `json:"size"`
-	DeviceLocal bool   `json:"device_local"`
-}
-
-// Info describes a physical device and the capabilities that matter to vkamp.
-type Info struct {
-	Index         int        `json:"index"`
-	Name          string     `json:"name"`
-	Vendor        string     `json:"vendor"`
-	VendorID      uint32     `json:"vendor_id"`
-	DeviceID      uint32     `json:"device_id"`
-	Type          DeviceType `json:"type"`
-	APIVersion    string     `json:"api_version"`
-	DriverName    string     `json:"driver_name"`
-	DriverInfo    string     `json:"driver_info"`
-	DriverVersion uint32     `json:"driver_version"`
-	CacheUUID     string     `json:"pipeline_cache_uuid"`
-	Heaps         []Heap     `json:"heaps"`
-
-	ShaderFloat16         bool `json:"shader_float16"`
-	StorageBuffer16Bit    bool `json:"storage_buffer_16bit_access"`
-	ShaderInt16           bool `json:"shader_int16"`
-	RoundingRTEFloat16    bool `json:"rounding_rte_float16"`
-	RoundingRTEFloat32    bool `json:"rounding_rte_float32"`
-	DenormPreserveFloat16 bool `json:"denorm_preserve_float16"`
-
-	SubgroupSize       uint32   `json:"subgroup_size"`
-	SubgroupOperations []string `json:"subgroup_operations"`
-	SubgroupInCompute  bool     `json:"subgroup_in_compute"`
-
-	MaxSharedMemory          uint32    `json:"max_compute_shared_memory"`
-	MaxWorkgroupSize         [3]uint32 `json:"max_workgroup_size"`
-	MaxWorkgroupInvocations  uint32    `json:"max_workgroup_invocations"`
-	MaxWorkgroupCount        [3]uint32 `json:"max_workgroup_count"`
-	MaxStorageBufferRange    uint32    `json:"max_storage_buffer_range"`
-	MaxMemoryAllocationCount uint32    `json:"max_memory_allocation_count"`
-	MaxMemoryAllocationSize  uint64    `json:"max_memory_allocation_size"`
-	MinStorageBufferAlign    uint64    `json:"min_storage_buffer_offset_alignment"`
-	MaxPushConstantsSize     uint32    `json:"max_push_constants_size"`
-
-	Timestamps      bool    `json:"timestamps"`
-	TimestampPeriod float32 `json:"timestamp_period_ns"`
-
-	CooperativeMatrix      bool      `json:"cooperative_matrix"`
-	CooperativeMatrixShape [3]uint32 `json:"cooperative_matrix_f16_f32_shape,omitempty"`
-
-	// Tier is the highest tier the device supports.
-	Tier Tier `json:"tier"`
-
+// driverInfo is what Open needs of a physical device beyond Info.
+type driverInfo struct {
 	physical      C.VkPhysicalDevice
 	queueFamily   uint32
-	has16bitExt   bool
-	hasFloat16Ext bool
 	unifiedMemory bool
 	caps          C.vkamp_caps
-}
-
-var subgroupOpNames = []string{"basic", "vote", "arithmetic", "ballot", "shuffle", "shuffle_relative", "clustered", "quad"}
-
-var vendorNames = map[uint32]string{
-	0x10DE: "NVIDIA", 0x1002: "AMD", 0x8086: "Intel", 0x13B5: "ARM", 0x5143: "Qualcomm",
-	0x1010: "ImgTec", 0x106B: "Apple", 0x10005: "Mesa", 0x1AE0: "Google",
 }
 
 // Devices lists every Vulkan device the loader reports, in the loader's order.
@@ -219,8 +97,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 		MaxPushConstantsSize:     lim.MaxPushConstantsSize,
 		Timestamps:               lim.TimestampComputeAndGraphics == vulkan.True && tsBits > 0,
 		TimestampPeriod:          lim.TimestampPeriod,
-		physical:                 C.VkPhysicalDevice(unsafe.Pointer(pd)),
-		queueFamily:              uint32(family),
+		drv:                      &driverInfo{physical: C.VkPhysicalDevice(unsafe.Pointer(pd)), queueFamily: uint32(family)},
 	}
 	if info.Type < TypeOther || info.Type > TypeCPU {
 		info.Type = TypeOther
@@ -244,10 +121,10 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 		}
 	}
 	// On integrated and CPU devices device memory is host memory: map it.
-	info.unifiedMemory = allLocalVisible || info.Type == TypeIntegrated || info.Type == TypeCPU
+	info.drv.unifiedMemory = allLocalVisible || info.Type == TypeIntegrated || info.Type == TypeCPU
 
-	C.vkamp_query_caps(inst, info.physical, &info.caps)
-	c := &info.caps
+	C.vkamp_query_caps(inst, info.drv.physical, &info.drv.caps)
+	c := &info.drv.caps
 	info.DriverName = C.GoString(&c.driver_name[0])
 	info.DriverInfo = C.GoString(&c.driver_info[0])
 	info.StorageBuffer16Bit = c.storage_buffer_16bit != 0

@@ -15,65 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
-
-// Options configure Open. The zero value picks the best device, its highest
-// tier, and sensible sizes.
-type Options struct {
-	// Device is a device index or a case-insensitive substring of its name.
-	// Empty means the VKAMP_DEVICE environment variable, else the best device
-	// by type: discrete, integrated, virtual, then CPU.
-	Device string
-	// Tier caps the kernel tier; empty means VKAMP_TIER, else the device's best.
-	Tier string
-	// BlockSize is the size of the memory blocks buffers are cut from.
-	BlockSize int64
-	// StagingSize is the size of the staging ring.
-	StagingSize int64
-	// ForceStaging sends every host read and write through the staging ring,
-	// as on a discrete GPU, even where memory can be mapped.
-	ForceStaging bool
-	// BatchSize is the number of dispatches per queue submission.
-	BatchSize int
-	// Timestamps records the device time of every dispatch (see KernelTimes).
-	Timestamps bool
-	// PipelineCacheDir holds the persisted pipeline cache; empty means the
-	// user's cache directory, "off" disables it.
-	PipelineCacheDir string
-	// WaitTimeout bounds each wait for the device; 0 means one minute.
-	WaitTimeout time.Duration
-}
-
-func (o *Options) waitTimeout() time.Duration {
-	if o.WaitTimeout > 0 {
-		return o.WaitTimeout
-	}
-	return time.Minute
-}
-
-// Stats counts what a device has done, for tests and benchmarks.
-type Stats struct {
-	Dispatches     uint64 // kernel launches recorded
-	Copies         uint64 // copies and fills recorded
-	Barriers       uint64 // pipeline barriers recorded
-	Submits        uint64 // queue submissions
-	Waits          uint64 // host waits on a fence
-	DescriptorSets uint64 // descriptor sets written
-	Pipelines      int    // pipelines created
-	Allocations    uint64 // VkDeviceMemory allocations made
-	MemoryBlocks   int    // VkDeviceMemory blocks alive
-	DeviceBytes    uint64 // bytes in those blocks
-	LiveBuffers    int    // Buffers not yet freed
-	BufferBytes    uint64 // bytes reserved by those Buffers
-}
-
-// KernelTime is the device time spent in one kernel, from timestamps.
-type KernelTime struct {
-	Name        string
-	Count       int
-	Nanoseconds float64
-}
 
 // Device is an open Vulkan device with its queue, memory, kernels and
 // recording state. All its methods are safe for concurrent use: one lock
@@ -170,7 +112,7 @@ func Open(opts Options) (*Device, error) {
 	if opts.Timestamps && !info.Timestamps {
 		return nil, fmt.Errorf("vk: %s: %w: no timestamp queries on its compute queue", info.Name, ErrFeatureMissing)
 	}
-	r := C.vkamp_create_device(info.physical, C.uint32_t(info.queueFamily), &info.caps,
+	r := C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &info.drv.caps,
 		cbool(tier >= TierStorage16), cbool(tier >= TierFP16), &d.dev, &d.queue)
 	if err := check(int32(r), "create device %s", info.Name); err != nil {
 		return nil, err
@@ -181,7 +123,7 @@ func Open(opts Options) (*Device, error) {
 	}
 	for range numSlots {
 		s := &slot{}
-		r := C.vkamp_create_slot(d.dev, C.uint32_t(info.queueFamily), C.uint32_t(d.batchSize),
+		r := C.vkamp_create_slot(d.dev, C.uint32_t(info.drv.queueFamily), C.uint32_t(d.batchSize),
 			C.uint32_t(d.batchSize*maxBindings), C.uint32_t(d.queries()), &s.c)
 		if err := check(int32(r), "create command buffer"); err != nil {
 			d.destroy()

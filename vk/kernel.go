@@ -11,32 +11,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"unsafe"
 )
-
-// Access says how a kernel uses one of its storage-buffer bindings; the
-// runtime derives barriers from it.
-type Access uint8
-
-const (
-	Read      Access = 1 << iota // the kernel reads the binding
-	Write                        // the kernel writes the binding
-	ReadWrite = Read | Write
-)
-
-// KernelSource describes a compute shader: its SPIR-V and the layout metadata
-// generated with it.
-type KernelSource struct {
-	Name     string
-	SPIRV    []byte
-	Bindings []Access // descriptor set 0, binding i
-	PushSize int      // bytes of push constants
-	// Spec sets specialization constants by ID (for example the workgroup
-	// size through constant 0).
-	Spec map[uint32]uint32
-}
 
 // Kernel is a compute pipeline. It belongs to its Device and is destroyed
 // with it.
@@ -52,20 +28,6 @@ type Kernel struct {
 
 // Name returns the kernel's name.
 func (k *Kernel) Name() string { return k.name }
-
-func (s *KernelSource) key() string {
-	ids := make([]int, 0, len(s.Spec))
-	for id := range s.Spec {
-		ids = append(ids, int(id))
-	}
-	sort.Ints(ids)
-	var b strings.Builder
-	b.WriteString(s.Name)
-	for _, id := range ids {
-		fmt.Fprintf(&b, ",%d=%d", id, s.Spec[uint32(id)])
-	}
-	return b.String()
-}
 
 // Kernel returns the pipeline for src, building it on first use and caching
 // it by name and specialization constants for the device's lifetime.

@@ -11,8 +11,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -27,15 +25,6 @@ var instance struct {
 	handle     C.VkInstance
 	validation bool
 	err        error
-}
-
-// ValidationEnabled reports whether VKAMP_VALIDATION asked for the Khronos
-// validation layer. Its messages are collected by ValidationMessages.
-func ValidationEnabled() bool { return envBool("VKAMP_VALIDATION") }
-
-func envBool(name string) bool {
-	v := strings.ToLower(os.Getenv(name))
-	return v != "" && v != "0" && v != "false" && v != "no"
 }
 
 func loadInstance() (C.VkInstance, error) {

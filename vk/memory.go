@@ -157,7 +157,7 @@ func (d *Device) newBlock(size uint64, dedicated bool) (*block, error) {
 		return nil, fmt.Errorf("%w: device allows %d memory allocations", ErrTooManyObjects, d.info.MaxMemoryAllocationCount)
 	}
 	required, preferred := C.uint32_t(memDeviceLocal), C.uint32_t(0)
-	if d.info.unifiedMemory {
+	if d.info.drv.unifiedMemory {
 		required, preferred = memHostVisible|memHostCoherent, memDeviceLocal
 	}
 	blk, err := d.createBlock(size, required, preferred)
@@ -174,7 +174,7 @@ func (d *Device) createBlock(size uint64, required, preferred C.uint32_t) (*bloc
 	d.nextBlockID++
 	var mapped unsafe.Pointer
 	var typeIndex C.uint32_t
-	r := C.vkamp_create_block(d.dev, d.info.physical, C.uint64_t(size), ^C.uint32_t(0), required, preferred,
+	r := C.vkamp_create_block(d.dev, d.info.drv.physical, C.uint64_t(size), ^C.uint32_t(0), required, preferred,
 		&blk.buf, &blk.mem, &mapped, &typeIndex)
 	if err := check(int32(r), "allocate a %d-byte memory block", size); err != nil {
 		return nil, err

@@ -1,0 +1,236 @@
+package vk
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// DeviceType is the kind of physical device, in Vulkan's terms.
+type DeviceType int
+
+const (
+	TypeOther DeviceType = iota
+	TypeIntegrated
+	TypeDiscrete
+	TypeVirtual
+	TypeCPU
+)
+
+var typeNames = [...]string{"other", "integrated", "discrete", "virtual", "cpu"}
+
+func (t DeviceType) String() string {
+	if t < 0 || int(t) >= len(typeNames) {
+		return fmt.Sprintf("DeviceType(%d)", int(t))
+	}
+	return typeNames[t]
+}
+
+// MarshalText writes the type's name in JSON.
+func (t DeviceType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// preference orders device types for automatic choice: higher is better.
+func (t DeviceType) preference() int {
+	return [...]int{1, 3, 4, 2, 0}[t]
+}
+
+// Tier is the capability level that decides which kernel variants a device
+// runs. Its values match shaders.Tier.
+type Tier int
+
+const (
+	// TierPacked stores fp16 two per uint32 word and computes in fp32. Every
+	// device can run it (SwiftShader has nothing more).
+	TierPacked Tier = iota
+	// TierStorage16 reads and writes 16-bit values in storage buffers.
+	TierStorage16
+	// TierFP16 also has native float16_t arithmetic.
+	TierFP16
+)
+
+var tierNames = [...]string{"packed", "storage16", "fp16"}
+
+func (t Tier) String() string {
+	if t < 0 || int(t) >= len(tierNames) {
+		return fmt.Sprintf("Tier(%d)", int(t))
+	}
+	return tierNames[t]
+}
+
+// MarshalText writes the tier's name in JSON.
+func (t Tier) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// ParseTier reads a tier name as VKAMP_TIER gives it.
+func ParseTier(s string) (Tier, error) {
+	for i, n := range tierNames {
+		if n == s {
+			return Tier(i), nil
+		}
+	}
+	return 0, fmt.Errorf("vk: unknown tier %q (want packed, storage16 or fp16)", s)
+}
+
+// Heap is one memory heap of a device.
+type Heap struct {
+	Size        uint64 `json:"size"`
+	DeviceLocal bool   `json:"device_local"`
+}
+
+// Info describes a physical device and the capabilities that matter to vkamp.
+type Info struct {
+	Index         int        `json:"index"`
+	Name          string     `json:"name"`
+	Vendor        string     `json:"vendor"`
+	VendorID      uint32     `json:"vendor_id"`
+	DeviceID      uint32     `json:"device_id"`
+	Type          DeviceType `json:"type"`
+	APIVersion    string     `json:"api_version"`
+	DriverName    string     `json:"driver_name"`
+	DriverInfo    string     `json:"driver_info"`
+	DriverVersion uint32     `json:"driver_version"`
+	CacheUUID     string     `json:"pipeline_cache_uuid"`
+	Heaps         []Heap     `json:"heaps"`
+
+	ShaderFloat16         bool `json:"shader_float16"`
+	StorageBuffer16Bit    bool `json:"storage_buffer_16bit_access"`
+	ShaderInt16           bool `json:"shader_int16"`
+	RoundingRTEFloat16    bool `json:"rounding_rte_float16"`
+	RoundingRTEFloat32    bool `json:"rounding_rte_float32"`
+	DenormPreserveFloat16 bool `json:"denorm_preserve_float16"`
+
+	SubgroupSize       uint32   `json:"subgroup_size"`
+	SubgroupOperations []string `json:"subgroup_operations"`
+	SubgroupInCompute  bool     `json:"subgroup_in_compute"`
+
+	MaxSharedMemory          uint32    `json:"max_compute_shared_memory"`
+	MaxWorkgroupSize         [3]uint32 `json:"max_workgroup_size"`
+	MaxWorkgroupInvocations  uint32    `json:"max_workgroup_invocations"`
+	MaxWorkgroupCount        [3]uint32 `json:"max_workgroup_count"`
+	MaxStorageBufferRange    uint32    `json:"max_storage_buffer_range"`
+	MaxMemoryAllocationCount uint32    `json:"max_memory_allocation_count"`
+	MaxMemoryAllocationSize  uint64    `json:"max_memory_allocation_size"`
+	MinStorageBufferAlign    uint64    `json:"min_storage_buffer_offset_alignment"`
+	MaxPushConstantsSize     uint32    `json:"max_push_constants_size"`
+
+	Timestamps      bool    `json:"timestamps"`
+	TimestampPeriod float32 `json:"timestamp_period_ns"`
+
+	CooperativeMatrix      bool      `json:"cooperative_matrix"`
+	CooperativeMatrixShape [3]uint32 `json:"cooperative_matrix_f16_f32_shape,omitempty"`
+
+	// Tier is the highest tier the device supports.
+	Tier Tier `json:"tier"`
+
+	drv *driverInfo // what the runtime needs to open it
+}
+
+var subgroupOpNames = []string{"basic", "vote", "arithmetic", "ballot", "shuffle", "shuffle_relative", "clustered", "quad"}
+
+var vendorNames = map[uint32]string{
+	0x10DE: "NVIDIA", 0x1002: "AMD", 0x8086: "Intel", 0x13B5: "ARM", 0x5143: "Qualcomm",
+	0x1010: "ImgTec", 0x106B: "Apple", 0x10005: "Mesa", 0x1AE0: "Google",
+}
+
+// Options configure Open. The zero value picks the best device, its highest
+// tier, and sensible sizes.
+type Options struct {
+	// Device is a device index or a case-insensitive substring of its name.
+	// Empty means the VKAMP_DEVICE environment variable, else the best device
+	// by type: discrete, integrated, virtual, then CPU.
+	Device string
+	// Tier caps the kernel tier; empty means VKAMP_TIER, else the device's best.
+	Tier string
+	// BlockSize is the size of the memory blocks buffers are cut from.
+	BlockSize int64
+	// StagingSize is the size of the staging ring.
+	StagingSize int64
+	// ForceStaging sends every host read and write through the staging ring,
+	// as on a discrete GPU, even where memory can be mapped.
+	ForceStaging bool
+	// BatchSize is the number of dispatches per queue submission.
+	BatchSize int
+	// Timestamps records the device time of every dispatch (see KernelTimes).
+	Timestamps bool
+	// PipelineCacheDir holds the persisted pipeline cache; empty means the
+	// user's cache directory, "off" disables it.
+	PipelineCacheDir string
+	// WaitTimeout bounds each wait for the device; 0 means one minute.
+	WaitTimeout time.Duration
+}
+
+func (o *Options) waitTimeout() time.Duration {
+	if o.WaitTimeout > 0 {
+		return o.WaitTimeout
+	}
+	return time.Minute
+}
+
+// Stats counts what a device has done, for tests and benchmarks.
+type Stats struct {
+	Dispatches     uint64 // kernel launches recorded
+	Copies         uint64 // copies and fills recorded
+	Barriers       uint64 // pipeline barriers recorded
+	Submits        uint64 // queue submissions
+	Waits          uint64 // host waits on a fence
+	DescriptorSets uint64 // descriptor sets written
+	Pipelines      int    // pipelines created
+	Allocations    uint64 // VkDeviceMemory allocations made
+	MemoryBlocks   int    // VkDeviceMemory blocks alive
+	DeviceBytes    uint64 // bytes in those blocks
+	LiveBuffers    int    // Buffers not yet freed
+	BufferBytes    uint64 // bytes reserved by those Buffers
+}
+
+// KernelTime is the device time spent in one kernel, from timestamps.
+type KernelTime struct {
+	Name        string
+	Count       int
+	Nanoseconds float64
+}
+
+// Access says how a kernel uses one of its storage-buffer bindings; the
+// runtime derives barriers from it.
+type Access uint8
+
+const (
+	Read      Access = 1 << iota // the kernel reads the binding
+	Write                        // the kernel writes the binding
+	ReadWrite = Read | Write
+)
+
+// KernelSource describes a compute shader: its SPIR-V and the layout metadata
+// generated with it.
+type KernelSource struct {
+	Name     string
+	SPIRV    []byte
+	Bindings []Access // descriptor set 0, binding i
+	PushSize int      // bytes of push constants
+	// Spec sets specialization constants by ID (for example the workgroup
+	// size through constant 0).
+	Spec map[uint32]uint32
+}
+
+func (s *KernelSource) key() string {
+	ids := make([]int, 0, len(s.Spec))
+	for id := range s.Spec {
+		ids = append(ids, int(id))
+	}
+	sort.Ints(ids)
+	var b strings.Builder
+	b.WriteString(s.Name)
+	for _, id := range ids {
+		fmt.Fprintf(&b, ",%d=%d", id, s.Spec[uint32(id)])
+	}
+	return b.String()
+}
+
+// ValidationEnabled reports whether VKAMP_VALIDATION asked for the Khronos
+// validation layer. Its messages are collected by ValidationMessages.
+func ValidationEnabled() bool { return envBool("VKAMP_VALIDATION") }
+
+func envBool(name string) bool {
+	v := strings.ToLower(os.Getenv(name))
+	return v != "" && v != "0" && v != "false" && v != "no"
+}
