@@ -52,9 +52,49 @@ type Buffer struct {
 	size      uint64 // as asked for
 	alloc     uint64 // as reserved: size rounded up to the offset alignment
 	freed     bool
-	lastUse   uint64 // serial of the last batch that used it on the device
-	lastWrite uint64 // serial of the last batch that wrote it on the device
+	lastUse   uint64  // serial of the last batch that used it on the device
+	lastWrite uint64  // serial of the last batch that wrote it on the device
+	parent    *Buffer // for a slice: the buffer that owns the memory
 }
+
+// root is the buffer that owns b's memory; it carries the use tracking of
+// all its slices, so that a host read of one sees device writes to another.
+func (b *Buffer) root() *Buffer {
+	if b.parent != nil {
+		return b.parent
+	}
+	return b
+}
+
+// dead reports whether b or the buffer it is a slice of was freed.
+func (b *Buffer) dead() bool { return b.freed || b.root().freed }
+
+// Slice returns a view of n bytes of b at byte offset off, sharing its
+// memory, for binding part of a buffer (such as one tensor in an arena) to a
+// kernel. off must be a multiple of the device's storage-buffer offset
+// alignment (Device.Alignment). The slice is valid while b is; freeing the
+// slice releases nothing.
+func (b *Buffer) Slice(off, n int64) (*Buffer, error) {
+	if b != nil {
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+	}
+	if err := b.usable(off, n, "slice buffer"); err != nil {
+		return nil, err
+	}
+	if n <= 0 || uint64(off)%b.d.align != 0 {
+		return nil, fmt.Errorf("vk: slice buffer: %w: offset %d must be a multiple of %d and size %d positive",
+			ErrInvalidArgument, off, b.d.align, n)
+	}
+	r := b.root()
+	start := b.off + uint64(off)
+	alloc := min(roundUp(uint64(n), 4), r.off+r.alloc-start)
+	return &Buffer{d: b.d, blk: b.blk, off: start, size: uint64(n), alloc: alloc, parent: r}, nil
+}
+
+// Alignment is the byte alignment of buffer offsets that can be bound to a
+// kernel: every Buffer starts at one, and Slice offsets must be multiples.
+func (d *Device) Alignment() int64 { return int64(d.align) }
 
 // Size returns the buffer's size in bytes.
 func (b *Buffer) Size() int64 { return int64(b.size) }
@@ -220,6 +260,9 @@ func (b *Buffer) Free() error {
 		return nil
 	}
 	b.freed = true
+	if b.parent != nil {
+		return nil // the parent owns the memory
+	}
 	d.stats.LiveBuffers--
 	d.stats.BufferBytes -= b.alloc
 	if d.closed {
@@ -267,7 +310,7 @@ func (b *Buffer) usable(off, n int64, what string) error {
 	if b == nil {
 		return fmt.Errorf("vk: %s: %w: nil buffer", what, ErrInvalidArgument)
 	}
-	if b.freed {
+	if b.dead() {
 		return fmt.Errorf("vk: %s: %w: buffer was freed", what, ErrInvalidArgument)
 	}
 	if err := b.d.usable(); err != nil {
@@ -294,7 +337,7 @@ func (b *Buffer) Write(off int64, data []byte) error {
 		return nil
 	}
 	d := b.d
-	if b.blk.mapped != nil && !d.opts.ForceStaging && b.lastUse <= d.completed {
+	if b.blk.mapped != nil && !d.opts.ForceStaging && b.root().lastUse <= d.completed {
 		C.memcpy(unsafe.Add(b.blk.mapped, b.off+uint64(off)), unsafe.Pointer(&data[0]), C.size_t(len(data)))
 		return nil
 	}
@@ -316,7 +359,7 @@ func (b *Buffer) Read(off int64, data []byte) error {
 	}
 	d := b.d
 	if b.blk.mapped != nil && !d.opts.ForceStaging {
-		if err := d.waitSerial(b.lastWrite); err != nil {
+		if err := d.waitSerial(b.root().lastWrite); err != nil {
 			return err
 		}
 		C.memcpy(unsafe.Pointer(&data[0]), unsafe.Add(b.blk.mapped, b.off+uint64(off)), C.size_t(len(data)))

@@ -42,6 +42,8 @@ func (d *Device) Fill(*Buffer, int64, int64, uint32) error              { return
 func (d *Device) Sync() error                                           { return errNoCgo }
 func (d *Device) Wait() error                                           { return errNoCgo }
 func (d *Device) Close() error                                          { return nil }
+func (b *Buffer) Slice(int64, int64) (*Buffer, error)                   { return nil, errNoCgo }
+func (d *Device) Alignment() int64                                      { return 4 }
 func (b *Buffer) Size() int64                                           { return 0 }
 func (b *Buffer) Write(int64, []byte) error                             { return errNoCgo }
 func (b *Buffer) Read(int64, []byte) error                              { return errNoCgo }

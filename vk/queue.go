@@ -121,11 +121,11 @@ func (d *Device) barrierFor(s *slot, reads, writes []access) {
 // recorded updates the bookkeeping after a command and submits a full batch.
 func (d *Device) recorded(s *slot, reads, writes []*Buffer) error {
 	for _, b := range reads {
-		b.lastUse = s.serial
+		b.root().lastUse = s.serial
 	}
 	for _, b := range writes {
-		b.lastUse = s.serial
-		b.lastWrite = s.serial
+		b.root().lastUse = s.serial
+		b.root().lastWrite = s.serial
 	}
 	s.commands++
 	if s.dispatches >= d.batchSize {
@@ -273,7 +273,7 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 	var reads, writes []access
 	var readBufs, writeBufs []*Buffer
 	for i, b := range args {
-		if b == nil || b.freed || b.d != d {
+		if b == nil || b.dead() || b.d != d {
 			return fmt.Errorf("vk: dispatch %s: %w: binding %d is nil, freed or from another device", k.name, ErrInvalidArgument, i)
 		}
 		if b.alloc > uint64(d.info.MaxStorageBufferRange) {

@@ -627,3 +627,56 @@ func BenchmarkCopy(b *testing.B) {
 		}
 	}
 }
+
+// TestSlices binds parts of one buffer to kernels: writes through slices are
+// seen by host reads of the parent, neighbouring slices are independent
+// (no barrier), and misuse is an error.
+func TestSlices(t *testing.T) {
+	d := devtest.Open(t)
+	align := d.Alignment()
+	parent := alloc(t, d, 4*align)
+	fill32(t, d, parent, 7)
+	a, err := parent.Slice(0, align)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := parent.Slice(2*align, align)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := d.Stats().Barriers
+	fill32(t, d, a, 1) // after the whole-parent fill: one barrier
+	fill32(t, d, b, 2) // independent of a: none
+	if got := d.Stats().Barriers - before; got != 1 {
+		t.Errorf("%d barriers for two fills of disjoint slices after a parent fill, want 1", got)
+	}
+	raw := read(t, parent, 0, int(4*align))
+	for i := int64(0); i < 4*align; i += 4 {
+		want := uint32(7)
+		switch {
+		case i < align:
+			want = 1
+		case i >= 2*align && i < 3*align:
+			want = 2
+		}
+		if g := binary.LittleEndian.Uint32(raw[i:]); g != want {
+			t.Fatalf("parent word at byte %d is %d, want %d", i, g, want)
+		}
+	}
+	if _, err := parent.Slice(align/2, 4); !errors.Is(err, vk.ErrInvalidArgument) {
+		t.Errorf("misaligned slice: got %v", err)
+	}
+	if _, err := parent.Slice(3*align, 2*align); !errors.Is(err, vk.ErrInvalidArgument) {
+		t.Errorf("slice past the end: got %v", err)
+	}
+	if err := a.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, b, 0, 4); binary.LittleEndian.Uint32(got) != 2 {
+		t.Errorf("freeing a slice changed its neighbour")
+	}
+	parent.Free()
+	if err := b.Write(0, []byte{1, 2, 3, 4}); !errors.Is(err, vk.ErrInvalidArgument) {
+		t.Errorf("write to a slice of a freed buffer: got %v", err)
+	}
+}
