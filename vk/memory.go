@@ -38,23 +38,28 @@ type block struct {
 	mem       C.VkDeviceMemory
 	mapped    unsafe.Pointer // nil unless host-visible
 	size      uint64
-	free      []span // sorted, coalesced
-	live      int    // Buffers cut from this block
-	dedicated bool   // holds one large Buffer and goes when it goes
+	free      []span  // sorted, coalesced
+	live      int     // Buffers cut from this block
+	dedicated bool    // holds one large Buffer and goes when it goes
+	gone      bool    // destroyed
+	whole     *Buffer // the buffer spanning the block, made by Block
+	// Use tracking for dispatches that bind the whole block.
+	lastUse, lastWrite uint64
 }
 
 // Buffer is a range of device memory. Its methods are safe for concurrent use;
 // they go through the Device's lock. A Buffer must not be used after Free.
 type Buffer struct {
-	d         *Device
-	blk       *block
-	off       uint64 // within blk
-	size      uint64 // as asked for
-	alloc     uint64 // as reserved: size rounded up to the offset alignment
-	freed     bool
-	lastUse   uint64  // serial of the last batch that used it on the device
-	lastWrite uint64  // serial of the last batch that wrote it on the device
-	parent    *Buffer // for a slice: the buffer that owns the memory
+	d          *Device
+	blk        *block
+	off        uint64 // within blk
+	size       uint64 // as asked for
+	alloc      uint64 // as reserved: size rounded up to the offset alignment
+	freed      bool
+	lastUse    uint64  // serial of the last batch that used it on the device
+	lastWrite  uint64  // serial of the last batch that wrote it on the device
+	parent     *Buffer // for a slice: the buffer that owns the memory
+	wholeBlock bool    // spans its block: made by Block, never freed
 }
 
 // root is the buffer that owns b's memory; it carries the use tracking of
@@ -67,7 +72,34 @@ func (b *Buffer) root() *Buffer {
 }
 
 // dead reports whether b or the buffer it is a slice of was freed.
-func (b *Buffer) dead() bool { return b.freed || b.root().freed }
+func (b *Buffer) dead() bool { return b.freed || b.root().freed || b.blk.gone }
+
+// busy reports the serials of the last device use and write of b's memory,
+// through b, its root or its whole block.
+func (b *Buffer) busy() (use, write uint64) {
+	r := b.root()
+	return max(r.lastUse, b.blk.lastUse), max(r.lastWrite, b.blk.lastWrite)
+}
+
+// Block returns a buffer spanning the whole memory block that b was cut
+// from, and b's byte offset in it. A kernel can bind it once to reach many
+// buffers, by offset (as the gradient scaler does for all gradients at
+// once). Device work through it is tracked for every buffer in the block.
+// It must not be freed; it lives as long as the block.
+func (b *Buffer) Block() (*Buffer, int64, error) {
+	if b != nil {
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+	}
+	if err := b.usable(0, 0, "block of buffer"); err != nil {
+		return nil, 0, err
+	}
+	blk := b.blk
+	if blk.whole == nil {
+		blk.whole = &Buffer{d: b.d, blk: blk, size: blk.size, alloc: blk.size, wholeBlock: true}
+	}
+	return blk.whole, int64(b.off), nil
+}
 
 // Slice returns a view of n bytes of b at byte offset off, sharing its
 // memory, for binding part of a buffer (such as one tensor in an arena) to a
@@ -236,6 +268,7 @@ func (d *Device) liveBlocks() int {
 
 func (d *Device) destroyBlock(blk *block) {
 	C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
+	blk.gone = true
 	d.stats.MemoryBlocks--
 	d.stats.DeviceBytes -= blk.size
 	for i, b := range d.blocks {
@@ -256,7 +289,7 @@ func (b *Buffer) Free() error {
 	d := b.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if b.freed {
+	if b.freed || b.wholeBlock {
 		return nil
 	}
 	b.freed = true
@@ -268,8 +301,8 @@ func (b *Buffer) Free() error {
 	if d.closed {
 		return nil
 	}
-	if b.lastUse > d.completed {
-		d.pendingFree = append(d.pendingFree, pendingFree{b.blk, b.off, b.alloc, b.lastUse})
+	if use, _ := b.busy(); use > d.completed {
+		d.pendingFree = append(d.pendingFree, pendingFree{b.blk, b.off, b.alloc, use})
 		return nil
 	}
 	d.release(b.blk, b.off, b.alloc)
@@ -337,7 +370,7 @@ func (b *Buffer) Write(off int64, data []byte) error {
 		return nil
 	}
 	d := b.d
-	if b.blk.mapped != nil && !d.opts.ForceStaging && b.root().lastUse <= d.completed {
+	if b.blk.mapped != nil && !d.opts.ForceStaging && b.idle() {
 		C.memcpy(unsafe.Add(b.blk.mapped, b.off+uint64(off)), unsafe.Pointer(&data[0]), C.size_t(len(data)))
 		return nil
 	}
@@ -359,11 +392,18 @@ func (b *Buffer) Read(off int64, data []byte) error {
 	}
 	d := b.d
 	if b.blk.mapped != nil && !d.opts.ForceStaging {
-		if err := d.waitSerial(b.root().lastWrite); err != nil {
+		_, w := b.busy()
+		if err := d.waitSerial(w); err != nil {
 			return err
 		}
 		C.memcpy(unsafe.Pointer(&data[0]), unsafe.Add(b.blk.mapped, b.off+uint64(off)), C.size_t(len(data)))
 		return nil
 	}
 	return d.download(b, uint64(off), data)
+}
+
+// idle reports whether no recorded device work uses b's memory.
+func (b *Buffer) idle() bool {
+	use, _ := b.busy()
+	return use <= b.d.completed
 }

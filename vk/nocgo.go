@@ -43,6 +43,7 @@ func (d *Device) Sync() error                                           { return
 func (d *Device) Wait() error                                           { return errNoCgo }
 func (d *Device) Close() error                                          { return nil }
 func (b *Buffer) Slice(int64, int64) (*Buffer, error)                   { return nil, errNoCgo }
+func (b *Buffer) Block() (*Buffer, int64, error)                        { return nil, 0, errNoCgo }
 func (d *Device) Alignment() int64                                      { return 4 }
 func (b *Buffer) Size() int64                                           { return 0 }
 func (b *Buffer) Write(int64, []byte) error                             { return errNoCgo }

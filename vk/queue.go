@@ -121,11 +121,10 @@ func (d *Device) barrierFor(s *slot, reads, writes []access) {
 // recorded updates the bookkeeping after a command and submits a full batch.
 func (d *Device) recorded(s *slot, reads, writes []*Buffer) error {
 	for _, b := range reads {
-		b.root().lastUse = s.serial
+		b.markUse(s.serial, false)
 	}
 	for _, b := range writes {
-		b.root().lastUse = s.serial
-		b.root().lastWrite = s.serial
+		b.markUse(s.serial, true)
 	}
 	s.commands++
 	if s.dispatches >= d.batchSize {
@@ -373,4 +372,20 @@ func (d *Device) Fill(b *Buffer, off, n int64, value uint32) error {
 	C.vkamp_cmd_fill(&s.c, b.blk.buf, C.uint64_t(o), C.uint64_t(n), C.uint32_t(value))
 	d.stats.Copies++
 	return d.recorded(s, nil, []*Buffer{b})
+}
+
+// markUse records that the batch with this serial uses (or writes) b.
+func (b *Buffer) markUse(serial uint64, write bool) {
+	if b.wholeBlock {
+		b.blk.lastUse = serial
+		if write {
+			b.blk.lastWrite = serial
+		}
+		return
+	}
+	r := b.root()
+	r.lastUse = serial
+	if write {
+		r.lastWrite = serial
+	}
 }

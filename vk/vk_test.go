@@ -680,3 +680,26 @@ func TestSlices(t *testing.T) {
 		t.Errorf("write to a slice of a freed buffer: got %v", err)
 	}
 }
+
+// TestBlock writes a buffer through the buffer spanning its whole block: a
+// host read of the buffer waits for that write.
+func TestBlock(t *testing.T) {
+	d := devtest.Open(t)
+	a, src := alloc(t, d, 256), alloc(t, d, 256)
+	fill32(t, d, src, 9)
+	whole, off, err := a.Block()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Size() < off+a.Size() {
+		t.Fatalf("block of %d bytes cannot hold a buffer at offset %d", whole.Size(), off)
+	}
+	if err := d.Copy(whole, off, src, 0, 256); err != nil {
+		t.Fatal(err)
+	}
+	checkWords(t, "buffer written through its block", a, 9)
+	if err := whole.Free(); err != nil {
+		t.Fatal(err)
+	}
+	checkWords(t, "after freeing the block buffer (a no-op)", a, 9)
+}
