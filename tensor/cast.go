@@ -44,3 +44,14 @@ func Zeros(d *vk.Device, dt DType, shape ...int) *Tensor { return Fill(New(d, dt
 func Full(d *vk.Device, dt DType, v float32, shape ...int) *Tensor {
 	return Fill(New(d, dt, shape...), v)
 }
+
+// Reshape returns a copy of t with another shape of the same length.
+func Reshape(t *Tensor, shape ...int) *Tensor {
+	sameDevice("Reshape", t)
+	if n := checkShape("Reshape", shape); n != t.n {
+		shapePanic("Reshape", t.shape, shape, "%d elements cannot take shape %v", t.n, shape)
+	}
+	out := Cast(t, t.dtype)
+	out.shape = append([]int(nil), shape...)
+	return out
+}

@@ -1,0 +1,181 @@
+// Package amp is autocast: which dtype each op runs in under mixed
+// precision, in regions that nest, with a cache of weights cast down.
+//
+// The state is a value, not a package global: a Region is created by the
+// code that records a model's ops (nn's Graph) and passed along, so two
+// goroutines can train two models at once. Within a region, ops on the
+// lower-precision list (matmul, linear, bmm) run in the region's dtype
+// (fp16; bf16 later), ops on the fp32 list (softmax, norms, losses, sums,
+// exp, log, pow) run in fp32, and ops with several floating inputs run in
+// the widest of them. Other ops run in their input's dtype. The lists are
+// PyTorch's CUDA lists for the ops that exist here.
+package amp
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// Policy is how an op chooses its dtype under autocast.
+type Policy uint8
+
+const (
+	// Keep runs the op in its inputs' dtype: ops on no list.
+	Keep Policy = iota
+	// Lower runs the op in the region's dtype (fp16).
+	Lower
+	// FP32 runs the op in float32.
+	FP32
+	// Widest runs the op in the widest dtype of its floating inputs.
+	Widest
+)
+
+var policyNames = [...]string{"keep", "lower", "fp32", "widest"}
+
+func (p Policy) String() string { return policyNames[p] }
+
+// policies is the one table. Ops not in it keep their input's dtype.
+var policies = map[string]Policy{
+	// Lower precision: the matrix products.
+	"matmul": Lower, "linear": Lower, "bmm": Lower, "mm": Lower, "addmm": Lower,
+	// fp32: what loses accuracy or range in fp16.
+	"softmax": FP32, "log_softmax": FP32, "layer_norm": FP32, "exp": FP32, "log": FP32,
+	"pow": FP32, "sum": FP32, "mean": FP32, "mse_loss": FP32, "cross_entropy": FP32,
+	"nll_loss": FP32, "sum_squares": FP32,
+	// Several floating inputs: the widest. (PyTorch's add, sub and mul are on
+	// no list but promote natively, which is the same.)
+	"add": Widest, "sub": Widest, "mul": Widest, "add_bias": Widest,
+}
+
+// PolicyOf returns op's policy.
+func PolicyOf(op string) Policy { return policies[op] }
+
+// Region is an autocast state. The zero value and nil are "autocast off".
+// Enter returns a nested region; Exit returns to the enclosing one. The
+// outermost region owns the weight-cast cache, which Exit of the outermost
+// region releases.
+type Region struct {
+	enabled bool
+	dtype   tensor.DType
+	outer   *Region
+	cache   *cache // shared by every region nested in the outermost
+}
+
+// New returns an outermost region: autocast on with dtype dt (Float16), or
+// off when enabled is false.
+func New(enabled bool, dt tensor.DType) *Region {
+	checkDType(dt)
+	return &Region{enabled: enabled, dtype: dt, cache: &cache{m: map[*tensor.Tensor]*tensor.Tensor{}}}
+}
+
+func checkDType(dt tensor.DType) {
+	if dt != tensor.Float16 {
+		panic(&tensor.DTypeError{Op: "amp.New", Got: dt, Want: "float16 (bfloat16 is not supported yet)"})
+	}
+}
+
+// Enter returns a region nested in r that turns autocast on or off with
+// dtype dt, as `with torch.autocast(enabled=..., dtype=...)` inside another.
+func (r *Region) Enter(enabled bool, dt tensor.DType) *Region {
+	checkDType(dt)
+	if r == nil {
+		return New(enabled, dt)
+	}
+	return &Region{enabled: enabled, dtype: dt, outer: r, cache: r.cache}
+}
+
+// Exit ends r and returns the enclosing region (nil for the outermost, whose
+// cached weight casts are then released).
+func (r *Region) Exit() *Region {
+	if r == nil {
+		return nil
+	}
+	if r.outer == nil {
+		r.cache.clear()
+	}
+	return r.outer
+}
+
+// Enabled reports whether autocast is on in r.
+func (r *Region) Enabled() bool { return r != nil && r.enabled }
+
+// DType is the lower-precision dtype of r.
+func (r *Region) DType() tensor.DType {
+	if r == nil {
+		return tensor.Float16
+	}
+	return r.dtype
+}
+
+// OpDType returns the dtype op computes in, given its floating inputs'
+// dtypes, under r. With autocast off, and for ops on no list, it is the
+// widest input dtype, as PyTorch's type promotion gives.
+func (r *Region) OpDType(op string, in ...tensor.DType) tensor.DType {
+	if len(in) == 0 {
+		panic(&tensor.UsageError{Op: "amp.OpDType", Msg: fmt.Sprintf("%s has no inputs", op)})
+	}
+	if !r.Enabled() {
+		return tensor.Widest(in...)
+	}
+	switch policies[op] {
+	case Lower:
+		return r.dtype
+	case FP32:
+		return tensor.Float32
+	case Widest:
+		return tensor.Widest(in...)
+	}
+	return in[0]
+}
+
+// Cast returns x in dtype dt for an op: x itself when it already has dt.
+// A cast of a weight (a tensor the caller marks as a parameter) to the
+// lower dtype is cached until the outermost region exits, so a weight used
+// by several ops of one step is cast once. The caller owns the result
+// unless it is x or a cached weight; Owned tells which.
+func (r *Region) Cast(x *tensor.Tensor, dt tensor.DType, param bool) (out *tensor.Tensor, owned bool) {
+	if x.DType() == dt {
+		return x, false
+	}
+	if param && r != nil && x.DType() == tensor.Float32 && dt == r.dtype {
+		return r.cache.get(x, dt), false
+	}
+	return tensor.Cast(x, dt), true
+}
+
+// CachedCasts is the number of weight casts held, for tests.
+func (r *Region) CachedCasts() int {
+	if r == nil {
+		return 0
+	}
+	r.cache.mu.Lock()
+	defer r.cache.mu.Unlock()
+	return len(r.cache.m)
+}
+
+type cache struct {
+	mu sync.Mutex
+	m  map[*tensor.Tensor]*tensor.Tensor
+}
+
+func (c *cache) get(x *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if y, ok := c.m[x]; ok {
+		return y
+	}
+	y := tensor.Cast(x, dt)
+	c.m[x] = y
+	return y
+}
+
+func (c *cache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, y := range c.m {
+		y.Release()
+	}
+	c.m = map[*tensor.Tensor]*tensor.Tensor{}
+}

@@ -1,0 +1,57 @@
+package scaler_test
+
+import (
+	"testing"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// The fused check-and-unscale reads and writes every gradient byte once, as
+// a buffer copy of the same bytes does: their GB/s compare directly.
+const benchElems = 8 << 20 // 32 MiB of fp32 gradients
+
+func BenchmarkUnscale(b *testing.B) {
+	d := devtest.Open(b)
+	s := newScaler(b, scaler.Options{InitScale: 4})
+	o := &sgd{grads: []*tensor.Tensor{tensor.Zeros(d, tensor.Float32, benchElems)}}
+	defer o.grads[0].Release()
+	l := loss(b, d)
+	b.SetBytes(4 * benchElems)
+	b.ResetTimer()
+	for range b.N {
+		s.Scale(l).Release()
+		if err := s.Unscale(o); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.UpdateTo(4); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCopySameBytes(b *testing.B) {
+	d := devtest.Open(b)
+	src, dst := tensor.Zeros(d, tensor.Float32, benchElems), tensor.New(d, tensor.Float32, benchElems)
+	defer src.Release()
+	defer dst.Release()
+	k, err := kernels.Get(d, "copy32")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(4 * benchElems)
+	b.ResetTimer()
+	for range b.N {
+		if err := d.Dispatch(k, kernels.Groups(d, benchElems), kernels.Push(benchElems), src.Buffer(), dst.Buffer()); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+// Package scaler is dynamic loss scaling for fp16 training, with the
+// semantics of PyTorch's torch.amp.GradScaler, run on the device so that no
+// training step waits for the host.
+//
+// fp16 gradients underflow to zero unless the loss is scaled up before the
+// backward pass and the gradients scaled back down before the optimizer
+// step. A step whose gradients overflowed is skipped and the scale lowered;
+// after GrowthInterval clean steps the scale grows again. The loop reads:
+//
+//	scaled := s.Scale(loss)      // loss * scale
+//	... backward from scaled ...
+//	skipped, err := s.Step(opt)  // unscale, check, step or skip
+//	err = s.Update()             // back off or grow the scale
+//
+// The overflow check and unscale of all gradients is one fused dispatch per
+// memory block; the scale update is one more. An optimizer that implements
+// DeviceSkipper reads the overflow flag on the device and skips itself, so a
+// step records no host wait; any other Optimizer costs one wait, to read the
+// flag. Skipped is read lazily, so logs and schedulers can stay honest
+// without a wait on every step.
+//
+// Misuse in PyTorch's sense (unscaling twice, stepping twice, updating
+// without a check, using the scaler before Scale) returns an error. A
+// Scaler is safe for concurrent use, though a training step is sequential.
+package scaler

@@ -1,0 +1,238 @@
+package scaler
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// Optimizer is what the scaler needs of an optimizer: the fp32 gradients it
+// steps with, and the step itself.
+type Optimizer interface {
+	Gradients() []*tensor.Tensor
+	Step() error
+}
+
+// DeviceSkipper is an Optimizer that can skip itself on the device:
+// StepUnless records its step so that it has no effect (its state counters
+// do not advance either) when found, a one-element Float32 tensor, is
+// non-zero at the time the step runs.
+type DeviceSkipper interface {
+	Optimizer
+	StepUnless(found *tensor.Tensor) error
+}
+
+// Options configure a Scaler. Zero fields take PyTorch's defaults.
+type Options struct {
+	InitScale      float64 // initial scale; default 65536
+	GrowthFactor   float64 // scale multiplier after GrowthInterval clean steps; default 2, must be > 1
+	BackoffFactor  float64 // scale multiplier on overflow; default 0.5, must be in (0, 1)
+	GrowthInterval int     // clean steps between growths; default 2000
+	// Disabled makes the scaler pass everything through: scale 1, the
+	// optimizer stepped directly.
+	Disabled bool
+	// MinScale is a floor for the scale after backoff (PyTorch has none, and
+	// its scale can collapse to 0); 0 means none.
+	MinScale float64
+	// MaxScale caps growth; 0 means none.
+	MaxScale float64
+}
+
+// Errors for misuse, matched with errors.Is.
+var (
+	ErrNotScaled     = errors.New("scaler: no Scale call yet: scale the loss before unscaling or stepping")
+	ErrUnscaledTwice = errors.New("scaler: Unscale already called on this optimizer since the last Update")
+	ErrAfterStep     = errors.New("scaler: Unscale called after Step")
+	ErrSteppedTwice  = errors.New("scaler: Step already called on this optimizer since the last Update")
+	ErrNoInfChecks   = errors.New("scaler: no inf checks were recorded")
+	ErrFP16Gradients = errors.New("scaler: fp16 gradients: unscale needs fp32 master gradients")
+	ErrBadState      = errors.New("scaler: bad state dict")
+	ErrOptions       = errors.New("scaler: invalid option")
+)
+
+type stage int
+
+const (
+	ready stage = iota
+	unscaled
+	stepped
+)
+
+// foundRing is how many past steps' Skipped values stay readable.
+const foundRing = 8
+
+type optState struct {
+	stage   stage
+	found   [foundRing]*tensor.Tensor
+	gen     uint64 // iterations this optimizer took part in
+	checked bool   // an inf check ran since the last Update
+	table   *table
+}
+
+// Scaler scales losses and unscales gradients. Create it with New.
+type Scaler struct {
+	mu          sync.Mutex
+	disabled    bool
+	growth      float64
+	backoff     float64
+	interval    int
+	minScale    float64
+	maxScale    float64
+	initScale   float64
+	initTracker int
+
+	dev   *vk.Device
+	state *vk.Buffer // [scale, inv_scale, tracker, found_inf] as 32-bit words
+	opts  map[Optimizer]*optState
+}
+
+// New returns a scaler, or an error for invalid options.
+func New(o Options) (*Scaler, error) {
+	s := &Scaler{
+		disabled: o.Disabled, initScale: 65536, growth: 2, backoff: 0.5, interval: 2000,
+		minScale: o.MinScale, maxScale: o.MaxScale, opts: map[Optimizer]*optState{},
+	}
+	if o.InitScale != 0 {
+		s.initScale = o.InitScale
+	}
+	if o.GrowthFactor != 0 {
+		s.growth = o.GrowthFactor
+	}
+	if o.BackoffFactor != 0 {
+		s.backoff = o.BackoffFactor
+	}
+	if o.GrowthInterval != 0 {
+		s.interval = o.GrowthInterval
+	}
+	if err := positive("InitScale", s.initScale); err != nil {
+		return nil, err
+	}
+	if err := s.checkGrowth(s.growth); err != nil {
+		return nil, err
+	}
+	if err := s.checkBackoff(s.backoff); err != nil {
+		return nil, err
+	}
+	if err := checkInterval(s.interval); err != nil {
+		return nil, err
+	}
+	if !finite(s.minScale) || s.minScale < 0 || !finite(s.maxScale) || s.maxScale < 0 ||
+		(s.maxScale > 0 && s.maxScale < s.minScale) || s.minScale > math.MaxFloat32 || s.maxScale > math.MaxFloat32 {
+		return nil, fmt.Errorf("%w: MinScale %g and MaxScale %g must be finite, >= 0, and Max >= Min", ErrOptions, s.minScale, s.maxScale)
+	}
+	return s, nil
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+func positive(name string, v float64) error {
+	if !finite(v) || v <= 0 || v > math.MaxFloat32 {
+		return fmt.Errorf("%w: %s %g must be positive and finite in float32", ErrOptions, name, v)
+	}
+	return nil
+}
+
+func (s *Scaler) checkGrowth(f float64) error {
+	if !finite(f) || f <= 1 || f > math.MaxFloat32 {
+		return fmt.Errorf("%w: growth factor %g must be > 1 and finite", ErrOptions, f)
+	}
+	return nil
+}
+
+func (s *Scaler) checkBackoff(f float64) error {
+	if !finite(f) || f <= 0 || f >= 1 {
+		return fmt.Errorf("%w: backoff factor %g must be in (0, 1)", ErrOptions, f)
+	}
+	return nil
+}
+
+func checkInterval(n int) error {
+	if n <= 0 || n > math.MaxInt32 {
+		return fmt.Errorf("%w: growth interval %d must be in [1, 2^31)", ErrOptions, n)
+	}
+	return nil
+}
+
+// Enabled reports whether the scaler scales; a disabled one passes through.
+func (s *Scaler) Enabled() bool { return !s.disabled }
+
+// invScale is float32(1 / float64(scale)), as PyTorch computes inv_scale.
+func invScale(scale float64) float32 { return float32(1 / float64(float32(scale))) }
+
+// ensure creates the device state on d at the first Scale.
+func (s *Scaler) ensure(d *vk.Device) error {
+	if s.state != nil {
+		if s.dev != d {
+			return fmt.Errorf("scaler: tensor on another device than the first scaled loss")
+		}
+		return nil
+	}
+	b, err := d.Alloc(16)
+	if err != nil {
+		return fmt.Errorf("scaler: state: %w", err)
+	}
+	if err := b.Write(0, stateWords(s.initScale, s.initTracker, 0)); err != nil {
+		b.Free()
+		return fmt.Errorf("scaler: state: %w", err)
+	}
+	s.dev, s.state = d, b
+	return nil
+}
+
+func stateWords(scale float64, tracker int, found float32) []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint32(b[0:], math.Float32bits(float32(scale)))
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(invScale(scale)))
+	binary.LittleEndian.PutUint32(b[8:], uint32(int32(tracker)))
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(found))
+	return b
+}
+
+// Scale returns loss multiplied by the current scale, for the backward pass.
+// A disabled scaler returns loss itself. The result has loss's dtype; on
+// failure it carries the error, like any tensor.
+func (s *Scaler) Scale(loss *tensor.Tensor) *tensor.Tensor {
+	if s.disabled {
+		return loss
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := loss.Device()
+	out := tensor.New(d, loss.DType(), loss.Shape()...)
+	if err := loss.Err(); err != nil {
+		out.Fail(err)
+		return out
+	}
+	if out.Err() != nil {
+		return out
+	}
+	if err := s.ensure(d); err != nil {
+		out.Fail(err)
+		return out
+	}
+	spec := map[uint32]uint32{1: 0}
+	words := loss.Len()
+	if loss.DType() == tensor.Float16 {
+		spec[1], words = 1, (loss.Len()+1)/2
+	}
+	err := dispatch(d, "scale_by", spec, kernels.Groups(d, words), kernels.Push(uint32(loss.Len())),
+		loss.Buffer(), s.state, out.Buffer())
+	if err != nil {
+		out.Fail(fmt.Errorf("scaler: scale: %w", err))
+	}
+	return out
+}
+
+func dispatch(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []byte, bufs ...*vk.Buffer) error {
+	k, err := kernels.GetSpec(d, op, spec)
+	if err != nil {
+		return err
+	}
+	return d.Dispatch(k, groups, push, bufs...)
+}

@@ -1,0 +1,153 @@
+package scaler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// stateDict has PyTorch's GradScaler.state_dict keys, so a checkpoint's
+// scaler state moves between PyTorch and vkamp.
+type stateDict struct {
+	Scale          *float64 `json:"scale"`
+	GrowthFactor   *float64 `json:"growth_factor"`
+	BackoffFactor  *float64 `json:"backoff_factor"`
+	GrowthInterval *float64 `json:"growth_interval"`
+	GrowthTracker  *float64 `json:"_growth_tracker"`
+}
+
+// StateDict returns the scaler's state as JSON with PyTorch's keys (scale,
+// growth_factor, backoff_factor, growth_interval, _growth_tracker). It
+// waits for the device. A disabled scaler gives {}.
+func (s *Scaler) StateDict() ([]byte, error) {
+	if s.disabled {
+		return []byte("{}"), nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	scale, tracker, err := s.readState()
+	if err != nil {
+		return nil, err
+	}
+	interval, tr := float64(s.interval), float64(tracker)
+	return json.Marshal(stateDict{Scale: &scale, GrowthFactor: &s.growth, BackoffFactor: &s.backoff,
+		GrowthInterval: &interval, GrowthTracker: &tr})
+}
+
+// LoadStateDict restores a state from StateDict or from PyTorch's
+// GradScaler.state_dict written as JSON. An empty, malformed or invalid
+// state is an error and changes nothing. A disabled scaler ignores it.
+func (s *Scaler) LoadStateDict(data []byte) error {
+	if s.disabled {
+		return nil
+	}
+	var sd stateDict
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&sd); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadState, err)
+	}
+	if sd == (stateDict{}) {
+		return fmt.Errorf("%w: empty, possibly saved from a disabled scaler", ErrBadState)
+	}
+	for name, p := range map[string]*float64{"scale": sd.Scale, "growth_factor": sd.GrowthFactor,
+		"backoff_factor": sd.BackoffFactor, "growth_interval": sd.GrowthInterval, "_growth_tracker": sd.GrowthTracker} {
+		if p == nil {
+			return fmt.Errorf("%w: missing %q", ErrBadState, name)
+		}
+	}
+	if err := positive("scale", *sd.Scale); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadState, err)
+	}
+	if err := s.checkGrowth(*sd.GrowthFactor); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadState, err)
+	}
+	if err := s.checkBackoff(*sd.BackoffFactor); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadState, err)
+	}
+	interval, tracker := *sd.GrowthInterval, *sd.GrowthTracker
+	if interval != math.Trunc(interval) || checkInterval(int(interval)) != nil {
+		return fmt.Errorf("%w: growth_interval %g", ErrBadState, interval)
+	}
+	if tracker != math.Trunc(tracker) || tracker < 0 || tracker > math.MaxInt32 {
+		return fmt.Errorf("%w: _growth_tracker %g", ErrBadState, tracker)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != nil {
+		if err := s.state.Write(0, stateWords(*sd.Scale, int(tracker), 0)); err != nil {
+			return fmt.Errorf("scaler: load state: %w", err)
+		}
+	}
+	s.initScale, s.initTracker = *sd.Scale, int(tracker)
+	s.growth, s.backoff, s.interval = *sd.GrowthFactor, *sd.BackoffFactor, int(interval)
+	return nil
+}
+
+// ScaleValue returns the current scale, waiting for the device: the initial
+// scale before the first Scale, 1 when disabled.
+func (s *Scaler) ScaleValue() (float64, error) {
+	if s.disabled {
+		return 1, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, _, err := s.readState()
+	return v, err
+}
+
+// GrowthTracker returns the number of clean steps since the last growth or
+// backoff, waiting for the device; 0 when disabled.
+func (s *Scaler) GrowthTracker() (int, error) {
+	if s.disabled {
+		return 0, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, t, err := s.readState()
+	return t, err
+}
+
+// GrowthFactor returns the growth factor.
+func (s *Scaler) GrowthFactor() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.growth }
+
+// BackoffFactor returns the backoff factor.
+func (s *Scaler) BackoffFactor() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.backoff }
+
+// GrowthInterval returns the growth interval.
+func (s *Scaler) GrowthInterval() int { s.mu.Lock(); defer s.mu.Unlock(); return s.interval }
+
+// SetGrowthFactor sets the growth factor (> 1), used from the next Update.
+func (s *Scaler) SetGrowthFactor(f float64) error {
+	if err := s.checkGrowth(f); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.growth = f
+	return nil
+}
+
+// SetBackoffFactor sets the backoff factor (in (0, 1)), used from the next Update.
+func (s *Scaler) SetBackoffFactor(f float64) error {
+	if err := s.checkBackoff(f); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.backoff = f
+	return nil
+}
+
+// SetGrowthInterval sets the growth interval, used from the next Update.
+// Lowering it below the current tracker stops growth, as in PyTorch, until
+// an overflow resets the tracker.
+func (s *Scaler) SetGrowthInterval(n int) error {
+	if err := checkInterval(n); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.interval = n
+	return nil
+}
