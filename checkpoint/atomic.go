@@ -1,0 +1,100 @@
+package checkpoint
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// SaveJSON writes v to path as indented JSON, atomically.
+func SaveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "\t")
+	if err != nil {
+		return fmt.Errorf("checkpoint: save %s: %w", path, err)
+	}
+	b = append(b, '\n')
+	err = writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: save %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadJSON reads the JSON at path into v.
+func LoadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("checkpoint: load %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeAtomic replaces path with what write produces. It writes a temporary
+// file beside path (a rename is atomic only within one file system), syncs
+// it so the rename cannot reach the disk before the data, renames it over
+// path, and syncs the directory so the rename itself survives a crash. On
+// any error before the rename, the temporary file is removed.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	renamed := false
+	defer func() {
+		if !renamed {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := f.Chmod(mode); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	renamed = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // a directory cannot be opened for syncing there; NTFS journals renames
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return d.Close()
+}

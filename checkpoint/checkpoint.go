@@ -1,0 +1,193 @@
+package checkpoint
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// Named is a tensor and the name it has in a file.
+type Named struct {
+	Name string
+	T    *tensor.Tensor
+}
+
+// File is the content of a safetensors file, in host memory.
+type File struct {
+	Tensors map[string]HostTensor
+	Meta    map[string]string // nil when the file has none
+}
+
+// HostTensor is one tensor of a File.
+type HostTensor struct {
+	DType tensor.DType
+	Shape []int
+	// Data holds the elements row-major and little-endian, as the file does
+	// (fp16 and bf16 as uint16 bits).
+	Data []byte
+}
+
+// Save writes ts, in order, and meta to path as a safetensors file,
+// atomically. It reads each tensor back from its device, waiting for the
+// work that computes it; a tensor that carries an error fails the save.
+// Names must be distinct, valid UTF-8 and not "__metadata__".
+func Save(path string, ts []Named, meta map[string]string) error {
+	entries := make([]entry, len(ts))
+	seen := map[string]bool{}
+	for i, n := range ts {
+		switch {
+		case seen[n.Name]:
+			return fmt.Errorf("checkpoint: save %s: name %q given twice", path, n.Name)
+		case n.Name == metaKey || !utf8.ValidString(n.Name):
+			return fmt.Errorf("checkpoint: save %s: invalid name %q", path, n.Name)
+		}
+		seen[n.Name] = true
+		dt := n.T.DType()
+		entries[i] = entry{name: n.Name, dtype: dt, shape: n.T.Shape(), size: int64(n.T.Len()) * int64(dt.Size())}
+	}
+	for k, v := range meta {
+		// JSON would turn invalid UTF-8 into U+FFFD: the file would not
+		// hold what was saved.
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("checkpoint: save %s: metadata %q: %q is not valid UTF-8", path, k, v)
+		}
+	}
+	hdr := encodeHeader(entries, meta)
+	err := writeAtomic(path, func(w io.Writer) error {
+		if _, err := w.Write(hdr); err != nil {
+			return err
+		}
+		for _, n := range ts {
+			raw, err := hostBytes(n.T)
+			if err != nil {
+				return fmt.Errorf("tensor %q: %w", n.Name, err)
+			}
+			if _, err := w.Write(raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: save %s: %w", path, err)
+	}
+	return nil
+}
+
+// hostBytes waits for t and returns its elements as stored in a file.
+func hostBytes(t *tensor.Tensor) ([]byte, error) {
+	if t.DType() == tensor.Float16 {
+		v, err := t.Float16s()
+		if err != nil {
+			return nil, err
+		}
+		raw := make([]byte, 2*len(v))
+		for i, h := range v {
+			binary.LittleEndian.PutUint16(raw[2*i:], h.Bits())
+		}
+		return raw, nil
+	}
+	v, err := t.Float32s()
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f))
+	}
+	return raw, nil
+}
+
+// Read reads and validates the safetensors file at path.
+func Read(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	file, err := parse(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read %s: %w", path, err)
+	}
+	return file, nil
+}
+
+// MismatchError is the error of a Load whose tensors do not match the file.
+type MismatchError struct {
+	Path     string
+	Problems []string // one line per difference, in the order of the tensors given, then the file's extra names
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("checkpoint: load %s: %d mismatches: %s", e.Path, len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+// Load reads path and copies its tensors into ts. The file must hold exactly
+// the names of ts, each with the tensor's shape and dtype; otherwise Load
+// returns a *MismatchError listing every difference and writes no tensor.
+// Metadata are ignored (Read returns them). An upload that fails part way
+// may leave some tensors written.
+func Load(path string, ts []Named) error {
+	f, err := Read(path)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	want := map[string]bool{}
+	for _, n := range ts {
+		if want[n.Name] {
+			problems = append(problems, fmt.Sprintf("%q given twice", n.Name))
+			continue
+		}
+		want[n.Name] = true
+		h, ok := f.Tensors[n.Name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("missing %q", n.Name))
+			continue
+		}
+		switch dt := n.T.DType(); {
+		case h.DType == tensor.BFloat16:
+			problems = append(problems, fmt.Sprintf("%q: dtype %s in the file is unsupported", n.Name, h.DType))
+		case h.DType != dt:
+			problems = append(problems, fmt.Sprintf("%q: dtype %s in the file, %s in the tensor", n.Name, h.DType, dt))
+		}
+		if s := n.T.Shape(); !slices.Equal(h.Shape, s) {
+			problems = append(problems, fmt.Sprintf("%q: shape %v in the file, %v in the tensor", n.Name, h.Shape, s))
+		}
+		if err := n.T.Err(); err != nil {
+			problems = append(problems, fmt.Sprintf("%q: the tensor carries an error: %v", n.Name, err))
+		} else if n.T.Buffer() == nil {
+			problems = append(problems, fmt.Sprintf("%q: the tensor was released", n.Name))
+		}
+	}
+	var extra []string
+	for name := range f.Tensors {
+		if !want[name] {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(extra)
+	for _, name := range extra {
+		problems = append(problems, fmt.Sprintf("extra %q in the file", name))
+	}
+	if len(problems) > 0 {
+		return &MismatchError{Path: path, Problems: problems}
+	}
+	for _, n := range ts {
+		if err := n.T.Buffer().Write(0, f.Tensors[n.Name].Data); err != nil {
+			return fmt.Errorf("checkpoint: load %s: upload %q: %w", path, n.Name, err)
+		}
+	}
+	return nil
+}

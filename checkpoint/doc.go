@@ -1,0 +1,42 @@
+// Package checkpoint saves and restores tensors in the safetensors format,
+// and other state as JSON, writing every file atomically.
+//
+// # Format
+//
+// A safetensors file is an 8-byte little-endian header length N, N bytes of
+// JSON header, then the data buffer:
+//
+//	{"__metadata__": {"k": "v"},
+//	 "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}
+//
+// Offsets are relative to the buffer, tensors are stored row-major and
+// little-endian, back to back in the order given to Save, and the header is
+// padded with spaces to a multiple of 8 bytes, as the reference
+// implementation writes it, so files load in PyTorch, JAX or NumPy.
+// F32 and F16 are read and written; BF16 is read (Read returns its bytes)
+// but Load refuses it, since no kernel uses it yet.
+//
+// # Host and device
+//
+// Save reads each tensor back from its device, so it waits for the work that
+// computes them. Read returns host memory only. Load checks every name, shape
+// and dtype first and returns one *MismatchError listing all differences
+// before it writes any tensor; then it uploads each tensor's bytes.
+//
+// # Atomicity
+//
+// Save and SaveJSON write a temporary file in the destination's directory,
+// sync it, rename it over the destination and sync the directory: a crash
+// leaves either the old file or the new one, never a torn one. On any error
+// the temporary file is removed and the destination is untouched. New files
+// get mode 0644; a replaced file keeps its mode.
+//
+// # Errors
+//
+// A truncated or corrupt file is an error that says what is wrong, never a
+// panic: header lengths beyond 100 MiB or the file, malformed JSON, unknown
+// dtypes, negative or overflowing shapes, offsets outside the buffer, sizes
+// that do not match shapes, overlapping tensors, gaps, bytes after the last
+// tensor, duplicate names. Save and Load panic, through the tensor package,
+// when given a nil or released tensor.
+package checkpoint
