@@ -37,12 +37,14 @@ type Device struct {
 	timestamps  bool
 
 	blocks      []*block
+	spare       []*block // freed dedicated blocks kept for reuse
 	nextBlockID int
 	staging     *ring
 	pendingFree []pendingFree
 
-	kernels map[string]*Kernel
-	cache   C.VkPipelineCache
+	kernels      map[string]*Kernel
+	kernelsByKey map[any]*Kernel
+	cache        C.VkPipelineCache
 
 	slots      []*slot
 	nextSlot   int
@@ -89,16 +91,17 @@ func Open(opts Options) (*Device, error) {
 		tier = t
 	}
 	d := &Device{
-		info:        info,
-		tier:        tier,
-		opts:        opts,
-		align:       max(info.MinStorageBufferAlign, 16),
-		blockSize:   defaultBlockSize,
-		stagingSize: defaultStagingSize,
-		batchSize:   defaultBatchSize,
-		timestamps:  opts.Timestamps && info.Timestamps,
-		kernels:     map[string]*Kernel{},
-		times:       map[string]*KernelTime{},
+		info:         info,
+		tier:         tier,
+		opts:         opts,
+		align:        max(info.MinStorageBufferAlign, 16),
+		blockSize:    defaultBlockSize,
+		stagingSize:  defaultStagingSize,
+		batchSize:    defaultBatchSize,
+		timestamps:   opts.Timestamps && info.Timestamps,
+		kernels:      map[string]*Kernel{},
+		kernelsByKey: map[any]*Kernel{},
+		times:        map[string]*KernelTime{},
 	}
 	if opts.BlockSize > 0 {
 		d.blockSize = roundUp(uint64(opts.BlockSize), d.align)
@@ -246,7 +249,7 @@ func (d *Device) destroy() {
 	for _, k := range d.kernels {
 		C.vkamp_destroy_kernel(d.dev, k.setLayout, k.layout, k.pipeline)
 	}
-	d.kernels = nil
+	d.kernels, d.kernelsByKey = nil, nil
 	if d.cache != 0 {
 		C.vkamp_destroy_pipeline_cache(d.dev, d.cache)
 		d.cache = 0

@@ -37,7 +37,41 @@ func (d *Device) Kernel(src KernelSource) (*Kernel, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	key := src.key()
+	return d.kernel(src.key(), src)
+}
+
+// KernelFor returns the kernel cached under key, a comparable value that
+// stands for a source, calling build only on the first use of key. It spares
+// callers that launch kernels by name the cost of preparing a source (and
+// its cache key) on every dispatch.
+func (d *Device) KernelFor(key any, build func() (KernelSource, error)) (*Kernel, error) {
+	d.mu.Lock()
+	if err := d.usable(); err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	if k, ok := d.kernelsByKey[key]; ok {
+		d.mu.Unlock()
+		return k, nil
+	}
+	d.mu.Unlock()
+	src, err := build()
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	k, err := d.kernel(src.key(), src)
+	if err == nil {
+		d.kernelsByKey[key] = k
+	}
+	return k, err
+}
+
+func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 	if k, ok := d.kernels[key]; ok {
 		return k, nil
 	}

@@ -9,6 +9,7 @@ package vk
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"unsafe"
@@ -149,9 +150,12 @@ func (d *Device) Alloc(size int64) (*Buffer, error) {
 	}
 	n := roundUp(uint64(size), d.align)
 	if n > d.blockSize/2 {
-		blk, err := d.newBlock(n, true)
-		if err != nil {
-			return nil, fmt.Errorf("vk: allocate %d bytes: %w", size, err)
+		blk := d.takeSpare(n)
+		if blk == nil {
+			var err error
+			if blk, err = d.newBlock(n, true); err != nil {
+				return nil, fmt.Errorf("vk: allocate %d bytes: %w", size, err)
+			}
 		}
 		blk.free = nil
 		blk.live = 1
@@ -233,6 +237,9 @@ func (d *Device) newBlock(size uint64, dedicated bool) (*block, error) {
 		required, preferred = memHostVisible|memHostCoherent, memDeviceLocal
 	}
 	blk, err := d.createBlock(size, required, preferred)
+	if errors.Is(err, ErrOutOfDeviceMemory) && d.trim() > 0 {
+		blk, err = d.createBlock(size, required, preferred) // once more, after freeing cached blocks
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -320,10 +327,50 @@ type pendingFree struct {
 
 func (d *Device) release(blk *block, off, n uint64) {
 	if blk.dedicated {
-		d.destroyBlock(blk)
+		// Keep a few freed large blocks: a training step that makes and
+		// frees the same large tensors every step then allocates nothing.
+		blk.live = 0
+		d.spare = append(d.spare, blk)
+		if len(d.spare) > maxSpare {
+			d.destroyBlock(d.spare[0])
+			d.spare = d.spare[1:]
+		}
 		return
 	}
 	blk.give(off, n)
+}
+
+// maxSpare is how many freed dedicated blocks are kept for reuse.
+const maxSpare = 4
+
+// takeSpare returns a kept dedicated block that fits n bytes without
+// wasting more than half of it.
+func (d *Device) takeSpare(n uint64) *block {
+	for i, blk := range d.spare {
+		if blk.size >= n && blk.size <= 2*n {
+			d.spare = append(d.spare[:i], d.spare[i+1:]...)
+			return blk
+		}
+	}
+	return nil
+}
+
+// trim destroys the blocks that hold no buffer, to make room after the
+// driver ran out of memory.
+func (d *Device) trim() int {
+	freed := 0
+	for _, blk := range d.spare {
+		d.destroyBlock(blk)
+		freed++
+	}
+	d.spare = nil
+	for _, blk := range append([]*block(nil), d.blocks...) {
+		if blk.live == 0 && !blk.dedicated && blk.whole == nil {
+			d.destroyBlock(blk)
+			freed++
+		}
+	}
+	return freed
 }
 
 // releaseCompleted frees the ranges whose last use has completed.

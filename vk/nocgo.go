@@ -30,24 +30,25 @@ func MustOpen(Options) *Device { panic(errNoCgo) }
 // ValidationMessages returns the validation layer's messages.
 func ValidationMessages() []string { return nil }
 
-func (d *Device) Info() Info                                            { return Info{} }
-func (d *Device) Tier() Tier                                            { return TierPacked }
-func (d *Device) Stats() Stats                                          { return Stats{} }
-func (d *Device) KernelTimes() []KernelTime                             { return nil }
-func (d *Device) Alloc(int64) (*Buffer, error)                          { return nil, errNoCgo }
-func (d *Device) Kernel(KernelSource) (*Kernel, error)                  { return nil, errNoCgo }
-func (d *Device) Dispatch(*Kernel, [3]uint32, []byte, ...*Buffer) error { return errNoCgo }
-func (d *Device) Copy(*Buffer, int64, *Buffer, int64, int64) error      { return errNoCgo }
-func (d *Device) Fill(*Buffer, int64, int64, uint32) error              { return errNoCgo }
-func (d *Device) Sync() error                                           { return errNoCgo }
-func (d *Device) Wait() error                                           { return errNoCgo }
-func (d *Device) Close() error                                          { return nil }
-func (b *Buffer) Slice(int64, int64) (*Buffer, error)                   { return nil, errNoCgo }
-func (b *Buffer) Block() (*Buffer, int64, error)                        { return nil, 0, errNoCgo }
-func (d *Device) Alignment() int64                                      { return 4 }
-func (b *Buffer) Size() int64                                           { return 0 }
-func (b *Buffer) Write(int64, []byte) error                             { return errNoCgo }
-func (b *Buffer) Read(int64, []byte) error                              { return errNoCgo }
-func (b *Buffer) Free() error                                           { return nil }
-func (b *Buffer) Close() error                                          { return nil }
-func (k *Kernel) Name() string                                          { return "" }
+func (d *Device) Info() Info                                                   { return Info{} }
+func (d *Device) Tier() Tier                                                   { return TierPacked }
+func (d *Device) Stats() Stats                                                 { return Stats{} }
+func (d *Device) KernelTimes() []KernelTime                                    { return nil }
+func (d *Device) Alloc(int64) (*Buffer, error)                                 { return nil, errNoCgo }
+func (d *Device) KernelFor(any, func() (KernelSource, error)) (*Kernel, error) { return nil, errNoCgo }
+func (d *Device) Kernel(KernelSource) (*Kernel, error)                         { return nil, errNoCgo }
+func (d *Device) Dispatch(*Kernel, [3]uint32, []byte, ...*Buffer) error        { return errNoCgo }
+func (d *Device) Copy(*Buffer, int64, *Buffer, int64, int64) error             { return errNoCgo }
+func (d *Device) Fill(*Buffer, int64, int64, uint32) error                     { return errNoCgo }
+func (d *Device) Sync() error                                                  { return errNoCgo }
+func (d *Device) Wait() error                                                  { return errNoCgo }
+func (d *Device) Close() error                                                 { return nil }
+func (b *Buffer) Slice(int64, int64) (*Buffer, error)                          { return nil, errNoCgo }
+func (b *Buffer) Block() (*Buffer, int64, error)                               { return nil, 0, errNoCgo }
+func (d *Device) Alignment() int64                                             { return 4 }
+func (b *Buffer) Size() int64                                                  { return 0 }
+func (b *Buffer) Write(int64, []byte) error                                    { return errNoCgo }
+func (b *Buffer) Read(int64, []byte) error                                     { return errNoCgo }
+func (b *Buffer) Free() error                                                  { return nil }
+func (b *Buffer) Close() error                                                 { return nil }
+func (k *Kernel) Name() string                                                 { return "" }

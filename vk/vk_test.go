@@ -703,3 +703,24 @@ func TestBlock(t *testing.T) {
 	}
 	checkWords(t, "after freeing the block buffer (a no-op)", a, 9)
 }
+
+// TestLargeBlockReuse: a large buffer freed and made again every step reuses
+// its memory block instead of allocating device memory each time.
+func TestLargeBlockReuse(t *testing.T) {
+	d := devtest.Open(t)
+	const n = 40 << 20 // over half a memory block: a block of its own
+	for i := range 5 {
+		b := alloc(t, d, n)
+		fill32(t, d, b, uint32(i))
+		checkWords(t, "large buffer", b, uint32(i))
+		if err := b.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			continue
+		}
+		if got := d.Stats().Allocations; got > 2 {
+			t.Fatalf("step %d: %d device allocations, want the first large block reused", i, got)
+		}
+	}
+}

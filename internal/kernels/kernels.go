@@ -22,9 +22,28 @@ func Get(d *vk.Device, op string) (*vk.Kernel, error) {
 // GetSpec is Get with specialization constants. Constant 0, the workgroup
 // size of kernels that take it, defaults to LocalSize(d).
 func GetSpec(d *vk.Device, op string, spec map[uint32]uint32) (*vk.Kernel, error) {
+	key := cacheKey{op: op}
+	for id, v := range spec {
+		if id >= uint32(len(key.spec)) {
+			return nil, fmt.Errorf("kernels: %s: specialization constant %d out of range", op, id)
+		}
+		key.spec[id], key.set = v, key.set|1<<id
+	}
+	return d.KernelFor(key, func() (vk.KernelSource, error) { return source(d, op, spec) })
+}
+
+// cacheKey identifies a kernel by op and specialization constants, cheaply:
+// GetSpec runs on every dispatch.
+type cacheKey struct {
+	op   string
+	spec [8]uint32
+	set  uint8 // which constants are given
+}
+
+func source(d *vk.Device, op string, spec map[uint32]uint32) (vk.KernelSource, error) {
 	k, ok := shaders.Lookup(op, shaders.Tier(d.Tier()))
 	if !ok {
-		return nil, fmt.Errorf("kernels: no variant of %q for tier %s", op, d.Tier())
+		return vk.KernelSource{}, fmt.Errorf("kernels: no variant of %q for tier %s", op, d.Tier())
 	}
 	src := vk.KernelSource{
 		Name:     op + "." + k.Tier.String(),
@@ -41,7 +60,7 @@ func GetSpec(d *vk.Device, op string, spec map[uint32]uint32) (*vk.Kernel, error
 	for id, v := range spec {
 		src.Spec[id] = v
 	}
-	return d.Kernel(src)
+	return src, nil
 }
 
 // LocalSize is the workgroup size of the elementwise kernels on d.
