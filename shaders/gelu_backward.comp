@@ -1,0 +1,6 @@
+#version 450
+// gelu_backward: dst = dy * gelu'(x).
+#define OP(dy, x) ((dy) * gelu_grad(x))
+#include "ewise.glsl"
+#include "gelu.glsl"
+#include "binary.glsl"

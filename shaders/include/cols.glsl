@@ -1,0 +1,21 @@
+// Body of a reduction over a middle axis: x viewed as [outer, k, inner],
+// y[o, i] = scale * COMB over j of x[o, j, i]. One invocation per output
+// loops serially over j: neighbouring invocations read neighbouring words,
+// and the order is fixed. The including file defines COMB and IDENTITY.
+#include "ewise.glsl"
+
+layout(push_constant) uniform Push { uint outer; uint k; uint inner; float scale; } p;
+layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+
+DEFINE_LOADS(x, x, IN0_F16)
+
+void main() {
+    GRID_STRIDE(o, p.outer * p.inner) {
+        uint q = o / p.inner;
+        uint i = q * p.k * p.inner + (o - q * p.inner);
+        float acc = IDENTITY;
+        for (uint j = 0u; j < p.k; j++, i += p.inner) acc = COMB(acc, x_at(i));
+        y[o] = acc * p.scale;
+    }
+}

@@ -1,0 +1,31 @@
+// Body of a row reduction: y[r] = scale * COMB over i of PRE(x[r*cols + i]),
+// for the elements of row r below n (the last row of a whole-tensor first
+// pass may be short). The including file defines PRE(v), COMB(a, b) and
+// IDENTITY. Input dtype: constant 1; the output is fp32.
+#include "reduce.glsl"
+
+layout(push_constant) uniform Push { uint rows; uint cols; uint n; uint seg; float scale; } p;
+layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+
+DEFINE_LOADS(x, x, IN0_F16)
+DEFINE_TREE(tree, COMB)
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    uint per = gl_WorkGroupSize.x / p.seg; // rows per workgroup
+    uint lane = t & (p.seg - 1u);
+    uint groups = (p.rows + per - 1u) / per;
+    // The loop bound is uniform in the workgroup, so barriers stay legal.
+    for (uint g = gl_WorkGroupID.x; g < groups; g += gl_NumWorkGroups.x) {
+        uint row = g * per + t / p.seg;
+        float acc = IDENTITY;
+        if (row < p.rows) {
+            uint lo = row * p.cols;
+            uint hi = min(lo + p.cols, p.n);
+            for (uint i = lo + lane; i < hi; i += p.seg) acc = COMB(acc, PRE(x_at(i)));
+        }
+        acc = tree(acc, p.seg);
+        if (row < p.rows && lane == 0u) y[row] = acc * p.scale;
+    }
+}

@@ -1,0 +1,42 @@
+// Body of a row-wise softmax over the last axis, a segment of the workgroup
+// per row: the row max, then the sum of exp(x - max), then the output
+// OUT(x - max, sum) defined by the including file. NaN anywhere in a row, or
+// +inf, makes the row NaN, as the float64 formula does.
+#include "reduce.glsl"
+
+layout(push_constant) uniform Push { uint rows; uint cols; uint seg; } p;
+layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+
+DEFINE_LOADS(x, x, IN0_F16)
+DEFINE_TREE(tree_max, nan_max)
+DEFINE_TREE(tree_sum, ADD)
+
+// exp_ and log_ spell out -inf -> 0 and NaN -> NaN: driver exp and log need
+// not handle them (SwiftShader's log(NaN) is finite).
+float exp_(float d) {
+    if (is_nan(d)) return d;
+    if (is_inf(d)) return d > 0.0 ? d : 0.0;
+    return exp(d);
+}
+
+float log_(float s) { return is_nan(s) ? s : log(s); }
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    uint per = gl_WorkGroupSize.x / p.seg;
+    uint lane = t & (p.seg - 1u);
+    uint groups = (p.rows + per - 1u) / per;
+    for (uint g = gl_WorkGroupID.x; g < groups; g += gl_NumWorkGroups.x) {
+        uint row = g * per + t / p.seg;
+        bool ok = row < p.rows;
+        uint lo = row * p.cols;
+        float m = NEG_INF;
+        if (ok) for (uint i = lane; i < p.cols; i += p.seg) m = nan_max(m, x_at(lo + i));
+        m = tree_max(m, p.seg);
+        float s = 0.0;
+        if (ok) for (uint i = lane; i < p.cols; i += p.seg) s += exp_(x_at(lo + i) - m);
+        s = tree_sum(s, p.seg);
+        if (ok) for (uint i = lane; i < p.cols; i += p.seg) y[lo + i] = OUT(x_at(lo + i) - m, s);
+    }
+}

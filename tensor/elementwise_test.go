@@ -1,0 +1,207 @@
+package tensor_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/internal/ref"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// ewOp is one elementwise op in the table tests; unary ops ignore b.
+type ewOp struct {
+	name   string
+	unary  bool
+	in     float32 // inputs are uniform in [-in, in)
+	k      int     // roundings for ref.Tol
+	dev    func(a, b *tensor.Tensor, out tensor.DType) *tensor.Tensor
+	ref    func(a, b []float32, out tensor.DType) []float64
+	scales func(a, b []float32) []float64 // for ref.Check; nil means |want|
+}
+
+const ewAlpha, ewScale = -0.75, 1.5
+
+var ewOps = []ewOp{
+	{name: "Add", in: 1, k: 1, dev: tensor.Add, ref: ref.Add},
+	{name: "Sub", in: 1, k: 1, dev: tensor.Sub, ref: ref.Sub},
+	{name: "Mul", in: 1, k: 1, dev: tensor.Mul, ref: ref.Mul},
+	{name: "Axpy", in: 1, k: 2,
+		dev: func(x, y *tensor.Tensor, out tensor.DType) *tensor.Tensor { return tensor.Axpy(ewAlpha, x, y, out) },
+		ref: func(x, y []float32, out tensor.DType) []float64 { return ref.Axpy(ewAlpha, x, y, out) },
+		// alpha*x may be rounded before y is added: the error scales with the terms.
+		scales: func(x, y []float32) []float64 {
+			s := make([]float64, len(x))
+			for i := range x {
+				s[i] = math.Abs(ewAlpha*float64(x[i])) + math.Abs(float64(y[i]))
+			}
+			return s
+		}},
+	{name: "ReLUBackward", in: 1, k: 1, dev: tensor.ReLUBackward, ref: ref.ReLUBackward},
+	{name: "GELUBackward", in: 4, k: ref.ExpRoundings, dev: tensor.GELUBackward, ref: ref.GELUBackward,
+		// GELU' = s + 2x s(1-s)u' crosses zero near x = -0.75: scale by the terms.
+		scales: func(dy, x []float32) []float64 {
+			s := make([]float64, len(x))
+			for i := range x {
+				s[i] = math.Abs(float64(dy[i])) * (1 + math.Abs(float64(x[i])))
+			}
+			return s
+		}},
+	{name: "Scale", unary: true, in: 1, k: 1,
+		dev: func(a, _ *tensor.Tensor, out tensor.DType) *tensor.Tensor { return tensor.Scale(a, ewScale, out) },
+		ref: func(a, _ []float32, out tensor.DType) []float64 { return ref.Scale(a, ewScale, out) }},
+	{name: "ReLU", unary: true, in: 1, k: 1,
+		dev: func(a, _ *tensor.Tensor, out tensor.DType) *tensor.Tensor { return tensor.ReLU(a, out) },
+		ref: func(a, _ []float32, out tensor.DType) []float64 { return ref.ReLU(a, out) }},
+	{name: "GELU", unary: true, in: 4, k: ref.ExpRoundings,
+		dev: func(a, _ *tensor.Tensor, out tensor.DType) *tensor.Tensor { return tensor.GELU(a, out) },
+		ref: func(a, _ []float32, out tensor.DType) []float64 { return ref.GELU(a, out) }},
+}
+
+// ewCombos lists the (a, b, out) dtypes of an op: all eight for binary ops,
+// the four with b unused for unary ones.
+func ewCombos(unary bool) [][3]tensor.DType {
+	var c [][3]tensor.DType
+	for _, a := range opDTypes {
+		for _, b := range opDTypes {
+			for _, o := range opDTypes {
+				if !unary || b == tensor.Float32 {
+					c = append(c, [3]tensor.DType{a, b, o})
+				}
+			}
+		}
+	}
+	return c
+}
+
+// TestElementwise checks the elementwise ops on one device, so that the
+// subtests share its pipelines (compiling them dominates on SwiftShader).
+func TestElementwise(t *testing.T) {
+	d := devtest.Open(t)
+	t.Run("Random", func(t *testing.T) { ewRandom(t, d) })
+	t.Run("AddBias", func(t *testing.T) { ewAddBias(t, d) })
+	t.Run("Specials", func(t *testing.T) { ewSpecials(t, d) })
+	t.Run("Panics", func(t *testing.T) { ewPanics(t, d) })
+}
+
+// ewRandom checks every op, dtype combination and shape against the float64
+// reference.
+func ewRandom(t *testing.T, d *vk.Device) {
+	var checks []opCheck
+	for oi, op := range ewOps {
+		for _, c := range ewCombos(op.unary) {
+			for si, shape := range opShapes {
+				seed := uint64(1000*oi + 10*si)
+				a, av := opRand(t, d, seed, op.in, c[0], shape...)
+				b, bv := opRand(t, d, seed+1, op.in, c[1], shape...)
+				what := fmt.Sprintf("%s(%s, %s -> %s)%v", op.name, c[0], c[1], c[2], shape)
+				var scale []float64
+				if op.scales != nil {
+					scale = op.scales(av, bv)
+				}
+				checks = append(checks, opWant(t, what, op.dev(a, b, c[2]), c[2], shape,
+					op.ref(av, bv, c[2]), scale, ref.Tol(c[2], op.k)))
+			}
+		}
+	}
+	opRun(checks)
+}
+
+// ewAddBias broadcasts a bias of the last dimension over every row.
+func ewAddBias(t *testing.T, d *vk.Device) {
+	var checks []opCheck
+	for _, c := range ewCombos(false) {
+		for si, shape := range opShapes {
+			n := shape[len(shape)-1]
+			x, xv := opRand(t, d, uint64(si), 1, c[0], shape...)
+			b, bv := opRand(t, d, uint64(si)+100, 1, c[1], n)
+			what := fmt.Sprintf("AddBias(%s, %s -> %s)%v", c[0], c[1], c[2], shape)
+			checks = append(checks, opWant(t, what, tensor.AddBias(x, b, c[2]), c[2], shape,
+				ref.AddBias(xv, bv, c[2]), nil, ref.Tol(c[2], 1)))
+		}
+	}
+	opRun(checks)
+}
+
+// ewSpecials feeds NaN, ±inf, ±0, fp16 limits and an fp16
+// overflow through every op: the results must follow float64 arithmetic
+// (NaN in gives NaN out; inf*0 and inf-inf give NaN).
+func ewSpecials(t *testing.T, d *vk.Device) {
+	n := len(opSpecials)
+	as, bs := make([]float32, n*n), make([]float32, n*n)
+	for i := range n {
+		for j := range n {
+			as[i*n+j], bs[i*n+j] = opSpecials[i], opSpecials[j]
+		}
+	}
+	var checks []opCheck
+	for _, op := range ewOps {
+		for _, c := range ewCombos(op.unary) {
+			a, av := opInput(t, d, as, c[0], n, n)
+			b, bv := opInput(t, d, bs, c[1], n, n)
+			var scale []float64
+			if op.scales != nil {
+				scale = op.scales(av, bv)
+			}
+			what := fmt.Sprintf("%s(%s, %s -> %s)", op.name, c[0], c[1], c[2])
+			checks = append(checks, opWant(t, what, op.dev(a, b, c[2]), c[2], []int{n, n},
+				op.ref(av, bv, c[2]), scale, ref.Tol(c[2], op.k)))
+		}
+		x, xv := opInput(t, d, as, tensor.Float32, n, n)
+		bias, bv := opInput(t, d, opSpecials, tensor.Float32, n)
+		checks = append(checks, opWant(t, "AddBias specials", tensor.AddBias(x, bias, tensor.Float32), tensor.Float32,
+			[]int{n, n}, ref.AddBias(xv, bv, tensor.Float32), nil, ref.Tol(tensor.Float32, 1)))
+	}
+	opRun(checks)
+}
+
+// ewPanics checks the typed panics of misuse: their messages name the op and
+// both shapes.
+func ewPanics(t *testing.T, d *vk.Device) {
+	a, _ := opRand(t, d, 1, 1, tensor.Float32, 2, 3)
+	b, _ := opRand(t, d, 2, 1, tensor.Float16, 3, 2)
+	bias, _ := opRand(t, d, 3, 1, tensor.Float32, 2)
+	for _, op := range ewOps {
+		if op.unary {
+			continue
+		}
+		opPanics[*tensor.ShapeError](t, op.name, func() { op.dev(a, b, tensor.Float32) }, op.name, "[2 3]", "[3 2]")
+		opPanics[*tensor.DTypeError](t, op.name+" bfloat16", func() { op.dev(a, a, tensor.BFloat16) }, op.name, "bfloat16")
+	}
+	opPanics[*tensor.ShapeError](t, "AddBias", func() { tensor.AddBias(a, bias, tensor.Float32) }, "AddBias", "[2 3]", "[2]")
+	opPanics[*tensor.ShapeError](t, "AddBias 2-D bias", func() { tensor.AddBias(b, a, tensor.Float32) }, "AddBias", "[3 2]", "[2 3]")
+	opPanics[*tensor.DTypeError](t, "GELU bfloat16", func() { tensor.GELU(a, tensor.BFloat16) }, "GELU", "bfloat16")
+	released, _ := opRand(t, d, 4, 1, tensor.Float32, 2, 3)
+	released.Release()
+	opPanics[*tensor.UsageError](t, "released", func() { tensor.Add(a, released, tensor.Float32) }, "Add", "released")
+}
+
+// TestElementwiseErrorPropagation checks that an input carrying an error
+// gives outputs carrying the same error, without any work recorded.
+func TestElementwiseErrorPropagation(t *testing.T) {
+	d := devtest.Open(t)
+	bad := tensor.New(d, tensor.Float32, 1<<31-1) // 8 GiB: over every device's allocation limit here
+	defer bad.Release()
+	if bad.Err() == nil {
+		t.Skip("the device allocated 8 GiB; no failing tensor to propagate")
+	}
+	before := d.Stats().Dispatches
+	outs := []*tensor.Tensor{
+		tensor.Add(bad, bad, tensor.Float16), tensor.ReLU(bad, tensor.Float32), tensor.GELUBackward(bad, bad, tensor.Float32),
+		tensor.Sum(bad), tensor.Mean(bad), tensor.SumAxis(bad, 0), tensor.Softmax(bad), tensor.SumSquares(bad), tensor.Max(bad),
+	}
+	for i, o := range outs {
+		if !errors.Is(o.Err(), bad.Err()) && o.Err() != bad.Err() {
+			t.Errorf("output %d: error %v, want %v", i, o.Err(), bad.Err())
+		}
+		if _, err := o.Float32s(); err == nil {
+			t.Errorf("output %d: read succeeded", i)
+		}
+	}
+	if n := d.Stats().Dispatches - before; n != 0 {
+		t.Errorf("%d dispatches recorded for failed inputs", n)
+	}
+}
