@@ -1,0 +1,95 @@
+package tensor_test
+
+import (
+	"testing"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// opBenchN is the element count of the benchmarks: 16M, 64 MiB of fp32.
+const opBenchN = 16 << 20
+
+// opBench times op on inputs of the given dtypes, waiting for the device in
+// every iteration; bytes is what one call reads and writes. MB/s counts the
+// whole call, output allocation included; where the device has timestamps,
+// kernel-GB/s counts the kernels' device time only.
+func opBench(b *testing.B, bytes int64, op func(ins []*tensor.Tensor) *tensor.Tensor, dts ...tensor.DType) {
+	d := devtest.Open(b)
+	if d.Info().Timestamps {
+		d = devtest.Open(b, vk.Options{Timestamps: true})
+	}
+	ins := make([]*tensor.Tensor, len(dts))
+	for i, dt := range dts {
+		ins[i] = tensor.Full(d, dt, 0.5, opBenchN/1024, 1024) // rows of 1024 for Softmax
+		b.Cleanup(ins[i].Release)
+	}
+	warm := op(ins) // builds the pipeline outside the timing
+	if err := d.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	warm.Release()
+	before := opKernelNanos(d)
+	b.SetBytes(bytes)
+	for b.Loop() {
+		out := op(ins)
+		if err := d.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		if err := out.Err(); err != nil {
+			b.Fatal(err)
+		}
+		out.Release()
+	}
+	if ns := opKernelNanos(d) - before; ns > 0 {
+		b.ReportMetric(float64(bytes)*float64(b.N)/ns, "kernel-GB/s")
+	}
+}
+
+// opKernelNanos is the device time of all kernels so far (0 without
+// timestamps).
+func opKernelNanos(d *vk.Device) float64 {
+	var ns float64
+	for _, kt := range d.KernelTimes() {
+		ns += kt.Nanoseconds
+	}
+	return ns
+}
+
+func BenchmarkCastF32ToF16(b *testing.B) {
+	opBench(b, opBenchN*(4+2), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.Cast(x[0], tensor.Float16) }, tensor.Float32)
+}
+
+func BenchmarkCastF16ToF32(b *testing.B) {
+	opBench(b, opBenchN*(2+4), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.Cast(x[0], tensor.Float32) }, tensor.Float16)
+}
+
+func BenchmarkAddF32(b *testing.B) {
+	opBench(b, opBenchN*(4+4+4), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.Add(x[0], x[1], tensor.Float32) },
+		tensor.Float32, tensor.Float32)
+}
+
+func BenchmarkAddF16(b *testing.B) {
+	opBench(b, opBenchN*(2+2+2), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.Add(x[0], x[1], tensor.Float16) },
+		tensor.Float16, tensor.Float16)
+}
+
+func BenchmarkAxpyF16F32(b *testing.B) {
+	opBench(b, opBenchN*(2+4+4), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.Axpy(-0.01, x[0], x[1], tensor.Float32) },
+		tensor.Float16, tensor.Float32)
+}
+
+func BenchmarkGELUF16(b *testing.B) {
+	opBench(b, opBenchN*(2+2), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.GELU(x[0], tensor.Float16) }, tensor.Float16)
+}
+
+func BenchmarkSumF32(b *testing.B) {
+	opBench(b, opBenchN*4, func(x []*tensor.Tensor) *tensor.Tensor { return tensor.Sum(x[0]) }, tensor.Float32)
+}
+
+func BenchmarkSoftmaxF16(b *testing.B) {
+	opBench(b, opBenchN*(2+4), func(x []*tensor.Tensor) *tensor.Tensor {
+		return tensor.Softmax(x[0])
+	}, tensor.Float16)
+}
