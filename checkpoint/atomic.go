@@ -98,3 +98,16 @@ func syncDir(dir string) error {
 	}
 	return d.Close()
 }
+
+// WriteFile writes data to path atomically: a crash leaves the old file or
+// the new one, never a mix.
+func WriteFile(path string, data []byte) error {
+	err := writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: write %s: %w", path, err)
+	}
+	return nil
+}

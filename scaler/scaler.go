@@ -88,7 +88,7 @@ type Scaler struct {
 	initTracker int
 
 	dev   *vk.Device
-	state *vk.Buffer // [scale, inv_scale, tracker, found_inf] as 32-bit words
+	state *vk.Buffer // [scale, inv_scale, tracker, found_inf, overflows] as 32-bit words
 	opts  map[Optimizer]*optState
 }
 
@@ -173,7 +173,7 @@ func (s *Scaler) ensure(d *vk.Device) error {
 		}
 		return nil
 	}
-	b, err := d.Alloc(16)
+	b, err := d.Alloc(20)
 	if err != nil {
 		return fmt.Errorf("scaler: state: %w", err)
 	}
@@ -186,7 +186,7 @@ func (s *Scaler) ensure(d *vk.Device) error {
 }
 
 func stateWords(scale float64, tracker int, found float32) []byte {
-	b := make([]byte, 16)
+	b := make([]byte, 20)
 	binary.LittleEndian.PutUint32(b[0:], math.Float32bits(float32(scale)))
 	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(invScale(scale)))
 	binary.LittleEndian.PutUint32(b[8:], uint32(int32(tracker)))
@@ -227,6 +227,19 @@ func (s *Scaler) Scale(loss *tensor.Tensor) *tensor.Tensor {
 		out.Fail(fmt.Errorf("scaler: scale: %w", err))
 	}
 	return out
+}
+
+// Seed returns the current scale as a one-element tensor of like's dtype:
+// the seed of a backward pass from the loss that gives the gradients of
+// Scale(loss), without computing the scaled loss. A disabled scaler gives 1.
+// The caller owns the result (nn's Graph.Backward takes it).
+func (s *Scaler) Seed(like *tensor.Tensor) *tensor.Tensor {
+	one := tensor.Full(like.Device(), like.DType(), 1, 1)
+	if s.disabled {
+		return one
+	}
+	defer one.Release()
+	return s.Scale(one)
 }
 
 func dispatch(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []byte, bufs ...*vk.Buffer) error {

@@ -288,6 +288,9 @@ func TestSkipAnywhere(t *testing.T) {
 			if v, _ := s.ScaleValue(); v != 32768 {
 				t.Errorf("%g at %d: scale %g, want 32768", bad, at, v)
 			}
+			if n, err := s.Overflows(); n != 1 || err != nil {
+				t.Errorf("%g at %d: %d overflows counted (%v), want 1", bad, at, n, err)
+			}
 		}
 	}
 }

@@ -75,7 +75,7 @@ func (s *Scaler) LoadStateDict(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != nil {
-		if err := s.state.Write(0, stateWords(*sd.Scale, int(tracker), 0)); err != nil {
+		if err := s.state.Write(0, stateWords(*sd.Scale, int(tracker), 0)[:16]); err != nil { // keeps the overflow count
 			return fmt.Errorf("scaler: load state: %w", err)
 		}
 	}

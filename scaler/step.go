@@ -57,15 +57,16 @@ func (s *Scaler) unscale(opt Optimizer, checkOnly bool) error {
 			return fmt.Errorf("scaler: gradient %d: %w", i, err)
 		}
 	}
+	if st.found[0] == nil { // all at once, so memory is flat from the first step
+		for i := range st.found {
+			st.found[i] = tensor.New(s.dev, tensor.Float32, 1)
+			if err := st.found[i].Err(); err != nil {
+				return err
+			}
+		}
+	}
 	st.gen++
 	found := st.found[st.gen%foundRing]
-	if found == nil {
-		found = tensor.New(s.dev, tensor.Float32, 1)
-		if err := found.Err(); err != nil {
-			return err
-		}
-		st.found[st.gen%foundRing] = found
-	}
 	if err := s.dev.Fill(found.Buffer(), 0, 4, 0); err != nil {
 		return fmt.Errorf("scaler: unscale: %w", err)
 	}
@@ -224,6 +225,25 @@ func (s *Scaler) readState() (float64, int, error) {
 		return 0, 0, fmt.Errorf("scaler: read state: %w", err)
 	}
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), int(int32(binary.LittleEndian.Uint32(b[8:]))), nil
+}
+
+// Overflows returns how many Updates found an inf or NaN (and so backed off
+// the scale, and skipped the steps) since the first Scale, waiting for the
+// device: a count for logs that costs one wait when read, not one per step.
+func (s *Scaler) Overflows() (int, error) {
+	if s.disabled {
+		return 0, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		return 0, nil
+	}
+	var b [4]byte
+	if err := s.state.Read(16, b[:]); err != nil {
+		return 0, fmt.Errorf("scaler: read state: %w", err)
+	}
+	return int(binary.LittleEndian.Uint32(b[:])), nil
 }
 
 // Close releases the scaler's device memory. It is idempotent.

@@ -4,7 +4,8 @@
 // reset the tracker; otherwise grow when tracker+1 equals the interval
 // (equality), never to a non-finite scale (the tracker still resets).
 // Beyond PyTorch: an optional floor and cap. It also recomputes inv_scale and
-// clears the combined found_inf for the next iteration.
+// clears the combined found_inf for the next iteration, and counts the
+// overflows (skipped iterations) in state[4].
 layout(local_size_x = 1, local_size_y = 1, local_size_z = 1) in;
 
 layout(push_constant) uniform Push {
@@ -22,6 +23,7 @@ void main() {
     float s = uintBitsToFloat(state[0]);
     int tracker = int(state[2]);
     if (uintBitsToFloat(state[3]) != 0.0) {
+        state[4] += 1u; // overflows so far
         s = s * p.backoff;
         if (p.min_scale > 0.0 && s < p.min_scale) s = p.min_scale;
         tracker = 0;

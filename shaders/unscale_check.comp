@@ -14,7 +14,7 @@ layout(set = 0, binding = 0) buffer Data { uint data[]; };
 // Per chunk: first word, element count, dtype (0 fp32, 1 fp16), unused.
 layout(set = 0, binding = 1) readonly buffer Table { uvec4 chunks[]; };
 // Scaler state: [0] scale, [1] inv_scale, [2] growth tracker, [3] found_inf
-// of all optimizers since the last update.
+// of all optimizers since the last update, [4] overflows counted.
 layout(set = 0, binding = 2) buffer State { uint state[]; };
 layout(set = 0, binding = 3) writeonly buffer Found { float found[]; };
 

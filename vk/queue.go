@@ -83,7 +83,9 @@ func (d *Device) begin() (*slot, error) {
 	}
 	s := d.slots[d.nextSlot]
 	if s.submitted {
-		if err := d.retire(s); err != nil {
+		// Every command buffer is in flight: the host is ahead of the
+		// device and waits for the oldest (a stall, not a read).
+		if err := d.retire(s, true); err != nil {
 			return nil, err
 		}
 	}
@@ -151,9 +153,14 @@ func (d *Device) submit() error {
 	return nil
 }
 
-// retire waits for a submitted slot and collects what it finished.
-func (d *Device) retire(s *slot) error {
-	d.stats.Waits++
+// retire waits for a submitted slot and collects what it finished. A stall
+// is a wait for a free command buffer rather than for a result.
+func (d *Device) retire(s *slot, stall bool) error {
+	if stall {
+		d.stats.Stalls++
+	} else {
+		d.stats.Waits++
+	}
 	r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
 	if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
 		return d.fail(err)
@@ -205,7 +212,7 @@ func (d *Device) waitSerial(serial uint64) error {
 			d.completed = serial
 			break
 		}
-		if err := d.retire(oldest); err != nil {
+		if err := d.retire(oldest, false); err != nil {
 			return err
 		}
 	}

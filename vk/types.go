@@ -156,7 +156,8 @@ type Options struct {
 	// PipelineCacheDir holds the persisted pipeline cache; empty means the
 	// user's cache directory, "off" disables it.
 	PipelineCacheDir string
-	// WaitTimeout bounds each wait for the device; 0 means one minute.
+	// WaitTimeout bounds each wait for the device; 0 means ten minutes (a
+	// software driver on a loaded machine can take long).
 	WaitTimeout time.Duration
 }
 
@@ -164,7 +165,7 @@ func (o *Options) waitTimeout() time.Duration {
 	if o.WaitTimeout > 0 {
 		return o.WaitTimeout
 	}
-	return time.Minute
+	return 10 * time.Minute
 }
 
 // Stats counts what a device has done, for tests and benchmarks.
@@ -173,7 +174,8 @@ type Stats struct {
 	Copies         uint64 // copies and fills recorded
 	Barriers       uint64 // pipeline barriers recorded
 	Submits        uint64 // queue submissions
-	Waits          uint64 // host waits on a fence
+	Waits          uint64 // host waits on a fence for a result (reads, Wait, Close)
+	Stalls         uint64 // host waits for a free command buffer: recording ran ahead of the device
 	DescriptorSets uint64 // descriptor sets written
 	Pipelines      int    // pipelines created
 	Allocations    uint64 // VkDeviceMemory allocations made

@@ -36,8 +36,8 @@ func GetSpec(d *vk.Device, op string, spec map[uint32]uint32) (*vk.Kernel, error
 // GetSpec runs on every dispatch.
 type cacheKey struct {
 	op   string
-	spec [8]uint32
-	set  uint8 // which constants are given
+	spec [16]uint32
+	set  uint16 // which constants are given
 }
 
 func source(d *vk.Device, op string, spec map[uint32]uint32) (vk.KernelSource, error) {

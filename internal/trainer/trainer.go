@@ -1,0 +1,308 @@
+// Package trainer trains the MNIST MLP (784-hidden-10, ReLU, Adam) with
+// fp16 automatic mixed precision or in fp32: the loop of tools/train and of
+// the end-to-end tests, written as PyTorch's AMP recipe reads.
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// Options configure a run. Zero fields take the defaults in brackets.
+type Options struct {
+	Device      *vk.Device
+	Train, Test *mnist.Set
+	Hidden      int     // hidden units [256]
+	Batch       int     // samples per step [64]
+	LR          float64 // Adam's learning rate [1e-3]
+	FP16        bool    // mixed precision with a loss scaler, else fp32
+	Seed        uint64  // weights, shuffling and dropout
+	Scaler      scaler.Options
+	// LossEvery reads the loss every this many steps for OnStep (each read
+	// waits for the device); 0 never reads it mid-epoch.
+	LossEvery int
+	// OnStep, if set, is called after every step.
+	OnStep func(Step)
+	// AfterBackward, if set, runs between the backward pass and the
+	// optimizer step: tests plant infs in gradients there.
+	AfterBackward func(step int, params []*nn.Param)
+}
+
+// Step describes one training step.
+type Step struct {
+	Epoch, Index, Steps int     // Index of Steps in the epoch
+	Loss                float64 // NaN unless read this step
+	Scale               float64 // NaN unless read this step
+	Skipped             scaler.Skipped
+}
+
+// Epoch summarises an epoch.
+type Epoch struct {
+	Epoch        int
+	TrainLoss    float64 // mean over the epoch's steps
+	TestAccuracy float64
+	Scale        float64
+	Skipped      int
+	Duration     time.Duration
+	Samples      int
+}
+
+// Trainer holds the model, optimizer and scaler of a run.
+type Trainer struct {
+	o      Options
+	model  nn.Sequential
+	params []*nn.Param
+	opt    *nn.Adam
+	sc     *scaler.Scaler
+	zero   *tensor.Tensor // a flag that is always 0
+	epoch  int
+	steps  int // optimizer steps taken, skipped or not
+}
+
+// New builds the model and optimizer on the device.
+func New(o Options) (*Trainer, error) {
+	if o.Device == nil || o.Train == nil || o.Test == nil {
+		return nil, errors.New("trainer: a device and train and test sets are needed")
+	}
+	if o.Hidden == 0 {
+		o.Hidden = 256
+	}
+	if o.Batch == 0 {
+		o.Batch = 64
+	}
+	if o.LR == 0 {
+		o.LR = 1e-3
+	}
+	if o.Batch < 1 || o.Batch > o.Train.N || o.Hidden < 1 {
+		return nil, fmt.Errorf("trainer: batch %d (of %d samples) or hidden %d out of range", o.Batch, o.Train.N, o.Hidden)
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 1))
+	in := o.Train.Rows * o.Train.Cols
+	t := &Trainer{o: o}
+	t.model = nn.Sequential{
+		nn.NewLinear(o.Device, "fc1", in, o.Hidden, rng),
+		nn.ReLU{},
+		nn.NewLinear(o.Device, "fc2", o.Hidden, 10, rng),
+	}
+	t.params = t.model.Parameters()
+	var err error
+	if t.opt, err = nn.NewAdam(t.params, nn.AdamOptions{LR: o.LR}); err != nil {
+		nn.Close(t.model)
+		return nil, err
+	}
+	t.zero = tensor.Zeros(o.Device, tensor.Float32, 1)
+	so := o.Scaler
+	so.Disabled = !o.FP16
+	if t.sc, err = scaler.New(so); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close releases everything on the device.
+func (t *Trainer) Close() error {
+	if t.sc != nil {
+		t.sc.Close()
+	}
+	if t.opt != nil {
+		t.opt.Close()
+	}
+	t.zero.Release()
+	return nn.Close(t.model)
+}
+
+// Params returns the model's parameters.
+func (t *Trainer) Params() []*nn.Param { return t.params }
+
+// Scaler returns the loss scaler.
+func (t *Trainer) Scaler() *scaler.Scaler { return t.sc }
+
+// EpochsDone returns the number of epochs completed.
+func (t *Trainer) EpochsDone() int { return t.epoch }
+
+// Epoch trains one epoch and evaluates on the test set. When ctx is done it
+// stops after the current step and returns ctx's error; the epoch is then
+// incomplete.
+func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
+	o := t.o
+	start := time.Now()
+	steps := o.Train.N / o.Batch
+	order := rand.New(rand.NewPCG(o.Seed, uint64(t.epoch)+2)).Perm(o.Train.N)
+	x := make([]float32, o.Batch*o.Train.Rows*o.Train.Cols)
+	y := make([]float32, o.Batch)
+	sum := tensor.Zeros(o.Device, tensor.Float32, 1) // running loss sum on the device: no wait per step
+	defer sum.Release()
+	overflows, err := t.sc.Overflows()
+	if err != nil {
+		return Epoch{}, err
+	}
+	for i := 0; i < steps; i++ {
+		if err := ctx.Err(); err != nil {
+			return Epoch{}, err
+		}
+		fillBatch(o.Train, order[i*o.Batch:(i+1)*o.Batch], x, y)
+		loss, skipped, err := t.step(x, y, sum)
+		if err != nil {
+			return Epoch{}, err
+		}
+		if o.OnStep != nil {
+			s := Step{Epoch: t.epoch, Index: i, Steps: steps, Loss: math.NaN(), Scale: math.NaN(), Skipped: skipped}
+			if o.LossEvery > 0 && (i+1)%o.LossEvery == 0 {
+				s.Loss = float64(loss)
+				if s.Scale, err = t.sc.ScaleValue(); err != nil {
+					return Epoch{}, err
+				}
+			}
+			o.OnStep(s)
+		}
+	}
+	total, err := sum.Item()
+	if err != nil {
+		return Epoch{}, err
+	}
+	acc, err := t.Evaluate()
+	if err != nil {
+		return Epoch{}, err
+	}
+	scale, err := t.sc.ScaleValue()
+	if err != nil {
+		return Epoch{}, err
+	}
+	after, err := t.sc.Overflows()
+	if err != nil {
+		return Epoch{}, err
+	}
+	e := Epoch{Epoch: t.epoch, TrainLoss: float64(total) / float64(steps), TestAccuracy: acc, Scale: scale,
+		Skipped: after - overflows, Duration: time.Since(start), Samples: steps * o.Batch}
+	t.epoch++
+	return e, nil
+}
+
+func fillBatch(s *mnist.Set, idx []int, x, y []float32) {
+	px := s.Rows * s.Cols
+	for j, k := range idx {
+		copy(x[j*px:(j+1)*px], s.Images[k*px:(k+1)*px])
+		y[j] = float32(s.Labels[k])
+	}
+}
+
+// step runs one AMP (or fp32) training step and adds the loss into sum on
+// the device. It reads nothing back unless LossEvery asks; the returned loss
+// is valid only then.
+func (t *Trainer) step(x, y []float32, sum *tensor.Tensor) (float32, scaler.Skipped, error) {
+	o := t.o
+	d := o.Device
+	var scope tensor.Scope
+	defer scope.Release()
+	xb := scope.Track(tensor.FromFloat32(d, x, o.Batch, len(x)/o.Batch))
+	yb := scope.Track(tensor.FromFloat32(d, y, o.Batch))
+	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16, Seed: uint32(t.steps)})
+	defer g.Release()
+	logits := t.model.Forward(g, g.Input(xb))
+	loss := g.CrossEntropyLoss(logits, yb, nn.Mean)
+	if err := t.opt.ZeroGrad(); err != nil {
+		return 0, scaler.Skipped{}, err
+	}
+	if err := g.Backward(loss, t.sc.Seed(loss.Value())); err != nil {
+		return 0, scaler.Skipped{}, err
+	}
+	if o.AfterBackward != nil {
+		o.AfterBackward(t.steps, t.params)
+	}
+	skipped, err := t.sc.Step(t.opt)
+	if err != nil {
+		return 0, skipped, err
+	}
+	if err := t.sc.Update(); err != nil {
+		return 0, skipped, err
+	}
+	if err := tensor.AxpyUnless(1, loss.Value(), sum, t.zero); err != nil {
+		return 0, skipped, err
+	}
+	t.steps++
+	var v float32
+	if o.LossEvery > 0 && t.steps%o.LossEvery == 0 {
+		v, err = loss.Value().Item()
+	}
+	return v, skipped, err
+}
+
+// Evaluate returns the accuracy on the test set, in batches, with no graph
+// recorded for backward.
+func (t *Trainer) Evaluate() (float64, error) {
+	o := t.o
+	d := o.Device
+	const batch = 500
+	px := o.Test.Rows * o.Test.Cols
+	correct := 0
+	for lo := 0; lo < o.Test.N; lo += batch {
+		n := min(batch, o.Test.N-lo)
+		xb := tensor.FromFloat32(d, o.Test.Images[lo*px:(lo+n)*px], n, px)
+		g := nn.NewGraph(d, nn.Options{Autocast: o.FP16, NoGrad: true})
+		logits, err := t.model.Forward(g, g.Input(xb)).Value().Float32s()
+		g.Release()
+		xb.Release()
+		if err != nil {
+			return 0, err
+		}
+		for i := range n {
+			row := logits[i*10 : (i+1)*10]
+			best := 0
+			for c, v := range row {
+				if v > row[best] {
+					best = c
+				}
+			}
+			if best == int(o.Test.Labels[lo+i]) {
+				correct++
+			}
+		}
+	}
+	return float64(correct) / float64(o.Test.N), nil
+}
+
+// Save writes a checkpoint of the model, optimizer, scaler and progress.
+func (t *Trainer) Save(dir string) error {
+	sd, err := t.sc.StateDict()
+	if err != nil {
+		return err
+	}
+	prog, _ := json.Marshal(progress{Epoch: t.epoch, Steps: t.steps})
+	return nn.SaveCheckpoint(dir, t.params, t.opt, map[string]json.RawMessage{"scaler": sd, "progress": prog})
+}
+
+// Load restores a checkpoint written by Save.
+func (t *Trainer) Load(dir string) error {
+	extra, err := nn.LoadCheckpoint(dir, t.params, t.opt)
+	if err != nil {
+		return err
+	}
+	var p progress
+	if err := json.Unmarshal(extra["progress"], &p); err != nil {
+		return fmt.Errorf("trainer: checkpoint progress: %w", err)
+	}
+	if t.o.FP16 {
+		if err := t.sc.LoadStateDict(extra["scaler"]); err != nil {
+			return err
+		}
+	}
+	t.epoch, t.steps = p.Epoch, p.Steps
+	return nil
+}
+
+type progress struct {
+	Epoch int `json:"epoch"`
+	Steps int `json:"steps"`
+}

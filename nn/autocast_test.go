@@ -1,0 +1,275 @@
+package nn_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/vkamp/vkamp/amp"
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// tHalf uploads vals as an fp16 tensor.
+func tHalf(t testing.TB, d *vk.Device, vals []float32, shape ...int) *tensor.Tensor {
+	t.Helper()
+	x := tensor.Cast(tInput(t, d, vals, shape...), f16)
+	t.Cleanup(x.Release)
+	return x
+}
+
+// The autocast contract: an op's output under autocast equals, bit for bit,
+// the same op run with autocast off on its inputs cast to the dtype the
+// policy chose.
+func TestAutocastMatchesCastInputs(t *testing.T) {
+	d := devtest.Open(t)
+	w := tParam(t, d, "w", tRand(4*5, 1, 1, f32), 4, 5)
+	b := tParam(t, d, "b", tRand(4, 2, 1, f32), 4)
+	labels := tInput(t, d, []float32{3, 0, 2}, 3)
+	x32 := func() *tensor.Tensor { return tInput(t, d, tRand(15, 3, 2, f32), 3, 5) }
+	x16 := func() *tensor.Tensor { return tHalf(t, d, tRand(15, 4, 2, f32), 3, 5) }
+	type input struct {
+		t *tensor.Tensor // nil: the parameter p
+		p *nn.Param
+	}
+	cases := []struct {
+		name   string
+		policy amp.Policy
+		in     []input
+		casts  []tensor.DType // the dtype the policy chooses for each input
+		out    tensor.DType
+		op     func(g *nn.Graph, v []*nn.Var) *nn.Var
+	}{
+		{"matmul", amp.Lower, []input{{t: x32()}, {t: tInput(t, d, tRand(20, 5, 1, f32), 5, 4)}}, []tensor.DType{f16, f16}, f16,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MatMul(v[0], v[1], false, false) }},
+		{"matmul of fp16 and fp32", amp.Lower, []input{{t: x16()}, {p: w}}, []tensor.DType{f16, f16}, f16,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MatMul(v[0], v[1], false, true) }},
+		{"linear", amp.Lower, []input{{t: x32()}, {p: w}, {p: b}}, []tensor.DType{f16, f16, f16}, f16,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Linear(v[0], v[1], v[2]) }},
+		{"add fp16 + fp32", amp.Widest, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Add(v[0], v[1]) }},
+		{"add fp16 + fp16", amp.Widest, []input{{t: x16()}, {t: x16()}}, []tensor.DType{f16, f16}, f16,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Add(v[0], v[1]) }},
+		{"mean", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Mean(v[0]) }},
+		{"sum", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Sum(v[0]) }},
+		{"mse_loss", amp.FP32, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MSELoss(v[0], v[1], nn.Mean) }},
+		{"cross_entropy", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.CrossEntropyLoss(v[0], labels, nn.Mean) }},
+		{"layer_norm", amp.FP32, []input{{t: x16()}, {t: tHalf(t, d, tRand(5, 6, 1, f32), 5)}, {t: tInput(t, d, tRand(5, 7, 1, f32), 5)}},
+			[]tensor.DType{f32, f32, f32}, f32,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.LayerNorm(v[0], v[1], v[2], 1e-5) }},
+		{"relu fp16", amp.Keep, []input{{t: x16()}}, []tensor.DType{f16}, f16,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.ReLU(v[0]) }},
+		{"relu fp32", amp.Keep, []input{{t: x32()}}, []tensor.DType{f32}, f32,
+			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.ReLU(v[0]) }},
+	}
+	for i, c := range cases {
+		if got := amp.PolicyOf(strings.Fields(c.name)[0]); got != c.policy {
+			t.Errorf("case %d (%s): policy %s, want %s", i, c.name, got, c.policy)
+		}
+		vars := func(g *nn.Graph) []*nn.Var {
+			vs := make([]*nn.Var, len(c.in))
+			for j, in := range c.in {
+				if in.p != nil {
+					vs[j] = g.Param(in.p)
+				} else {
+					vs[j] = g.Input(in.t)
+				}
+			}
+			return vs
+		}
+		on := nn.NewGraph(d, nn.Options{Autocast: true})
+		got := c.op(on, vars(on))
+		off := nn.NewGraph(d, nn.Options{})
+		vs := vars(off)
+		for j := range vs {
+			vs[j] = off.Cast(vs[j], c.casts[j])
+		}
+		want := c.op(off, vs)
+		if got.DType() != c.out || want.DType() != c.out {
+			t.Errorf("case %d (%s): dtype %s under autocast, %s without; want %s", i, c.name, got.DType(), want.DType(), c.out)
+		}
+		tSameBits(t, fmt.Sprintf("case %d (%s)", i, c.name), tRead(t, got.Value()), tRead(t, want.Value()))
+		on.Release()
+		off.Release()
+	}
+}
+
+// WithAutocast(false, f) inside an autocast graph runs f in fp32, and the
+// enclosing state comes back after, also when f panics.
+func TestAutocastNesting(t *testing.T) {
+	d := devtest.Open(t)
+	a := tInput(t, d, tRand(6, 1, 1, f32), 2, 3)
+	b := tInput(t, d, tRand(12, 2, 1, f32), 3, 4)
+	mm := func(g *nn.Graph) tensor.DType { return g.MatMul(g.Input(a), g.Input(b), false, false).DType() }
+
+	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	defer g.Release()
+	outer := g.Autocast()
+	if dt := mm(g); dt != f16 {
+		t.Errorf("autocast matmul is %s, want float16", dt)
+	}
+	g.WithAutocast(false, func() {
+		if g.Autocast().Enabled() {
+			t.Error("autocast on inside WithAutocast(false)")
+		}
+		if dt := mm(g); dt != f32 {
+			t.Errorf("matmul inside WithAutocast(false) is %s, want float32", dt)
+		}
+		g.WithAutocast(true, func() {
+			if dt := mm(g); dt != f16 {
+				t.Errorf("matmul inside WithAutocast(true) inside WithAutocast(false) is %s, want float16", dt)
+			}
+		})
+		if dt := mm(g); dt != f32 {
+			t.Errorf("matmul after the inner region is %s, want float32", dt)
+		}
+	})
+	if g.Autocast() != outer || !g.Autocast().Enabled() {
+		t.Error("the outer region did not come back after WithAutocast")
+	}
+	if dt := mm(g); dt != f16 {
+		t.Errorf("matmul after WithAutocast is %s, want float16", dt)
+	}
+	func() {
+		defer func() { recover() }()
+		g.WithAutocast(false, func() { panic("boom") })
+	}()
+	if g.Autocast() != outer {
+		t.Error("the outer region did not come back after a panic in WithAutocast")
+	}
+
+	off := nn.NewGraph(d, nn.Options{})
+	defer off.Release()
+	off.WithAutocast(true, func() {
+		if dt := mm(off); dt != f16 {
+			t.Errorf("matmul inside WithAutocast(true) of a plain graph is %s, want float16", dt)
+		}
+	})
+	if dt := mm(off); dt != f32 || off.Autocast().Enabled() {
+		t.Errorf("after WithAutocast(true) of a plain graph: matmul is %s, autocast %v", dt, off.Autocast().Enabled())
+	}
+}
+
+// A parameter used by two linear ops of one graph is cast once; the cast is
+// freed by Release, and both uses carry gradient.
+func TestAutocastWeightCache(t *testing.T) {
+	d := devtest.Open(t)
+	w := tParam(t, d, "w", tRand(16, 1, 1, f16), 4, 4)
+	x := tInput(t, d, tRand(8, 2, 1, f16), 2, 4)
+	run := func(autocast bool) []float32 {
+		t.Helper()
+		if err := w.ZeroGrad(); err != nil {
+			t.Fatal(err)
+		}
+		before := d.Stats().LiveBuffers
+		g := nn.NewGraph(d, nn.Options{Autocast: autocast})
+		var h *nn.Var
+		if autocast {
+			h = g.Linear(g.Linear(g.Input(x), g.Param(w), nil), g.Param(w), nil)
+		} else {
+			// Each use casts the parameter (from the cache), as autocast does.
+			h = g.Linear(g.Linear(g.Cast(g.Input(x), f16), g.Cast(g.Param(w), f16), nil), g.Cast(g.Param(w), f16), nil)
+		}
+		if err := g.Backward(g.Sum(h), nil); err != nil {
+			t.Fatal(err)
+		}
+		r := g.Autocast()
+		if n := r.CachedCasts(); n != 1 {
+			t.Errorf("autocast %v: %d cached casts, want 1", autocast, n)
+		}
+		grad := tRead(t, w.Grad)
+		g.Release()
+		if n := r.CachedCasts(); n != 0 {
+			t.Errorf("autocast %v: %d cached casts after Release, want 0", autocast, n)
+		}
+		if after := d.Stats().LiveBuffers; after != before {
+			t.Errorf("autocast %v: %d live buffers before the graph, %d after Release", autocast, before, after)
+		}
+		return grad
+	}
+	tSameBits(t, "weight gradient through the cached cast", run(true), run(false))
+}
+
+// A training step under autocast with a loss scaler (forward, backward, step,
+// Release) keeps device memory flat over 200 steps, and trains.
+func TestAutocastMemoryFlat(t *testing.T) {
+	d := devtest.Open(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	model := nn.Sequential{
+		nn.NewLinear(d, "fc1", 8, 16, rng), nn.GELU{}, nn.NewLayerNorm(d, "ln", 16),
+		&nn.Dropout{P: 0.1, Training: true}, nn.NewLinear(d, "fc2", 16, 4, rng),
+	}
+	t.Cleanup(func() { nn.Close(model) })
+	opt, err := nn.NewAdam(model.Parameters(), nn.AdamOptions{LR: 1e-2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { opt.Close() })
+	s, err := scaler.New(scaler.Options{InitScale: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	x := tInput(t, d, tRand(32*8, 3, 1, f32), 32, 8)
+	labelVals := make([]float32, 32)
+	for i := range labelVals {
+		labelVals[i] = float32(i % 4)
+	}
+	labels := tInput(t, d, labelVals, 32)
+
+	const steps = 200
+	var first, last float32
+	var at20 vk.Stats
+	for step := 1; step <= steps; step++ {
+		if err := opt.ZeroGrad(); err != nil {
+			t.Fatal(err)
+		}
+		g := nn.NewGraph(d, nn.Options{Autocast: true, Seed: uint32(step)})
+		loss := g.CrossEntropyLoss(model.Forward(g, g.Input(x)), labels, nn.Mean)
+		if err := g.Backward(loss, s.Seed(loss.Value())); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Step(opt); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Update(); err != nil {
+			t.Fatal(err)
+		}
+		if step == 1 || step == steps {
+			v, err := loss.Value().Item()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step == 1 {
+				first = v
+			}
+			last = v
+		}
+		g.Release()
+		if step == 20 || step == steps {
+			if err := d.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if step == 20 {
+				at20 = d.Stats()
+			}
+		}
+	}
+	end := d.Stats()
+	if end.DeviceBytes != at20.DeviceBytes || end.LiveBuffers != at20.LiveBuffers || end.BufferBytes != at20.BufferBytes {
+		t.Errorf("after step 20: %d device bytes, %d live buffers of %d bytes; after step %d: %d, %d, %d",
+			at20.DeviceBytes, at20.LiveBuffers, at20.BufferBytes, steps, end.DeviceBytes, end.LiveBuffers, end.BufferBytes)
+	}
+	if !(last < first) {
+		t.Errorf("loss went from %g to %g: the loop does not train", first, last)
+	}
+	t.Logf("%d steps: loss %g -> %g; %d live buffers, %d device bytes, %d dispatches", steps, first, last, end.LiveBuffers, end.DeviceBytes, end.Dispatches)
+}

@@ -1,0 +1,78 @@
+package nn
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// The engine checks every backward rule: a rule that returns the wrong number
+// of gradients, or one of the wrong shape or dtype, panics naming the op.
+// Each case swaps a bad rule into the table for the duration of the test.
+func TestCheckGradsPanics(t *testing.T) {
+	d := devtest.Open(t)
+	cases := []struct {
+		name string
+		bad  rule
+		want []string
+	}{
+		{"too few", func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor { return nil },
+			[]string{"scale", "0 gradients for 1 inputs"}},
+		{"too many", func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{tensor.Scale(dy, 2, dy.DType()), nil}
+		}, []string{"scale", "2 gradients for 1 inputs"}},
+		{"wrong shape", func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{tensor.Zeros(g.dev, tensor.Float32, 4, 3)}
+		}, []string{"scale backward", "[4 3]", "[3 4]"}},
+		{"wrong dtype", func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{tensor.Cast(dy, tensor.Float16)}
+		}, []string{"scale backward", "float16", "float32"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			good := rules["scale"]
+			rules["scale"] = c.bad
+			defer func() { rules["scale"] = good }()
+
+			p := NewParam(d, "p", make([]float32, 12), 3, 4)
+			defer p.Close()
+			g := NewGraph(d, Options{})
+			defer g.Release()
+			loss := g.Sum(g.Scale(g.Param(p), 3))
+			msg := func() (msg string) {
+				defer func() {
+					r := recover()
+					if err, ok := r.(error); ok {
+						msg = err.Error()
+					} else {
+						t.Errorf("case %d: panic value %T %v, want an error", i, r, r)
+					}
+				}()
+				g.Backward(loss, nil)
+				return ""
+			}()
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("case %d: panic %q does not mention %q", i, msg, w)
+				}
+			}
+		})
+	}
+}
+
+// Every op that records a node has a rule, and every rule belongs to an op
+// of the graph: the table and the ops cannot drift apart silently.
+func TestRulesTable(t *testing.T) {
+	want := []string{"cast", "matmul", "linear", "add", "sub", "mul", "add_bias", "scale", "relu", "gelu",
+		"sum", "mean", "dropout", "mse_loss", "cross_entropy", "layer_norm"}
+	if len(rules) != len(want) {
+		t.Errorf("%d rules, want %d", len(rules), len(want))
+	}
+	for _, op := range want {
+		if rules[op] == nil {
+			t.Errorf("no rule for %s", op)
+		}
+	}
+}

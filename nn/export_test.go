@@ -1,0 +1,11 @@
+package nn
+
+import "github.com/vkamp/vkamp/tensor"
+
+// Moments returns an optimizer's state buffers, for tests: per parameter, the
+// first moment (SGD's momentum buffer) and Adam's second moment, nil where
+// unused.
+func Moments(opt Stateful) (m1, m2 []*tensor.Tensor) {
+	o := opt.optimizerBase()
+	return o.states[0], o.states[1]
+}

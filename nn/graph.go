@@ -1,0 +1,244 @@
+package nn
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/vkamp/vkamp/amp"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// Graph records the ops of one forward pass so that Backward can run them in
+// reverse. It owns every tensor it makes; Release frees them all, so a
+// training loop that makes one Graph per step keeps device memory flat. A
+// Graph carries its own autocast region: no state is global, and two
+// goroutines can train two models at once, each with its own Graph.
+type Graph struct {
+	dev    *vk.Device
+	amp    *amp.Region
+	noGrad bool
+	nodes  []*node
+	temps  tensor.Scope
+	drops  uint32 // dropout masks made, for distinct seeds per op
+	seed   uint32
+}
+
+// Var is a value in a Graph: a tensor, and how to reach its gradient.
+type Var struct {
+	g         *Graph
+	t         *tensor.Tensor
+	param     *Param
+	needsGrad bool
+	grad      *tensor.Tensor // accumulated during Backward
+}
+
+// Value returns the var's tensor. It belongs to the graph (or, for a
+// parameter, to the parameter).
+func (v *Var) Value() *tensor.Tensor { return v.t }
+
+// DType returns the dtype of the var's tensor.
+func (v *Var) DType() tensor.DType { return v.t.DType() }
+
+// Shape returns the shape of the var's tensor.
+func (v *Var) Shape() []int { return v.t.Shape() }
+
+// node is one recorded op: its inputs, output and what its backward rule
+// needs.
+type node struct {
+	op     string
+	inputs []*Var
+	out    *Var
+	saved  []*tensor.Tensor
+	attr   attrs
+}
+
+// attrs are the scalar arguments an op's backward rule may need.
+type attrs struct {
+	transA, transB bool
+	f              float32
+	n              int
+	seed           uint32
+}
+
+// Options configure a Graph.
+type Options struct {
+	// Autocast runs the ops of the lists in amp in fp16 (Float16), or in
+	// their own dtype when false.
+	Autocast bool
+	// NoGrad records nothing for backward, as torch.no_grad.
+	NoGrad bool
+	// Seed seeds dropout: a step's masks depend on it and on the op order.
+	Seed uint32
+}
+
+// NewGraph starts recording on d.
+func NewGraph(d *vk.Device, o Options) *Graph {
+	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seed: o.Seed}
+}
+
+// Autocast returns the graph's autocast region.
+func (g *Graph) Autocast() *amp.Region { return g.amp }
+
+// WithAutocast runs f in a nested autocast region (on or off), as a nested
+// torch.autocast block, and restores the enclosing one after.
+func (g *Graph) WithAutocast(enabled bool, f func()) {
+	g.amp = g.amp.Enter(enabled, tensor.Float16)
+	defer func() { g.amp = g.amp.Exit() }()
+	f()
+}
+
+// Release frees every tensor the graph made, and the weight casts of its
+// autocast region. Vars of the graph must not be used after.
+func (g *Graph) Release() {
+	for g.amp != nil {
+		g.amp = g.amp.Exit()
+	}
+	g.temps.Release()
+	g.nodes = nil
+}
+
+// Input returns a var for data that needs no gradient, such as a batch.
+// The graph does not take ownership of t.
+func (g *Graph) Input(t *tensor.Tensor) *Var {
+	if t.Device() != g.dev {
+		panic(&tensor.UsageError{Op: "Input", Msg: "tensor on another device than the graph"})
+	}
+	return &Var{g: g, t: t}
+}
+
+// Param returns a var for a parameter: its gradient accumulates into p.Grad.
+func (g *Graph) Param(p *Param) *Var {
+	return &Var{g: g, t: p.Value, param: p, needsGrad: !g.noGrad}
+}
+
+// keep tracks a tensor the graph made.
+func (g *Graph) keep(t *tensor.Tensor) *tensor.Tensor { return g.temps.Track(t) }
+
+// record makes the output var of an op and, when a gradient is needed,
+// records the node for Backward.
+func (g *Graph) record(op string, out *tensor.Tensor, a attrs, saved []*tensor.Tensor, inputs ...*Var) *Var {
+	g.keep(out)
+	v := &Var{g: g, t: out}
+	if g.noGrad {
+		return v
+	}
+	for _, in := range inputs {
+		if in.g != g {
+			panic(&tensor.UsageError{Op: op, Msg: "var from another graph"})
+		}
+		v.needsGrad = v.needsGrad || in.needsGrad
+	}
+	if v.needsGrad {
+		if _, ok := rules[op]; !ok {
+			panic(&tensor.UsageError{Op: op, Msg: "no backward rule"})
+		}
+		g.nodes = append(g.nodes, &node{op: op, inputs: inputs, out: v, saved: saved, attr: a})
+	}
+	return v
+}
+
+// cast returns v in dtype dt, recording a cast (whose gradient is the cast
+// back). A parameter's cast to fp16 comes from the region's cache.
+func (g *Graph) cast(v *Var, dt tensor.DType) *Var {
+	if v.DType() == dt {
+		return v
+	}
+	t, owned := g.amp.Cast(v.t, dt, v.param != nil)
+	if !owned {
+		// Cached: the region owns it; wrap it without tracking.
+		out := &Var{g: g, t: t}
+		if !g.noGrad && v.needsGrad {
+			out.needsGrad = true
+			g.nodes = append(g.nodes, &node{op: "cast", inputs: []*Var{v}, out: out})
+		}
+		return out
+	}
+	return g.record("cast", t, attrs{}, nil, v)
+}
+
+// Cast returns v converted to dt; its gradient is converted back.
+func (g *Graph) Cast(v *Var, dt tensor.DType) *Var { return g.cast(v, dt) }
+
+// Backward computes the gradient of loss, a one-element var, with respect to
+// every parameter it depends on, accumulating into the parameters' Grad.
+// seed is the gradient of the loss itself: nil means 1; a loss scaler's
+// Seed gives the gradients of the scaled loss. The graph takes ownership of
+// seed. Backward records work and returns without waiting.
+func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
+	if loss.t.Len() != 1 {
+		panic(&tensor.ShapeError{Op: "Backward", A: loss.Shape(), B: []int{1}, Msg: "the loss must have one element"})
+	}
+	if !loss.needsGrad {
+		return fmt.Errorf("nn: backward: the loss depends on no parameter (or the graph is NoGrad)")
+	}
+	if seed == nil {
+		seed = tensor.Full(g.dev, loss.DType(), 1, loss.Shape()...)
+	}
+	g.keep(seed)
+	if seed.Len() != 1 {
+		panic(&tensor.ShapeError{Op: "Backward", A: seed.Shape(), B: []int{1}, Msg: "the seed must have one element"})
+	}
+	if seed.DType() != loss.DType() {
+		seed = g.keep(tensor.Cast(seed, loss.DType()))
+	}
+	// Running sums of an earlier Backward of this graph must not leak into
+	// this one: only the parameters' gradients accumulate across calls.
+	for _, n := range g.nodes {
+		n.out.grad = nil
+	}
+	loss.grad = seed
+	for i := len(g.nodes) - 1; i >= 0; i-- {
+		n := g.nodes[i]
+		dy := n.out.grad
+		if dy == nil {
+			continue // nothing downstream needed this output
+		}
+		grads := rules[n.op](g, n, dy)
+		g.checkGrads(n, grads)
+		for j, in := range n.inputs {
+			if grads[j] == nil || !in.needsGrad {
+				continue
+			}
+			if err := g.accumulate(in, grads[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkGrads enforces each rule's contract: one gradient per input, each of
+// its input's shape and dtype.
+func (g *Graph) checkGrads(n *node, grads []*tensor.Tensor) {
+	if len(grads) != len(n.inputs) {
+		panic(&tensor.UsageError{Op: n.op, Msg: fmt.Sprintf("backward rule gave %d gradients for %d inputs", len(grads), len(n.inputs))})
+	}
+	for i, gr := range grads {
+		if gr == nil {
+			continue
+		}
+		g.keep(gr)
+		in := n.inputs[i]
+		if !slices.Equal(gr.Shape(), in.Shape()) {
+			panic(&tensor.ShapeError{Op: n.op + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
+		}
+		if gr.DType() != in.DType() {
+			panic(&tensor.DTypeError{Op: n.op + " backward", Got: gr.DType(), Want: in.DType().String()})
+		}
+	}
+}
+
+// accumulate adds a gradient into a var: into the parameter's Grad for a
+// parameter, else into the var's running sum.
+func (g *Graph) accumulate(v *Var, gr *tensor.Tensor) error {
+	if v.param != nil {
+		return v.param.accumulate(gr)
+	}
+	if v.grad == nil {
+		v.grad = gr
+		return nil
+	}
+	v.grad = g.keep(tensor.Add(v.grad, gr, v.DType()))
+	return nil
+}

@@ -1,0 +1,127 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// Reduction is how a loss combines its per-sample values.
+type Reduction int
+
+const (
+	Mean Reduction = iota // the mean over samples
+	Sum                   // the sum over samples
+)
+
+// MSELoss returns the mean (or sum) of (pred - target)^2 over all elements,
+// computed in fp32 whatever the inputs.
+func (g *Graph) MSELoss(pred, target *Var, r Reduction) *Var {
+	sameShape("MSELoss", pred.t, target.t)
+	pred, target = g.cast(pred, tensor.Float32), g.cast(target, tensor.Float32)
+	diff := g.keep(tensor.Sub(pred.t, target.t, tensor.Float32))
+	sq := g.keep(tensor.Mul(diff, diff, tensor.Float32))
+	var out *tensor.Tensor
+	if r == Sum {
+		out = tensor.Sum(sq)
+	} else {
+		out = tensor.Mean(sq)
+	}
+	return g.record("mse_loss", out, attrs{n: int(r)}, []*tensor.Tensor{diff}, pred, target)
+}
+
+// d/dpred = 2 (pred - target) / N for the mean, without the 1/N for the sum.
+func mseBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	diff := n.saved[0]
+	alpha := float32(2)
+	if Reduction(n.attr.n) == Mean {
+		alpha /= float32(diff.Len())
+	}
+	var dp, dt *tensor.Tensor
+	if need(n, 0) {
+		dp = broadcastScale(diff, dy, alpha, true, tensor.Float32)
+	}
+	if need(n, 1) {
+		dt = broadcastScale(diff, dy, -alpha, true, tensor.Float32)
+	}
+	return []*tensor.Tensor{dp, dt}
+}
+
+// CrossEntropyLoss returns the cross-entropy of logits [N, C] against class
+// labels [N] (class indices stored as Float32), from the log-softmax and the
+// negative log-likelihood fused, in fp32. A label out of range gives NaN.
+func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction) *Var {
+	s := logits.Shape()
+	if len(s) != 2 || labels.Len() != s[0] {
+		panic(&tensor.ShapeError{Op: "CrossEntropyLoss", A: s, B: labels.Shape(), Msg: "want logits [N, C] and labels [N]"})
+	}
+	if labels.DType() != tensor.Float32 {
+		panic(&tensor.DTypeError{Op: "CrossEntropyLoss", Got: labels.DType(), Want: "float32 labels"})
+	}
+	logits = g.cast(logits, tensor.Float32)
+	logp := g.keep(tensor.LogSoftmax(logits.t))
+	losses := g.keep(tensor.New(g.dev, tensor.Float32, s[0]))
+	run(losses, "nll", nil, kernelsGroups(g, s[0]), []uint32{uint32(s[0]), uint32(s[1])}, logp, labels, losses)
+	var out *tensor.Tensor
+	if r == Sum {
+		out = tensor.Sum(losses)
+	} else {
+		out = tensor.Mean(losses)
+	}
+	return g.record("cross_entropy", out, attrs{n: int(r)}, []*tensor.Tensor{logp, labels}, logits)
+}
+
+func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	logp, labels := n.saved[0], n.saved[1]
+	rows, cols := lastDim(logp)
+	alpha := float32(1)
+	if Reduction(n.attr.n) == Mean {
+		alpha /= float32(rows)
+	}
+	out := tensor.New(g.dev, tensor.Float32, rows, cols)
+	run(out, "cross_entropy_backward", map[uint32]uint32{3: 0}, pairs(g.dev, rows*cols),
+		[]uint32{uint32(rows), uint32(cols), math.Float32bits(alpha)}, logp, labels, dy, out)
+	return []*tensor.Tensor{out}
+}
+
+// LayerNorm normalises x over its last axis and applies gamma and beta (each
+// [C]), in fp32.
+func (g *Graph) LayerNorm(x, gamma, beta *Var, eps float32) *Var {
+	rows, cols := lastDim(x.t)
+	if gamma.t.Len() != cols || beta.t.Len() != cols {
+		panic(&tensor.ShapeError{Op: "LayerNorm", A: x.Shape(), B: gamma.Shape(), Msg: "gamma and beta must match the last axis"})
+	}
+	x, gamma, beta = g.cast(x, tensor.Float32), g.cast(gamma, tensor.Float32), g.cast(beta, tensor.Float32)
+	y := tensor.New(g.dev, tensor.Float32, x.Shape()...)
+	stats := g.keep(tensor.New(g.dev, tensor.Float32, rows, 2))
+	run(y, "layer_norm", rowLocal(g, cols), rowsGrid(rows), []uint32{uint32(rows), uint32(cols), math.Float32bits(eps)}, x.t, gamma.t, beta.t, y, stats)
+	return g.record("layer_norm", y, attrs{}, []*tensor.Tensor{stats}, x, gamma, beta)
+}
+
+func layerNormBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	x, gamma := n.inputs[0].t, n.inputs[1].t
+	rows, cols := lastDim(x)
+	dx := tensor.New(g.dev, tensor.Float32, x.Shape()...)
+	dyx := g.keep(tensor.New(g.dev, tensor.Float32, rows, cols))
+	run(dx, "layer_norm_backward", rowLocal(g, cols), rowsGrid(rows), []uint32{uint32(rows), uint32(cols)}, dy, x, gamma, n.saved[0], dx, dyx)
+	dy2 := dy
+	if len(dy.Shape()) != 2 {
+		dy2 = g.keep(tensor.Reshape(dy, rows, cols))
+	}
+	return []*tensor.Tensor{dx, tensor.SumAxis(dyx, 0), tensor.SumAxis(dy2, 0)}
+}
+
+func kernelsGroups(g *Graph, n int) [3]uint32 { return pairs(g.dev, 2*n) }
+
+// rowLocal sets the workgroup size of a kernel with one workgroup per row:
+// the smallest power of two that covers the row, within the device's size.
+// A full workgroup over a short row spends its time in barriers (on
+// SwiftShader, 30 ms a dispatch for rows of 16).
+func rowLocal(g *Graph, cols int) map[uint32]uint32 {
+	local, n := kernels.LocalSize(g.dev), uint32(1)
+	for n < uint32(cols) && 2*n <= local {
+		n *= 2
+	}
+	return map[uint32]uint32{0: n}
+}

@@ -1,0 +1,157 @@
+package nn
+
+import (
+	"math"
+	"slices"
+
+	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// The graph's ops. Each picks its dtype from the autocast policy in amp,
+// casts its inputs (recording the casts), computes, and records itself.
+
+func (g *Graph) dtypeFor(op string, vs ...*Var) tensor.DType {
+	in := make([]tensor.DType, len(vs))
+	for i, v := range vs {
+		in[i] = v.DType()
+	}
+	return g.amp.OpDType(op, in...)
+}
+
+// MatMul returns op(a) op(b) for 2-D a and b, with op a transpose when the
+// flag is set. It runs in fp16 under autocast (fp32 accumulation).
+func (g *Graph) MatMul(a, b *Var, transA, transB bool) *Var {
+	dt := g.dtypeFor("matmul", a, b)
+	a, b = g.cast(a, dt), g.cast(b, dt)
+	out := tensor.MatMul(a.t, b.t, tensor.MatMulOpts{TransA: transA, TransB: transB, Out: dt})
+	return g.record("matmul", out, attrs{transA: transA, transB: transB}, nil, a, b)
+}
+
+// Linear returns x w^T + b for x [batch, in], w [out, in] and b [out] (b may
+// be nil), with the bias add fused into the product.
+func (g *Graph) Linear(x, w, b *Var) *Var {
+	vs := []*Var{x, w}
+	if b != nil {
+		vs = append(vs, b)
+	}
+	dt := g.dtypeFor("linear", vs...)
+	for i := range vs {
+		vs[i] = g.cast(vs[i], dt)
+	}
+	o := tensor.MatMulOpts{TransB: true, Out: dt}
+	if b != nil {
+		o.Bias = vs[2].t
+	}
+	out := tensor.MatMul(vs[0].t, vs[1].t, o)
+	return g.record("linear", out, attrs{}, nil, vs...)
+}
+
+func (g *Graph) binary(op string, a, b *Var, f func(a, b *tensor.Tensor, dt tensor.DType) *tensor.Tensor) *Var {
+	dt := g.dtypeFor(op, a, b)
+	a, b = g.cast(a, dt), g.cast(b, dt)
+	return g.record(op, f(a.t, b.t, dt), attrs{}, nil, a, b)
+}
+
+// Add returns a + b (same shapes), in the wider dtype.
+func (g *Graph) Add(a, b *Var) *Var { return g.binary("add", a, b, tensor.Add) }
+
+// Sub returns a - b.
+func (g *Graph) Sub(a, b *Var) *Var { return g.binary("sub", a, b, tensor.Sub) }
+
+// Mul returns a * b elementwise.
+func (g *Graph) Mul(a, b *Var) *Var { return g.binary("mul", a, b, tensor.Mul) }
+
+// AddBias returns x + bias, bias [N] broadcast over x [..., N].
+func (g *Graph) AddBias(x, bias *Var) *Var { return g.binary("add_bias", x, bias, tensor.AddBias) }
+
+// Scale returns s * x.
+func (g *Graph) Scale(x *Var, s float32) *Var {
+	return g.record("scale", tensor.Scale(x.t, s, x.DType()), attrs{f: s}, nil, x)
+}
+
+// ReLU returns max(x, 0).
+func (g *Graph) ReLU(x *Var) *Var {
+	return g.record("relu", tensor.ReLU(x.t, x.DType()), attrs{}, nil, x)
+}
+
+// GELU returns the tanh form of GELU.
+func (g *Graph) GELU(x *Var) *Var {
+	return g.record("gelu", tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
+}
+
+// Sum returns the sum of all elements, in fp32.
+func (g *Graph) Sum(x *Var) *Var {
+	x = g.cast(x, g.dtypeFor("sum", x))
+	return g.record("sum", tensor.Sum(x.t), attrs{n: x.t.Len()}, nil, x)
+}
+
+// Mean returns the mean of all elements, in fp32.
+func (g *Graph) Mean(x *Var) *Var {
+	x = g.cast(x, g.dtypeFor("mean", x))
+	return g.record("mean", tensor.Mean(x.t), attrs{n: x.t.Len()}, nil, x)
+}
+
+// Softmax returns the row-wise softmax over the last axis, in fp32. It has
+// no backward rule yet: use CrossEntropy for training.
+func (g *Graph) Softmax(x *Var) *Var {
+	x = g.cast(x, g.dtypeFor("softmax", x))
+	return g.keepVar(tensor.Softmax(x.t))
+}
+
+// LogSoftmax returns the row-wise log-softmax over the last axis, in fp32,
+// without a backward rule (see Softmax).
+func (g *Graph) LogSoftmax(x *Var) *Var {
+	x = g.cast(x, g.dtypeFor("log_softmax", x))
+	return g.keepVar(tensor.LogSoftmax(x.t))
+}
+
+func (g *Graph) keepVar(t *tensor.Tensor) *Var { return &Var{g: g, t: g.keep(t)} }
+
+// Dropout zeroes elements with probability p and scales the others by
+// 1/(1-p); with p == 0 it returns x.
+func (g *Graph) Dropout(x *Var, p float32) *Var {
+	if p < 0 || p >= 1 || p != p {
+		panic(&tensor.UsageError{Op: "Dropout", Msg: "probability must be in [0, 1)"})
+	}
+	if p == 0 {
+		return x
+	}
+	g.drops++
+	seed := g.seed*0x9E3779B9 + g.drops
+	return g.record("dropout", dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)
+}
+
+func dropout(x *tensor.Tensor, p float32, seed uint32) *tensor.Tensor {
+	out := tensor.New(x.Device(), x.DType(), x.Shape()...)
+	threshold := uint32(math.Min(float64(p)*4294967296.0, 4294967295))
+	spec := map[uint32]uint32{1: bit(x.DType()), 3: bit(x.DType())}
+	return run(out, "dropout", spec, pairs(x.Device(), x.Len()),
+		[]uint32{uint32(x.Len()), seed, threshold, math.Float32bits(1 / (1 - p))}, x, out)
+}
+
+// broadcastScale returns alpha * s[0] * x (or alpha * s[0] in x's shape when
+// withX is false), in dtype dt.
+func broadcastScale(x, s *tensor.Tensor, alpha float32, withX bool, dt tensor.DType) *tensor.Tensor {
+	out := tensor.New(x.Device(), dt, x.Shape()...)
+	spec := map[uint32]uint32{1: bit(x.DType()), 3: bit(dt), 4: 0}
+	if withX {
+		spec[4] = 1
+	}
+	return run(out, "broadcast_scale", spec, pairs(x.Device(), x.Len()),
+		[]uint32{uint32(x.Len()), math.Float32bits(alpha)}, x, s, out)
+}
+
+func lastDim(t *tensor.Tensor) (rows, cols int) {
+	s := t.Shape()
+	cols = s[len(s)-1]
+	return t.Len() / cols, cols
+}
+
+func sameShape(op string, a, b *tensor.Tensor) {
+	if !slices.Equal(a.Shape(), b.Shape()) {
+		panic(&tensor.ShapeError{Op: op, A: a.Shape(), B: b.Shape(), Msg: "shapes must be equal"})
+	}
+}
+
+var _ = kernels.Groups

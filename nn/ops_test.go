@@ -1,0 +1,119 @@
+package nn_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// Dropout's mask: the right fraction, the same for a seed in every dtype,
+// different across seeds and across the ops of a graph.
+func TestDropoutMask(t *testing.T) {
+	d := devtest.Open(t)
+	ones := make([]float32, 4096)
+	for i := range ones {
+		ones[i] = 1
+	}
+	x := tInput(t, d, ones, 64, 64)
+	drop := func(seed uint32, dt tensor.DType, n int) [][]float32 {
+		g := nn.NewGraph(d, nn.Options{Seed: seed})
+		defer g.Release()
+		v := g.Cast(g.Input(x), dt)
+		var out [][]float32
+		for i := 0; i < n; i++ {
+			out = append(out, tRead(t, g.Dropout(v, 0.25).Value()))
+		}
+		return out
+	}
+	zeros := func(v []float32) []bool {
+		z := make([]bool, len(v))
+		for i, x := range v {
+			z[i] = x == 0
+		}
+		return z
+	}
+	a := drop(5, f32, 2)
+	dropped := 0
+	for _, v := range a[0] {
+		switch v {
+		case 0:
+			dropped++
+		case float32(1 / 0.75):
+		default:
+			t.Fatalf("dropout of 1 gave %g, want 0 or %g", v, float32(1/0.75))
+		}
+	}
+	if frac := float64(dropped) / 4096; math.Abs(frac-0.25) > 0.03 {
+		t.Errorf("dropped %.3f of the elements, want 0.25", frac)
+	}
+	tSameBits(t, "same seed", drop(5, f32, 1)[0], a[0])
+	if slices.Equal(zeros(a[0]), zeros(a[1])) {
+		t.Error("two dropouts of one graph have the same mask")
+	}
+	if slices.Equal(zeros(a[0]), zeros(drop(6, f32, 1)[0])) {
+		t.Error("two seeds give the same mask")
+	}
+	if !slices.Equal(zeros(a[0]), zeros(drop(5, f16, 1)[0])) {
+		t.Error("fp16 and fp32 masks of one seed differ")
+	}
+
+	g := nn.NewGraph(d, nn.Options{})
+	defer g.Release()
+	v := g.Input(x)
+	if g.Dropout(v, 0) != v {
+		t.Error("Dropout(x, 0) is not x")
+	}
+	if (&nn.Dropout{P: 0.5}).Forward(g, v) != v {
+		t.Error("Dropout module not training is not the identity")
+	}
+	for _, p := range []float32{-0.1, 1, float32(math.NaN())} {
+		msg := tPanics(t, "Dropout p", func() { g.Dropout(v, p) })
+		tContains(t, "Dropout p", msg, "Dropout")
+	}
+}
+
+// Misuse panics with the op's name and the shapes.
+func TestOpMisusePanics(t *testing.T) {
+	d := devtest.Open(t)
+	g := nn.NewGraph(d, nn.Options{})
+	defer g.Release()
+	a := g.Input(tInput(t, d, make([]float32, 6), 2, 3))
+	b := g.Input(tInput(t, d, make([]float32, 6), 3, 2))
+	labels := tInput(t, d, []float32{0, 1, 2}, 3)
+	gamma := g.Input(tInput(t, d, make([]float32, 2), 2))
+	for _, c := range []struct {
+		name string
+		f    func()
+		want []string
+	}{
+		{"add", func() { g.Add(a, b) }, []string{"Add", "[2 3]", "[3 2]"}},
+		{"mse", func() { g.MSELoss(a, b, nn.Mean) }, []string{"MSELoss", "[2 3]", "[3 2]"}},
+		{"cross entropy labels", func() { g.CrossEntropyLoss(a, labels, nn.Mean) }, []string{"CrossEntropyLoss", "[2 3]", "[3]"}},
+		{"layer norm", func() { g.LayerNorm(a, gamma, gamma, 1e-5) }, []string{"LayerNorm", "[2 3]", "[2]"}},
+		{"matmul", func() { g.MatMul(a, a, false, false) }, []string{"MatMul"}},
+	} {
+		msg := tPanics(t, c.name, c.f)
+		tContains(t, c.name, msg, c.want...)
+	}
+}
+
+// A label out of range makes the loss NaN rather than pass unnoticed.
+func TestCrossEntropyBadLabel(t *testing.T) {
+	d := devtest.Open(t)
+	g := nn.NewGraph(d, nn.Options{})
+	defer g.Release()
+	logits := g.Input(tInput(t, d, tRand(6, 1, 1, f32), 2, 3))
+	for _, l := range [][]float32{{0, 3}, {-1, 0}, {0.5, 1}} {
+		v, err := g.CrossEntropyLoss(logits, tInput(t, d, l, 2), nn.Sum).Value().Item()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !math.IsNaN(float64(v)) {
+			t.Errorf("labels %v: loss %g, want NaN", l, v)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// Param is a trainable tensor: an fp32 master value and its fp32 gradient,
+// which Backward accumulates into and optimizers read. Both live until Close.
+type Param struct {
+	Name  string
+	Value *tensor.Tensor
+	Grad  *tensor.Tensor
+}
+
+// NewParam returns a parameter holding data, with a zero gradient.
+func NewParam(d *vk.Device, name string, data []float32, shape ...int) *Param {
+	return &Param{Name: name, Value: tensor.FromFloat32(d, data, shape...), Grad: tensor.Zeros(d, tensor.Float32, shape...)}
+}
+
+// accumulate adds g into the gradient in place.
+func (p *Param) accumulate(g *tensor.Tensor) error {
+	if err := g.Err(); err != nil {
+		return fmt.Errorf("nn: gradient of %s: %w", p.Name, err)
+	}
+	n := g.Len()
+	return dispatch(p.Grad.Device(), "accumulate", map[uint32]uint32{1: bit(g.DType())},
+		pairs(p.Grad.Device(), n), []uint32{uint32(n)}, g, p.Grad)
+}
+
+// ZeroGrad sets the gradient to zero, keeping its memory.
+func (p *Param) ZeroGrad() error {
+	return p.Grad.Device().Fill(p.Grad.Buffer(), 0, 4*int64(p.Grad.Len()), 0)
+}
+
+// Close releases the value and the gradient.
+func (p *Param) Close() error {
+	p.Value.Release()
+	p.Grad.Release()
+	return nil
+}
+
+// Module is a layer or a model: a function of a var with parameters.
+type Module interface {
+	Forward(g *Graph, x *Var) *Var
+	Parameters() []*Param
+}
+
+// Linear is y = x W^T + b with an fp32 master weight [out, in] and bias
+// [out]; under autocast it computes in fp16 with fp32 accumulation.
+type Linear struct {
+	W, B *Param
+}
+
+// NewLinear returns a Linear layer initialised as PyTorch's:
+// uniform(-1/sqrt(in), 1/sqrt(in)) for weight and bias, from rng.
+func NewLinear(d *vk.Device, name string, in, out int, rng *rand.Rand) *Linear {
+	bound := 1 / math.Sqrt(float64(in))
+	uniform := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32((2*rng.Float64() - 1) * bound)
+		}
+		return v
+	}
+	return &Linear{
+		W: NewParam(d, name+".weight", uniform(in*out), out, in),
+		B: NewParam(d, name+".bias", uniform(out), out),
+	}
+}
+
+// Forward applies the layer.
+func (l *Linear) Forward(g *Graph, x *Var) *Var { return g.Linear(x, g.Param(l.W), g.Param(l.B)) }
+
+// Parameters returns the weight and bias.
+func (l *Linear) Parameters() []*Param { return []*Param{l.W, l.B} }
+
+// ReLU is the rectifier as a module.
+type ReLU struct{}
+
+// Forward applies ReLU.
+func (ReLU) Forward(g *Graph, x *Var) *Var { return g.ReLU(x) }
+
+// Parameters returns none.
+func (ReLU) Parameters() []*Param { return nil }
+
+// GELU is the tanh form of GELU as a module.
+type GELU struct{}
+
+// Forward applies GELU.
+func (GELU) Forward(g *Graph, x *Var) *Var { return g.GELU(x) }
+
+// Parameters returns none.
+func (GELU) Parameters() []*Param { return nil }
+
+// Dropout zeroes inputs with probability P while training; the graph's seed
+// makes it reproducible.
+type Dropout struct {
+	P        float32
+	Training bool
+}
+
+// Forward applies dropout when training, else returns x.
+func (m *Dropout) Forward(g *Graph, x *Var) *Var {
+	if !m.Training {
+		return x
+	}
+	return g.Dropout(x, m.P)
+}
+
+// Parameters returns none.
+func (m *Dropout) Parameters() []*Param { return nil }
+
+// LayerNorm normalises over the last axis with a learned scale and shift.
+type LayerNorm struct {
+	Gamma, Beta *Param
+	Eps         float32
+}
+
+// NewLayerNorm returns a LayerNorm over features, gamma 1 and beta 0.
+func NewLayerNorm(d *vk.Device, name string, features int) *LayerNorm {
+	ones := make([]float32, features)
+	for i := range ones {
+		ones[i] = 1
+	}
+	return &LayerNorm{
+		Gamma: NewParam(d, name+".weight", ones, features),
+		Beta:  NewParam(d, name+".bias", make([]float32, features), features),
+		Eps:   1e-5,
+	}
+}
+
+// Forward applies the normalisation.
+func (m *LayerNorm) Forward(g *Graph, x *Var) *Var {
+	return g.LayerNorm(x, g.Param(m.Gamma), g.Param(m.Beta), m.Eps)
+}
+
+// Parameters returns gamma and beta.
+func (m *LayerNorm) Parameters() []*Param { return []*Param{m.Gamma, m.Beta} }
+
+// Sequential applies modules in order.
+type Sequential []Module
+
+// Forward applies every module in turn.
+func (s Sequential) Forward(g *Graph, x *Var) *Var {
+	for _, m := range s {
+		x = m.Forward(g, x)
+	}
+	return x
+}
+
+// Parameters returns the parameters of every module, in order.
+func (s Sequential) Parameters() []*Param {
+	var ps []*Param
+	for _, m := range s {
+		ps = append(ps, m.Parameters()...)
+	}
+	return ps
+}
+
+// Close releases every parameter of m.
+func Close(m Module) error {
+	for _, p := range m.Parameters() {
+		p.Close()
+	}
+	return nil
+}
+
+var _ = kernels.Groups

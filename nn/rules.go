@@ -1,0 +1,147 @@
+package nn
+
+import (
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// rule computes the gradients of a node's inputs from the gradient dy of its
+// output: one per input, nil where an input needs none. The engine checks
+// the count, shapes and dtypes (Graph.checkGrads).
+type rule func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor
+
+// rules is the one table of backward rules, keyed by op.
+var rules map[string]rule
+
+func init() {
+	rules = map[string]rule{
+		"cast":          castBack,
+		"matmul":        matmulBack,
+		"linear":        linearBack,
+		"add":           func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{dy, dy} },
+		"sub":           subBack,
+		"mul":           mulBack,
+		"add_bias":      addBiasBack,
+		"scale":         scaleBack,
+		"relu":          reluBack,
+		"gelu":          geluBack,
+		"sum":           reduceBack,
+		"mean":          reduceBack,
+		"dropout":       dropoutBack,
+		"mse_loss":      mseBack,
+		"cross_entropy": crossEntropyBack,
+		"layer_norm":    layerNormBack,
+	}
+}
+
+// need returns whether input i of n needs a gradient.
+func need(n *node, i int) bool { return n.inputs[i].needsGrad }
+
+// The gradient of a cast is the cast back.
+func castBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.Cast(dy, n.inputs[0].DType())}
+}
+
+// For C = op(A) op(B):
+// dA = dC op(B)^T, or op(B) dC^T when A was transposed;
+// dB = op(A)^T dC, or dC^T op(A) when B was transposed.
+func matmulBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	a, b := n.inputs[0].t, n.inputs[1].t
+	tA, tB := n.attr.transA, n.attr.transB
+	var da, db *tensor.Tensor
+	if need(n, 0) {
+		if !tA {
+			da = tensor.MatMul(dy, b, tensor.MatMulOpts{TransB: !tB, Out: a.DType()})
+		} else {
+			da = tensor.MatMul(b, dy, tensor.MatMulOpts{TransA: tB, TransB: true, Out: a.DType()})
+		}
+	}
+	if need(n, 1) {
+		if !tB {
+			db = tensor.MatMul(a, dy, tensor.MatMulOpts{TransA: !tA, Out: b.DType()})
+		} else {
+			db = tensor.MatMul(dy, a, tensor.MatMulOpts{TransA: true, TransB: tA, Out: b.DType()})
+		}
+	}
+	return []*tensor.Tensor{da, db}
+}
+
+// y = x w^T + b: dx = dy w, dw = dy^T x, db = column sums of dy.
+func linearBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	x, w := n.inputs[0].t, n.inputs[1].t
+	grads := make([]*tensor.Tensor, len(n.inputs))
+	if need(n, 0) {
+		grads[0] = tensor.MatMul(dy, w, tensor.MatMulOpts{Out: x.DType()})
+	}
+	if need(n, 1) {
+		grads[1] = tensor.MatMul(dy, x, tensor.MatMulOpts{TransA: true, Out: w.DType()})
+	}
+	if len(n.inputs) == 3 && need(n, 2) {
+		db := g.keep(tensor.SumAxis(dy, 0))
+		grads[2] = tensor.Cast(db, n.inputs[2].DType())
+	}
+	return grads
+}
+
+func subBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	var db *tensor.Tensor
+	if need(n, 1) {
+		db = tensor.Scale(dy, -1, dy.DType())
+	}
+	return []*tensor.Tensor{dy, db}
+}
+
+func mulBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	a, b := n.inputs[0].t, n.inputs[1].t
+	var da, db *tensor.Tensor
+	if need(n, 0) {
+		da = tensor.Mul(dy, b, a.DType())
+	}
+	if need(n, 1) {
+		db = tensor.Mul(dy, a, b.DType())
+	}
+	return []*tensor.Tensor{da, db}
+}
+
+func addBiasBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	var db *tensor.Tensor
+	if need(n, 1) {
+		rows, cols := lastDim(dy)
+		flat := dy
+		if len(dy.Shape()) != 2 {
+			flat = g.keep(reshaped(dy, rows, cols))
+		}
+		db = tensor.Cast(g.keep(tensor.SumAxis(flat, 0)), n.inputs[1].DType())
+	}
+	return []*tensor.Tensor{dy, db}
+}
+
+func scaleBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.Scale(dy, n.attr.f, n.inputs[0].DType())}
+}
+
+func reluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.ReLUBackward(dy, n.inputs[0].t, n.inputs[0].DType())}
+}
+
+func geluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.GELUBackward(dy, n.inputs[0].t, n.inputs[0].DType())}
+}
+
+// Sum and mean spread the upstream scalar gradient over the input.
+func reduceBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	alpha := float32(1)
+	if n.op == "mean" {
+		alpha = 1 / float32(n.attr.n)
+	}
+	x := n.inputs[0].t
+	return []*tensor.Tensor{broadcastScale(x, dy, alpha, false, x.DType())}
+}
+
+func dropoutBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{dropout(dy, n.attr.f, n.attr.seed)}
+}
+
+// reshaped copies t into a tensor of another shape with the same elements.
+func reshaped(t *tensor.Tensor, shape ...int) *tensor.Tensor {
+	return tensor.Reshape(t, shape...)
+}

@@ -1,0 +1,18 @@
+#version 450
+// accumulate adds a gradient into an fp32 one in place: dst += src, src in
+// fp32 or fp16 (constant 1). Autograd accumulates parameter gradients so.
+#include "ewise.glsl"
+
+layout(push_constant) uniform Push { uint n; } p;
+layout(set = 0, binding = 0) readonly buffer Src { uint src[]; };
+layout(set = 0, binding = 1) buffer Dst { uint dst[]; };
+
+DEFINE_LOADS(src, src, IN0_F16)
+
+void main() {
+    GRID_STRIDE(w, (p.n + 1u) / 2u) {
+        vec2 s = src_pair(w, p.n);
+        dst[2u * w] = floatBitsToUint(uintBitsToFloat(dst[2u * w]) + s.x);
+        if (2u * w + 1u < p.n) dst[2u * w + 1u] = floatBitsToUint(uintBitsToFloat(dst[2u * w + 1u]) + s.y);
+    }
+}
