@@ -68,6 +68,9 @@ type Trainer struct {
 	zero   *tensor.Tensor // a flag that is always 0
 	epoch  int
 	steps  int // optimizer steps taken, skipped or not
+	// An interrupted epoch resumes at step pos with the loss sum so far.
+	pos        int
+	partialSum float32
 }
 
 // New builds the model and optimizer on the device.
@@ -133,8 +136,9 @@ func (t *Trainer) Scaler() *scaler.Scaler { return t.sc }
 func (t *Trainer) EpochsDone() int { return t.epoch }
 
 // Epoch trains one epoch and evaluates on the test set. When ctx is done it
-// stops after the current step and returns ctx's error; the epoch is then
-// incomplete.
+// stops after the current step and returns ctx's error; a later Epoch (or
+// a Save and a Load) continues the interrupted epoch where it stopped, so
+// the run ends as an uninterrupted one would.
 func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	o := t.o
 	start := time.Now()
@@ -142,14 +146,18 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	order := rand.New(rand.NewPCG(o.Seed, uint64(t.epoch)+2)).Perm(o.Train.N)
 	x := make([]float32, o.Batch*o.Train.Rows*o.Train.Cols)
 	y := make([]float32, o.Batch)
-	sum := tensor.Zeros(o.Device, tensor.Float32, 1) // running loss sum on the device: no wait per step
+	// The running loss sum stays on the device: no wait per step.
+	sum := tensor.FromFloat32(o.Device, []float32{t.partialSum}, 1)
 	defer sum.Release()
 	overflows, err := t.sc.Overflows()
 	if err != nil {
 		return Epoch{}, err
 	}
-	for i := 0; i < steps; i++ {
+	first := t.pos
+	for i := first; i < steps; i++ {
 		if err := ctx.Err(); err != nil {
+			t.pos = i
+			t.partialSum, _ = sum.Item()
 			return Epoch{}, err
 		}
 		fillBatch(o.Train, order[i*o.Batch:(i+1)*o.Batch], x, y)
@@ -185,8 +193,9 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 		return Epoch{}, err
 	}
 	e := Epoch{Epoch: t.epoch, TrainLoss: float64(total) / float64(steps), TestAccuracy: acc, Scale: scale,
-		Skipped: after - overflows, Duration: time.Since(start), Samples: steps * o.Batch}
+		Skipped: after - overflows, Duration: time.Since(start), Samples: (steps - first) * o.Batch}
 	t.epoch++
+	t.pos, t.partialSum = 0, 0
 	return e, nil
 }
 
@@ -273,36 +282,59 @@ func (t *Trainer) Evaluate() (float64, error) {
 	return float64(correct) / float64(o.Test.N), nil
 }
 
-// Save writes a checkpoint of the model, optimizer, scaler and progress.
-func (t *Trainer) Save(dir string) error {
+// Save writes a checkpoint of the model, optimizer, scaler and progress,
+// with extra JSON sections of the caller's (nil for none).
+func (t *Trainer) Save(dir string, extra map[string]json.RawMessage) error {
 	sd, err := t.sc.StateDict()
 	if err != nil {
 		return err
 	}
-	prog, _ := json.Marshal(progress{Epoch: t.epoch, Steps: t.steps})
-	return nn.SaveCheckpoint(dir, t.params, t.opt, map[string]json.RawMessage{"scaler": sd, "progress": prog})
+	prog, _ := json.Marshal(progress{Epoch: t.epoch, Steps: t.steps, Pos: t.pos, PartialSum: t.partialSum, FP16: t.o.FP16})
+	sections := map[string]json.RawMessage{"scaler": sd, "progress": prog}
+	for k, v := range extra {
+		sections[k] = v
+	}
+	return nn.SaveCheckpoint(dir, t.params, t.opt, sections)
 }
 
-// Load restores a checkpoint written by Save.
-func (t *Trainer) Load(dir string) error {
+// Load restores a checkpoint written by Save and returns its sections.
+func (t *Trainer) Load(dir string) (map[string]json.RawMessage, error) {
 	extra, err := nn.LoadCheckpoint(dir, t.params, t.opt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var p progress
 	if err := json.Unmarshal(extra["progress"], &p); err != nil {
-		return fmt.Errorf("trainer: checkpoint progress: %w", err)
+		return nil, fmt.Errorf("trainer: checkpoint progress: %w", err)
+	}
+	if p.FP16 != t.o.FP16 {
+		return nil, fmt.Errorf("trainer: checkpoint of an fp16=%v run, resumed with fp16=%v", p.FP16, t.o.FP16)
+	}
+	if p.Pos < 0 || p.Pos >= t.o.Train.N/t.o.Batch || p.Epoch < 0 || p.Steps < 0 {
+		return nil, fmt.Errorf("trainer: checkpoint progress out of range: %+v", p)
 	}
 	if t.o.FP16 {
 		if err := t.sc.LoadStateDict(extra["scaler"]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	t.epoch, t.steps = p.Epoch, p.Steps
-	return nil
+	t.epoch, t.steps, t.pos, t.partialSum = p.Epoch, p.Steps, p.Pos, p.PartialSum
+	return extra, nil
 }
 
 type progress struct {
-	Epoch int `json:"epoch"`
-	Steps int `json:"steps"`
+	Epoch      int     `json:"epoch"`
+	Steps      int     `json:"steps"`
+	Pos        int     `json:"step_in_epoch"`
+	PartialSum float32 `json:"partial_loss_sum"`
+	FP16       bool    `json:"fp16"`
 }
+
+// SetOnStep replaces the per-step callback.
+func (t *Trainer) SetOnStep(f func(Step)) { t.o.OnStep = f }
+
+// StepsDone returns the steps taken over the whole run.
+func (t *Trainer) StepsDone() int { return t.steps }
+
+// StepInEpoch returns the step at which the current epoch resumes.
+func (t *Trainer) StepInEpoch() int { return t.pos }

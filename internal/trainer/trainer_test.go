@@ -208,14 +208,26 @@ func TestResume(t *testing.T) {
 	dir := t.TempDir()
 	first := newTrainer(t, o)
 	epoch(t, first)
-	if err := first.Save(dir); err != nil {
+	// Interrupt the second epoch after 3 steps, save, and resume elsewhere.
+	ctx, cancel := context.WithCancel(context.Background())
+	first.SetOnStep(func(s trainer.Step) {
+		if s.Index == 2 {
+			cancel()
+		}
+	})
+	if _, err := first.Epoch(ctx); err != context.Canceled {
+		t.Fatalf("interrupted epoch: %v", err)
+	}
+	if err := first.Save(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	resumed := newTrainer(t, o)
-	if err := resumed.Load(dir); err != nil {
+	if _, err := resumed.Load(dir); err != nil {
 		t.Fatal(err)
 	}
-	epoch(t, resumed)
+	if e := epoch(t, resumed); e.Samples != (10-3)*64 {
+		t.Errorf("the resumed epoch ran %d samples, want the 7 steps left", e.Samples)
+	}
 	got := readAll(t, resumed.Params())
 	for i := range want {
 		for j := range want[i] {

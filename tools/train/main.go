@@ -1,0 +1,220 @@
+// Command train trains the MNIST MLP (784-256-10) with fp16 automatic mixed
+// precision on the best Vulkan device found (software Vulkan without a GPU),
+// and shows how it went: a progress bar per epoch, a summary line per epoch
+// and, with -report, a figure.
+//
+//	go run ./tools/train [-epochs 5] [-precision f16|f32] [-report report.png] [-compare]
+//
+// Ctrl-C finishes the current step, writes a checkpoint if -checkpoint is
+// set, and exits; -resume continues from it to the same result as an
+// uninterrupted run.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/vkamp/vkamp/internal/report"
+	"github.com/vkamp/vkamp/internal/trainer"
+	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/vk"
+)
+
+type config struct {
+	device, precision, data, checkpoint, reportPath string
+	epochs, batch, logEvery                         int
+	lr                                              float64
+	seed                                            uint64
+	resume, compare                                 bool
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.device, "device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
+	flag.StringVar(&c.precision, "precision", "f16", "f16 (mixed precision with loss scaling) or f32")
+	flag.StringVar(&c.data, "data", "testdata/mnist", "directory of MNIST IDX files (plain or .gz)")
+	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to after each epoch and on Ctrl-C")
+	flag.StringVar(&c.reportPath, "report", "", "write a PNG figure of the run here")
+	flag.IntVar(&c.epochs, "epochs", 5, "epochs to train")
+	flag.IntVar(&c.batch, "batch", 64, "samples per step")
+	flag.IntVar(&c.logEvery, "log-every", 5, "read the loss and scale every this many steps (each read waits for the device)")
+	flag.Float64Var(&c.lr, "lr", 1e-3, "Adam's learning rate")
+	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, shuffling and dropout")
+	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
+	flag.BoolVar(&c.compare, "compare", false, "also train in the other precision and compare in the report")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, c, os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "train: interrupted")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "train:", err)
+		os.Exit(1)
+	}
+}
+
+func (c config) check() error {
+	switch {
+	case c.precision == "bf16":
+		return errors.New("precision bf16 is not supported yet: use f16 or f32")
+	case c.precision != "f16" && c.precision != "f32":
+		return fmt.Errorf("unknown precision %q: use f16 or f32", c.precision)
+	case c.epochs < 1 || c.batch < 1 || c.logEvery < 1:
+		return fmt.Errorf("-epochs, -batch and -log-every must be positive")
+	case !(c.lr > 0) || c.lr > 1e3:
+		return fmt.Errorf("-lr %g must be positive", c.lr)
+	case c.resume && c.checkpoint == "":
+		return errors.New("-resume needs -checkpoint DIR")
+	}
+	if c.reportPath != "" { // fail now, not after an hour of training
+		f, err := os.CreateTemp(filepath.Dir(c.reportPath), ".report-check-*")
+		if err != nil {
+			return fmt.Errorf("cannot write the report %s: %w", c.reportPath, err)
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	return nil
+}
+
+func run(ctx context.Context, c config, out, bars io.Writer) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	train, test, err := mnist.Load(c.data)
+	if err != nil {
+		return err
+	}
+	d, err := vk.Open(vk.Options{Device: c.device})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	info := d.Info()
+	fmt.Fprintf(out, "device %d: %s (%s, %s %s), tier %s\n", info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, d.Tier())
+	fmt.Fprintf(out, "data: %d training and %d test digits from %s\n", train.N, test.N, c.data)
+	runs := []report.Run{}
+	r, err := trainRun(ctx, c, d, train, test, c.precision == "f16", out, bars)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, r)
+	if c.compare {
+		other := c
+		other.checkpoint, other.resume = "", false
+		r, err := trainRun(ctx, other, d, train, test, c.precision != "f16", out, bars)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	if c.reportPath != "" {
+		if err := report.Write(c.reportPath, runs...); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "report:", c.reportPath)
+	}
+	return nil
+}
+
+func precisionName(fp16 bool) string {
+	if fp16 {
+		return "fp16 AMP"
+	}
+	return "fp32"
+}
+
+func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Set, fp16 bool, out, bars io.Writer) (report.Run, error) {
+	hist := report.Run{Name: precisionName(fp16)}
+	var bar *progressbar.ProgressBar
+	var pending []trainer.Step
+	var tr *trainer.Trainer
+	tr, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, Batch: c.batch, LR: c.lr, FP16: fp16,
+		Seed: c.seed, LossEvery: c.logEvery,
+		OnStep: func(s trainer.Step) {
+			step := tr.StepsDone()
+			pending = append(pending, s)
+			if s.Loss == s.Loss { // read this step: the scale too, and the skips so far cost no extra wait
+				for i, p := range pending {
+					if v, _ := p.Skipped.Value(); v {
+						hist.Skipped = append(hist.Skipped, step-len(pending)+1+i)
+					}
+				}
+				pending = pending[:0]
+				if fp16 {
+					hist.ScaleSteps = append(hist.ScaleSteps, step)
+					hist.Scale = append(hist.Scale, s.Scale)
+				}
+				bar.Describe(fmt.Sprintf("epoch %d  loss %.4f  scale %g  skipped %d", s.Epoch+1, s.Loss, s.Scale, len(hist.Skipped)))
+			}
+			bar.Add(1)
+		}})
+	if err != nil {
+		return hist, err
+	}
+	defer tr.Close()
+	if c.resume {
+		extra, err := tr.Load(c.checkpoint)
+		if err != nil {
+			return hist, err
+		}
+		if raw, ok := extra["history"]; ok {
+			if err := json.Unmarshal(raw, &hist); err != nil {
+				return hist, fmt.Errorf("checkpoint history: %w", err)
+			}
+		}
+		fmt.Fprintf(out, "resumed from %s at epoch %d\n", c.checkpoint, tr.EpochsDone()+1)
+	}
+	save := func() error {
+		if c.checkpoint == "" {
+			return nil
+		}
+		raw, _ := json.Marshal(hist)
+		return tr.Save(c.checkpoint, map[string]json.RawMessage{"history": raw})
+	}
+	steps := train.N / c.batch
+	for tr.EpochsDone() < c.epochs {
+		bar = progressbar.NewOptions(steps, progressbar.OptionSetWriter(bars), progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(), progressbar.OptionSetItsString("steps"), progressbar.OptionSetWidth(30),
+			progressbar.OptionSetDescription(fmt.Sprintf("epoch %d (%s)", tr.EpochsDone()+1, hist.Name)),
+			progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+		bar.Set(tr.StepInEpoch())
+		e, err := tr.Epoch(ctx)
+		bar.Exit()
+		if errors.Is(err, context.Canceled) {
+			if serr := save(); serr != nil {
+				return hist, serr
+			}
+			if c.checkpoint != "" {
+				fmt.Fprintf(out, "checkpoint written to %s: continue with -resume\n", c.checkpoint)
+			}
+			return hist, err
+		}
+		if err != nil {
+			return hist, err
+		}
+		hist.Loss = append(hist.Loss, e.TrainLoss)
+		hist.Accuracy = append(hist.Accuracy, e.TestAccuracy)
+		fmt.Fprintf(out, "%s epoch %d: train loss %.4f  test accuracy %.2f%%  scale %g  skipped %d  %.1fs (%.0f samples/s)\n",
+			hist.Name, e.Epoch+1, e.TrainLoss, 100*e.TestAccuracy, e.Scale, e.Skipped, e.Duration.Seconds(),
+			float64(e.Samples)/e.Duration.Seconds())
+		if err := save(); err != nil {
+			return hist, err
+		}
+	}
+	return hist, nil
+}
