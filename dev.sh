@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dev.sh: set up a Debian or Ubuntu machine for vkamp and run it.
 #
-#   ./dev.sh demo          install what is missing, then run the demo on the best device
+#   ./dev.sh demo [flags]  install what is missing, then train MNIST with fp16 AMP on the best
+#                          device and write report.png (flags go to tools/train)
 #   ./dev.sh test [args]   install what is missing, then run the tests (go test ./... args)
 #   ./dev.sh setup         only install what is missing
 #   ./dev.sh swiftshader   install Google's SwiftShader Vulkan driver (for CI-like runs)
@@ -49,7 +50,7 @@ case "$cmd" in
 setup) setup ;;
 demo)
 	setup
-	go run ./tools/vkinfo "$@"
+	go run ./tools/train -report report.png "$@"
 	;;
 test)
 	setup
@@ -57,7 +58,7 @@ test)
 	;;
 swiftshader) scripts/install-swiftshader.sh "$@" ;;
 *)
-	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

@@ -507,3 +507,22 @@ func TestSkippedStale(t *testing.T) {
 		t.Errorf("Skipped read 8 steps later: got %v, want ErrStale", err)
 	}
 }
+
+type valueOpt struct{ g []*tensor.Tensor }
+
+func (v valueOpt) Gradients() []*tensor.Tensor { return v.g }
+func (v valueOpt) Step() error                 { return nil }
+
+// TestUncomparableOptimizer: an optimizer the scaler cannot key is an
+// error, not a panic.
+func TestUncomparableOptimizer(t *testing.T) {
+	d := devtest.Open(t)
+	s := newScaler(t, scaler.Options{})
+	s.Scale(loss(t, d)).Release()
+	if err := s.Unscale(valueOpt{}); err == nil {
+		t.Error("an uncomparable optimizer value was accepted")
+	}
+	if _, err := s.Step(valueOpt{}); err == nil {
+		t.Error("an uncomparable optimizer value was accepted by Step")
+	}
+}

@@ -5,18 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor"
 )
 
-func (s *Scaler) stateOf(opt Optimizer) *optState {
+func (s *Scaler) stateOf(opt Optimizer) (*optState, error) {
+	if t := reflect.TypeOf(opt); t == nil || !t.Comparable() {
+		return nil, fmt.Errorf("scaler: optimizer of type %v: pass a pointer, so the scaler can tell optimizers apart", t)
+	}
 	st := s.opts[opt]
 	if st == nil {
 		st = &optState{}
 		s.opts[opt] = st
 	}
-	return st
+	return st, nil
 }
 
 // Unscale divides opt's gradients by the scale in place, in one fused pass
@@ -35,7 +39,10 @@ func (s *Scaler) unscale(opt Optimizer, checkOnly bool) error {
 	if s.state == nil {
 		return ErrNotScaled
 	}
-	st := s.stateOf(opt)
+	st, err := s.stateOf(opt)
+	if err != nil {
+		return err
+	}
 	switch st.stage {
 	case unscaled:
 		return ErrUnscaledTwice
@@ -97,7 +104,10 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.stateOf(opt)
+	st, err := s.stateOf(opt)
+	if err != nil {
+		return Skipped{}, err
+	}
 	if st.stage == stepped {
 		return Skipped{}, ErrSteppedTwice
 	}

@@ -1,0 +1,222 @@
+// Package bench measures vkamp on a device: matmul GFLOP/s beside gonum on
+// the CPU, cast and fused check-and-unscale GB/s beside a buffer copy of the
+// same bytes, and training steps. tools/bench prints its results.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/vkamp/vkamp/internal/ref"
+	"github.com/vkamp/vkamp/internal/trainer"
+	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// Result is one measurement.
+type Result struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Detail string  `json:"detail,omitempty"`
+	// Ratio compares Value with the baseline named in Versus.
+	Ratio  float64 `json:"ratio,omitempty"`
+	Versus string  `json:"versus,omitempty"`
+	Device string  `json:"device"`
+	Driver string  `json:"driver"`
+	Tier   string  `json:"tier"`
+}
+
+// Options choose what to run.
+type Options struct {
+	Sizes    []int         // square matmul sizes
+	MinTime  time.Duration // per measurement, at least
+	Elements int           // for casts and unscale
+	Data     string        // MNIST directory, for the training steps ("" skips them)
+}
+
+// Run measures everything on d, calling emit for each result as it comes.
+func Run(d *vk.Device, o Options, emit func(Result)) error {
+	info := d.Info()
+	stamp := func(r Result) Result {
+		r.Device, r.Driver, r.Tier = info.Name, info.DriverName, d.Tier().String()
+		return r
+	}
+	for _, n := range o.Sizes {
+		cpu, err := gonumGFLOPS(n, o.MinTime)
+		if err != nil {
+			return err
+		}
+		emit(stamp(Result{Name: fmt.Sprintf("matmul/gonum-f32/%d", n), Value: cpu, Unit: "GFLOP/s", Detail: "CPU, float32"}))
+		for _, dt := range []tensor.DType{tensor.Float16, tensor.Float32} {
+			v, err := matmulGFLOPS(d, n, dt, o.MinTime)
+			if err != nil {
+				return err
+			}
+			emit(stamp(Result{Name: fmt.Sprintf("matmul/%s/%d", dt, n), Value: v, Unit: "GFLOP/s",
+				Detail: dt.String() + " in and out, fp32 accumulation", Ratio: v / cpu, Versus: "gonum-f32"}))
+		}
+	}
+	copyRate, err := bandwidth(d, o, "copy", func(x *tensor.Tensor) *tensor.Tensor { return tensor.Cast(x, x.DType()) }, tensor.Float32)
+	if err != nil {
+		return err
+	}
+	emit(stamp(Result{Name: "copy/f32", Value: copyRate, Unit: "GB/s", Detail: "copy32 kernel, bytes read"}))
+	for _, c := range []struct {
+		name string
+		from tensor.DType
+		to   tensor.DType
+	}{{"cast/f32-f16", tensor.Float32, tensor.Float16}, {"cast/f16-f32", tensor.Float16, tensor.Float32}} {
+		to := c.to
+		v, err := bandwidth(d, o, c.name, func(x *tensor.Tensor) *tensor.Tensor { return tensor.Cast(x, to) }, c.from)
+		if err != nil {
+			return err
+		}
+		emit(stamp(Result{Name: c.name, Value: v, Unit: "GB/s", Detail: "bytes read", Ratio: v / copyRate, Versus: "copy/f32"}))
+	}
+	u, err := unscaleRate(d, o)
+	if err != nil {
+		return err
+	}
+	emit(stamp(Result{Name: "unscale/f32", Value: u, Unit: "GB/s", Detail: "fused inf check and unscale, in place",
+		Ratio: u / copyRate, Versus: "copy/f32"}))
+	if o.Data != "" {
+		train, test, err := mnist.Load(o.Data)
+		if err != nil {
+			return err
+		}
+		for _, fp16 := range []bool{true, false} {
+			r, err := trainSteps(d, train, test, fp16)
+			if err != nil {
+				return err
+			}
+			for _, x := range r {
+				emit(stamp(x))
+			}
+		}
+	}
+	return nil
+}
+
+func gonumGFLOPS(n int, minTime time.Duration) (float64, error) {
+	mat := func(seed uint64) blas32.General {
+		return blas32.General{Rows: n, Cols: n, Stride: n, Data: ref.Rand(n*n, seed)}
+	}
+	a, b, c := mat(1), mat(2), mat(3)
+	return rate(minTime, 2*float64(n)*float64(n)*float64(n)/1e9, func() error {
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
+		return nil
+	})
+}
+
+func matmulGFLOPS(d *vk.Device, n int, dt tensor.DType, minTime time.Duration) (float64, error) {
+	a := tensor.Cast(tensor.FromFloat32(d, ref.Rand(n*n, 1), n, n), dt)
+	b := tensor.Cast(tensor.FromFloat32(d, ref.Rand(n*n, 2), n, n), dt)
+	defer a.Release()
+	defer b.Release()
+	return rate(minTime, 2*float64(n)*float64(n)*float64(n)/1e9, func() error {
+		c := tensor.MatMul(a, b, tensor.MatMulOpts{Out: dt})
+		defer c.Release()
+		if err := c.Err(); err != nil {
+			return err
+		}
+		return d.Wait()
+	})
+}
+
+// bandwidth is the GB/s of an op reading a tensor of o.Elements of dt.
+func bandwidth(d *vk.Device, o Options, name string, op func(*tensor.Tensor) *tensor.Tensor, dt tensor.DType) (float64, error) {
+	x := tensor.Cast(tensor.FromFloat32(d, ref.Rand(o.Elements, 4), o.Elements), dt)
+	defer x.Release()
+	return rate(o.MinTime, float64(o.Elements*dt.Size())/1e9, func() error {
+		y := op(x)
+		defer y.Release()
+		if err := y.Err(); err != nil {
+			return fmt.Errorf("bench %s: %w", name, err)
+		}
+		return d.Wait()
+	})
+}
+
+type gradOnly struct{ g []*tensor.Tensor }
+
+func (o gradOnly) Gradients() []*tensor.Tensor { return o.g }
+func (o gradOnly) Step() error                 { return nil }
+
+func unscaleRate(d *vk.Device, o Options) (float64, error) {
+	s, err := scaler.New(scaler.Options{InitScale: 4})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	g := tensor.FromFloat32(d, ref.Rand(o.Elements, 5), o.Elements)
+	defer g.Release()
+	one := tensor.Full(d, tensor.Float32, 1, 1)
+	defer one.Release()
+	s.Scale(one).Release()
+	opt := &gradOnly{[]*tensor.Tensor{g}}
+	return rate(o.MinTime, float64(4*o.Elements)/1e9, func() error {
+		if err := s.Unscale(opt); err != nil {
+			return err
+		}
+		if err := s.UpdateTo(4); err != nil {
+			return err
+		}
+		return d.Wait()
+	})
+}
+
+// rate runs f until minTime has passed (after one warm-up call) and returns
+// work units per second.
+func rate(minTime time.Duration, work float64, f func() error) (float64, error) {
+	if err := f(); err != nil {
+		return 0, err
+	}
+	n := 0
+	start := time.Now()
+	for n == 0 || time.Since(start) < minTime {
+		if err := f(); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return work * float64(n) / time.Since(start).Seconds(), nil
+}
+
+// trainSteps measures steps of the MNIST MLP at batch 64.
+func trainSteps(d *vk.Device, train, test *mnist.Set, fp16 bool) ([]Result, error) {
+	const steps = 60
+	tr, err := trainer.New(trainer.Options{Device: d, Train: train.Subset(64 * steps), Test: test.Subset(64), FP16: fp16, Seed: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	// The first epoch compiles the pipelines; the second is measured.
+	if _, err := tr.Epoch(context.Background()); err != nil {
+		return nil, err
+	}
+	before := d.Stats()
+	start := time.Now()
+	if _, err := tr.Epoch(context.Background()); err != nil {
+		return nil, err
+	}
+	el := time.Since(start)
+	after := d.Stats()
+	name := "train-step/fp32"
+	if fp16 {
+		name = "train-step/fp16-amp"
+	}
+	per := func(a, b uint64) float64 { return float64(a-b) / steps }
+	return []Result{
+		{Name: name, Value: 64 * steps / el.Seconds(), Unit: "samples/s", Detail: "MNIST MLP 784-256-10, batch 64, Adam; epoch-end loss read and evaluation included"},
+		{Name: name + "/submits", Value: per(after.Submits, before.Submits), Unit: "per step"},
+		{Name: name + "/waits", Value: per(after.Waits, before.Waits), Unit: "per step", Detail: "host waits for results (epoch-end reads)"},
+		{Name: name + "/stalls", Value: per(after.Stalls, before.Stalls), Unit: "per step", Detail: "host waits for a free command buffer"},
+	}, nil
+}
