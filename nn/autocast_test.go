@@ -22,11 +22,20 @@ func tHalf(t testing.TB, d *vk.Device, vals []float32, shape ...int) *tensor.Ten
 	return x
 }
 
+// TestAutocast runs the autocast tests on one device (the kernels are built
+// once).
+func TestAutocast(t *testing.T) {
+	d := devtest.Open(t)
+	t.Run("MatchesCastInputs", func(t *testing.T) { autocastMatchesCastInputs(t, d) })
+	t.Run("Nesting", func(t *testing.T) { autocastNesting(t, d) })
+	t.Run("WeightCache", func(t *testing.T) { autocastWeightCache(t, d) })
+	t.Run("MemoryFlat", func(t *testing.T) { autocastMemoryFlat(t, d) })
+}
+
 // The autocast contract: an op's output under autocast equals, bit for bit,
 // the same op run with autocast off on its inputs cast to the dtype the
 // policy chose.
-func TestAutocastMatchesCastInputs(t *testing.T) {
-	d := devtest.Open(t)
+func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 	w := tParam(t, d, "w", tRand(4*5, 1, 1, f32), 4, 5)
 	b := tParam(t, d, "b", tRand(4, 2, 1, f32), 4)
 	labels := tInput(t, d, []float32{3, 0, 2}, 3)
@@ -104,8 +113,7 @@ func TestAutocastMatchesCastInputs(t *testing.T) {
 
 // WithAutocast(false, f) inside an autocast graph runs f in fp32, and the
 // enclosing state comes back after, also when f panics.
-func TestAutocastNesting(t *testing.T) {
-	d := devtest.Open(t)
+func autocastNesting(t *testing.T, d *vk.Device) {
 	a := tInput(t, d, tRand(6, 1, 1, f32), 2, 3)
 	b := tInput(t, d, tRand(12, 2, 1, f32), 3, 4)
 	mm := func(g *nn.Graph) tensor.DType { return g.MatMul(g.Input(a), g.Input(b), false, false).DType() }
@@ -160,8 +168,7 @@ func TestAutocastNesting(t *testing.T) {
 
 // A parameter used by two linear ops of one graph is cast once; the cast is
 // freed by Release, and both uses carry gradient.
-func TestAutocastWeightCache(t *testing.T) {
-	d := devtest.Open(t)
+func autocastWeightCache(t *testing.T, d *vk.Device) {
 	w := tParam(t, d, "w", tRand(16, 1, 1, f16), 4, 4)
 	x := tInput(t, d, tRand(8, 2, 1, f16), 2, 4)
 	run := func(autocast bool) []float32 {
@@ -200,8 +207,7 @@ func TestAutocastWeightCache(t *testing.T) {
 
 // A training step under autocast with a loss scaler (forward, backward, step,
 // Release) keeps device memory flat over 200 steps, and trains.
-func TestAutocastMemoryFlat(t *testing.T) {
-	d := devtest.Open(t)
+func autocastMemoryFlat(t *testing.T, d *vk.Device) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	model := nn.Sequential{
 		nn.NewLinear(d, "fc1", 8, 16, rng), nn.GELU{}, nn.NewLayerNorm(d, "ln", 16),

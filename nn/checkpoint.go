@@ -182,8 +182,8 @@ func LoadCheckpoint(dir string, params []*Param, opt Stateful) (map[string]json.
 	backup, _ := json.Marshal(hyper)
 	restore := func() { json.Unmarshal(backup, hyper) }
 	err = json.Unmarshal(st.Optimizer, hyper)
-	if err == nil {
-		err = hyper.(interface{ validate() error }).validate()
+	if v, ok := hyper.(interface{ validate() error }); ok && err == nil {
+		err = v.validate()
 	}
 	if err != nil {
 		restore()

@@ -87,14 +87,24 @@ func sameState(t *testing.T, what string, got, want optSnapshot) {
 	}
 }
 
+// TestCheckpoint runs the checkpoint tests on one device: building the
+// kernels once keeps them fast on SwiftShader.
+func TestCheckpoint(t *testing.T) {
+	d := devtest.Open(t)
+	t.Run("RoundTrip", func(t *testing.T) { checkpointRoundTrip(t, d) })
+	t.Run("Resume", func(t *testing.T) { checkpointResume(t, d) })
+	t.Run("Mismatch", func(t *testing.T) { checkpointMismatch(t, d) })
+	t.Run("Corrupt", func(t *testing.T) { checkpointCorrupt(t, d) })
+	t.Run("FailedSave", func(t *testing.T) { checkpointFailedSave(t, d) })
+}
+
 var ckptAdam = nn.AdamOptions{LR: 0.01, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: 0.1, Decoupled: true}
 
 // otherAdam differs from ckptAdam in every hyperparameter: a load must
 // replace all of them.
 var otherAdam = nn.AdamOptions{LR: 0.5, Beta1: 0.5, Beta2: 0.9, Eps: 1e-3}
 
-func TestCheckpointRoundTrip(t *testing.T) {
-	d := devtest.Open(t)
+func checkpointRoundTrip(t *testing.T, d *vk.Device) {
 	s, err := scaler.New(scaler.Options{InitScale: 512, GrowthInterval: 7})
 	if err != nil {
 		t.Fatal(err)
@@ -161,8 +171,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 // Training resumed from a checkpoint reaches the weights of an uninterrupted
 // run, bit for bit.
-func TestCheckpointResume(t *testing.T) {
-	d := devtest.Open(t)
+func checkpointResume(t *testing.T, d *vk.Device) {
 	for _, c := range []struct {
 		name       string
 		mk, fresh  func([]*nn.Param) (optimizer, error)
@@ -193,8 +202,7 @@ func TestCheckpointResume(t *testing.T) {
 
 // A checkpoint of another model or optimizer gives an error naming what
 // differs, and changes nothing.
-func TestCheckpointMismatch(t *testing.T) {
-	d := devtest.Open(t)
+func checkpointMismatch(t *testing.T, d *vk.Device) {
 	dir := t.TempDir()
 	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
 	a.train(1)
@@ -229,8 +237,7 @@ func TestCheckpointMismatch(t *testing.T) {
 }
 
 // Corrupt or truncated files give errors, and change nothing.
-func TestCheckpointCorrupt(t *testing.T) {
-	d := devtest.Open(t)
+func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
 	a.train(1)
 	good := t.TempDir()
@@ -317,8 +324,7 @@ func TestCheckpointCorrupt(t *testing.T) {
 
 // A save that fails half-way leaves the previous version loadable and no
 // partial version behind.
-func TestCheckpointFailedSave(t *testing.T) {
-	d := devtest.Open(t)
+func checkpointFailedSave(t *testing.T, d *vk.Device) {
 	dir := t.TempDir()
 	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
 	a.train(1)

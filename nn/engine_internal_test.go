@@ -23,6 +23,9 @@ func TestCheckGradsPanics(t *testing.T) {
 		{"too many", func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 			return []*tensor.Tensor{tensor.Scale(dy, 2, dy.DType()), nil}
 		}, []string{"scale", "2 gradients for 1 inputs"}},
+		{"nil for a needed input", func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{nil}
+		}, []string{"scale", "no gradient for input 0"}},
 		{"wrong shape", func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 			return []*tensor.Tensor{tensor.Zeros(g.dev, tensor.Float32, 4, 3)}
 		}, []string{"scale backward", "[4 3]", "[3 4]"}},

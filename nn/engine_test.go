@@ -21,8 +21,17 @@ func engineLoss(t *testing.T, d *vk.Device, g *nn.Graph, p *nn.Param) *nn.Var {
 
 var engineGrad = []float32{2, -1, 1.5, 5, 0.75, 4}
 
-func TestBackwardNonScalarPanics(t *testing.T) {
+// TestEngine runs the tests of Backward's contract on one device.
+func TestEngine(t *testing.T) {
 	d := devtest.Open(t)
+	t.Run("NonScalarPanics", func(t *testing.T) { engineNonScalarPanics(t, d) })
+	t.Run("WithoutGradientErrors", func(t *testing.T) { engineWithoutGradientErrors(t, d) })
+	t.Run("GradientsAccumulate", func(t *testing.T) { engineGradientsAccumulate(t, d) })
+	t.Run("Seed", func(t *testing.T) { engineSeed(t, d) })
+	t.Run("VarOfAnotherGraphPanics", func(t *testing.T) { engineVarOfAnotherGraphPanics(t, d) })
+}
+
+func engineNonScalarPanics(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "x", make([]float32, 6), 2, 3)
 	g := nn.NewGraph(d, nn.Options{})
 	defer g.Release()
@@ -36,8 +45,7 @@ func TestBackwardNonScalarPanics(t *testing.T) {
 	tContains(t, "Backward with a [2] seed", msg, "Backward", "seed")
 }
 
-func TestBackwardWithoutGradientErrors(t *testing.T) {
-	d := devtest.Open(t)
+func engineWithoutGradientErrors(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "x", make([]float32, 6), 2, 3)
 	g := nn.NewGraph(d, nn.Options{NoGrad: true})
 	defer g.Release()
@@ -61,8 +69,7 @@ func TestBackwardWithoutGradientErrors(t *testing.T) {
 // Gradients accumulate into Param.Grad across Backward calls, of two graphs
 // or twice of one graph, as PyTorch's backward with retain_graph; ZeroGrad
 // zeroes them.
-func TestGradientsAccumulate(t *testing.T) {
-	d := devtest.Open(t)
+func engineGradientsAccumulate(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "x", []float32{0.5, 1, -1, 2, 3, -4}, 2, 3)
 	twice := make([]float32, len(engineGrad))
 	for i, v := range engineGrad {
@@ -99,8 +106,7 @@ func TestGradientsAccumulate(t *testing.T) {
 
 // The seed is the gradient of the loss: a scaler's Seed gives the gradients
 // of the scaled loss, and a seed of another dtype is converted.
-func TestBackwardSeed(t *testing.T) {
-	d := devtest.Open(t)
+func engineSeed(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "x", []float32{0.5, 1, -1, 2, 3, -4}, 2, 3)
 	s, err := scaler.New(scaler.Options{InitScale: 1024})
 	if err != nil {
@@ -129,8 +135,7 @@ func TestBackwardSeed(t *testing.T) {
 }
 
 // A Graph is not shared: vars of another graph are misuse.
-func TestVarOfAnotherGraphPanics(t *testing.T) {
-	d := devtest.Open(t)
+func engineVarOfAnotherGraphPanics(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "x", make([]float32, 6), 2, 3)
 	g1, g2 := nn.NewGraph(d, nn.Options{}), nn.NewGraph(d, nn.Options{})
 	defer g1.Release()

@@ -208,18 +208,21 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 	return nil
 }
 
-// checkGrads enforces each rule's contract: one gradient per input, each of
-// its input's shape and dtype.
+// checkGrads enforces each rule's contract: one gradient per input (nil
+// only where the input needs none), each of its input's shape and dtype.
 func (g *Graph) checkGrads(n *node, grads []*tensor.Tensor) {
 	if len(grads) != len(n.inputs) {
 		panic(&tensor.UsageError{Op: n.op, Msg: fmt.Sprintf("backward rule gave %d gradients for %d inputs", len(grads), len(n.inputs))})
 	}
 	for i, gr := range grads {
+		in := n.inputs[i]
 		if gr == nil {
+			if in.needsGrad {
+				panic(&tensor.UsageError{Op: n.op, Msg: fmt.Sprintf("backward rule gave no gradient for input %d, which needs one", i)})
+			}
 			continue
 		}
 		g.keep(gr)
-		in := n.inputs[i]
 		if !slices.Equal(gr.Shape(), in.Shape()) {
 			panic(&tensor.ShapeError{Op: n.op + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
 		}

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/vkamp/vkamp/internal/kernels"
@@ -15,9 +16,18 @@ const (
 	Sum                   // the sum over samples
 )
 
+// checkReduction panics unless r is Mean or Sum: the forward pass and the
+// backward rule must agree on it.
+func checkReduction(op string, r Reduction) {
+	if r != Mean && r != Sum {
+		panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("reduction %d is neither Mean nor Sum", r)})
+	}
+}
+
 // MSELoss returns the mean (or sum) of (pred - target)^2 over all elements,
 // computed in fp32 whatever the inputs.
 func (g *Graph) MSELoss(pred, target *Var, r Reduction) *Var {
+	checkReduction("MSELoss", r)
 	sameShape("MSELoss", pred.t, target.t)
 	pred, target = g.cast(pred, tensor.Float32), g.cast(target, tensor.Float32)
 	diff := g.keep(tensor.Sub(pred.t, target.t, tensor.Float32))
@@ -52,6 +62,7 @@ func mseBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 // labels [N] (class indices stored as Float32), from the log-softmax and the
 // negative log-likelihood fused, in fp32. A label out of range gives NaN.
 func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction) *Var {
+	checkReduction("CrossEntropyLoss", r)
 	s := logits.Shape()
 	if len(s) != 2 || labels.Len() != s[0] {
 		panic(&tensor.ShapeError{Op: "CrossEntropyLoss", A: s, B: labels.Shape(), Msg: "want logits [N, C] and labels [N]"})

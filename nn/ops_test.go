@@ -8,12 +8,20 @@ import (
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
+
+// TestOps runs the tests of single ops on one device.
+func TestOps(t *testing.T) {
+	d := devtest.Open(t)
+	t.Run("DropoutMask", func(t *testing.T) { opsDropoutMask(t, d) })
+	t.Run("MisusePanics", func(t *testing.T) { opsMisusePanics(t, d) })
+	t.Run("CrossEntropyBadLabel", func(t *testing.T) { opsCrossEntropyBadLabel(t, d) })
+}
 
 // Dropout's mask: the right fraction, the same for a seed in every dtype,
 // different across seeds and across the ops of a graph.
-func TestDropoutMask(t *testing.T) {
-	d := devtest.Open(t)
+func opsDropoutMask(t *testing.T, d *vk.Device) {
 	ones := make([]float32, 4096)
 	for i := range ones {
 		ones[i] = 1
@@ -77,13 +85,13 @@ func TestDropoutMask(t *testing.T) {
 }
 
 // Misuse panics with the op's name and the shapes.
-func TestOpMisusePanics(t *testing.T) {
-	d := devtest.Open(t)
+func opsMisusePanics(t *testing.T, d *vk.Device) {
 	g := nn.NewGraph(d, nn.Options{})
 	defer g.Release()
 	a := g.Input(tInput(t, d, make([]float32, 6), 2, 3))
 	b := g.Input(tInput(t, d, make([]float32, 6), 3, 2))
 	labels := tInput(t, d, []float32{0, 1, 2}, 3)
+	labels2 := tInput(t, d, []float32{0, 1}, 2)
 	gamma := g.Input(tInput(t, d, make([]float32, 2), 2))
 	for _, c := range []struct {
 		name string
@@ -95,6 +103,8 @@ func TestOpMisusePanics(t *testing.T) {
 		{"cross entropy labels", func() { g.CrossEntropyLoss(a, labels, nn.Mean) }, []string{"CrossEntropyLoss", "[2 3]", "[3]"}},
 		{"layer norm", func() { g.LayerNorm(a, gamma, gamma, 1e-5) }, []string{"LayerNorm", "[2 3]", "[2]"}},
 		{"matmul", func() { g.MatMul(a, a, false, false) }, []string{"MatMul"}},
+		{"mse reduction", func() { g.MSELoss(a, a, nn.Reduction(2)) }, []string{"MSELoss", "reduction 2"}},
+		{"cross entropy reduction", func() { g.CrossEntropyLoss(a, labels2, nn.Reduction(-1)) }, []string{"CrossEntropyLoss", "reduction -1"}},
 	} {
 		msg := tPanics(t, c.name, c.f)
 		tContains(t, c.name, msg, c.want...)
@@ -102,8 +112,7 @@ func TestOpMisusePanics(t *testing.T) {
 }
 
 // A label out of range makes the loss NaN rather than pass unnoticed.
-func TestCrossEntropyBadLabel(t *testing.T) {
-	d := devtest.Open(t)
+func opsCrossEntropyBadLabel(t *testing.T, d *vk.Device) {
 	g := nn.NewGraph(d, nn.Options{})
 	defer g.Release()
 	logits := g.Input(tInput(t, d, tRand(6, 1, 1, f32), 2, 3))

@@ -65,7 +65,11 @@ func newOptimizer(params []*Param, moments int) (*optimizer, error) {
 		return nil, fmt.Errorf("nn: optimizer: %w", err)
 	}
 	o.zero = tensor.Zeros(d, tensor.Float32, 1)
-	return o, o.zero.Err()
+	if err := o.zero.Err(); err != nil {
+		o.close()
+		return nil, fmt.Errorf("nn: optimizer: %w", err)
+	}
+	return o, nil
 }
 
 // Gradients returns the parameters' gradients, for the gradient scaler.
@@ -196,6 +200,9 @@ func (o *optimizer) step(op string, push []uint32, moments int, found *tensor.Te
 }
 
 func (o *optimizer) close() {
+	if o == nil {
+		return // the zero SGD or Adam
+	}
 	o.freeGroups()
 	for _, st := range o.states {
 		for _, s := range st {

@@ -9,6 +9,7 @@ import (
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -18,6 +19,19 @@ import (
 // host implementations of PyTorch's formulas.
 
 var optShapes = [][]int{{1}, {5, 3}, {7}, {3, 4099}}
+
+// TestOptimizers runs the optimizer tests on one device: building the
+// kernels once keeps them fast on SwiftShader.
+func TestOptimizers(t *testing.T) {
+	d := devtest.Open(t)
+	t.Run("SGD", func(t *testing.T) { optimSGD(t, d) })
+	t.Run("Adam", func(t *testing.T) { optimAdam(t, d) })
+	t.Run("StepUnless", func(t *testing.T) { optimStepUnless(t, d) })
+	t.Run("InvalidHyperparameters", func(t *testing.T) { optimInvalidHyperparameters(t, d) })
+	t.Run("SetLR", func(t *testing.T) { optimSetLR(t, d) })
+	t.Run("Close", func(t *testing.T) { optimClose(t, d) })
+	t.Run("ScalerSkipsOverflow", func(t *testing.T) { optimScalerSkipsOverflow(t, d) })
+}
 
 // optimizer is what the tests use of SGD and Adam.
 type optimizer interface {
@@ -142,8 +156,7 @@ func checkOpt(t *testing.T, what string, opt optimizer, ps []*nn.Param, w, m1, m
 	}
 }
 
-func TestSGD(t *testing.T) {
-	d := devtest.Open(t)
+func optimSGD(t *testing.T, d *vk.Device) {
 	cases := []nn.SGDOptions{
 		{LR: 0.1},
 		{LR: 0.1, Momentum: 0.9},
@@ -186,8 +199,7 @@ func checkSGD(t *testing.T, d *vk.Device, o nn.SGDOptions) {
 	}
 }
 
-func TestAdam(t *testing.T) {
-	d := devtest.Open(t)
+func optimAdam(t *testing.T, d *vk.Device) {
 	cases := []nn.AdamOptions{
 		{LR: 0.05},
 		{LR: 0.05, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6},
@@ -270,8 +282,7 @@ func snapshot(t *testing.T, opt optimizer, ps []*nn.Param) optSnapshot {
 
 // StepUnless with a set flag leaves weights, moments and the step count
 // bit-identical; with a clear flag it steps.
-func TestStepUnless(t *testing.T) {
-	d := devtest.Open(t)
+func optimStepUnless(t *testing.T, d *vk.Device) {
 	makers := map[string]func(ps []*nn.Param) (optimizer, error){
 		"sgd": func(ps []*nn.Param) (optimizer, error) {
 			return nn.NewSGD(ps, nn.SGDOptions{LR: 0.1, Momentum: 0.9, WeightDecay: 0.01})
@@ -323,8 +334,7 @@ func TestStepUnless(t *testing.T) {
 	}
 }
 
-func TestOptimizerInvalidHyperparameters(t *testing.T) {
-	d := devtest.Open(t)
+func optimInvalidHyperparameters(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "p", []float32{1, 2}, 2)
 	nan, inf := math.NaN(), math.Inf(1)
 	for i, o := range []nn.SGDOptions{
@@ -372,9 +382,42 @@ func TestOptimizerInvalidHyperparameters(t *testing.T) {
 	}
 }
 
+// Close is idempotent and safe on the zero value.
+func optimClose(t *testing.T, d *vk.Device) {
+	p := tParam(t, d, "p", []float32{1, 2}, 2)
+	var zs nn.SGD
+	var za nn.Adam
+	for _, opt := range []interface{ Close() error }{&zs, &za} {
+		if err := opt.Close(); err != nil {
+			t.Errorf("%T zero Close: %v", opt, err)
+		}
+	}
+	live := d.Stats().LiveBuffers
+	sgd, err := nn.NewSGD([]*nn.Param{p}, nn.SGDOptions{LR: 0.1, Momentum: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adam, err := nn.NewAdam([]*nn.Param{p}, nn.AdamOptions{LR: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []optimizer{sgd, adam} {
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := opt.Close(); err != nil {
+				t.Errorf("%T Close %d: %v", opt, i, err)
+			}
+		}
+	}
+	if n := d.Stats().LiveBuffers; n != live {
+		t.Errorf("%d live buffers after closing the optimizers, want %d", n, live)
+	}
+}
+
 // SetLR applies to the steps after it.
-func TestSetLR(t *testing.T) {
-	d := devtest.Open(t)
+func optimSetLR(t *testing.T, d *vk.Device) {
 	for _, name := range []string{"sgd", "adam"} {
 		ps, w := optParams(t, d)
 		var opt optimizer
@@ -413,5 +456,50 @@ func TestSetLR(t *testing.T) {
 			}
 		}
 		checkOpt(t, name, opt, ps, w, nil, nil)
+	}
+}
+
+// Both optimizers skip themselves on the device for the gradient scaler.
+var (
+	_ scaler.DeviceSkipper = (*nn.SGD)(nil)
+	_ scaler.DeviceSkipper = (*nn.Adam)(nil)
+)
+
+// A step whose fp16 gradients overflow under a huge loss scale is skipped on
+// the device: weights, moments and the step count stay, and the scale backs
+// off.
+func optimScalerSkipsOverflow(t *testing.T, d *vk.Device) {
+	w := tParam(t, d, "w", tRand(12, 1, 1, f32), 3, 4)
+	opt, err := nn.NewAdam([]*nn.Param{w}, nn.AdamOptions{LR: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { opt.Close() })
+	s, err := scaler.New(scaler.Options{InitScale: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	x := tInput(t, d, tRand(8, 2, 1, f32), 2, 4)
+	before := snapshot(t, opt, []*nn.Param{w})
+	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	defer g.Release()
+	loss := g.Sum(g.Linear(g.Input(x), g.Param(w), nil))
+	if err := g.Backward(loss, s.Seed(loss.Value())); err != nil {
+		t.Fatal(err)
+	}
+	skipped, err := s.Step(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := skipped.Value(); !v || err != nil {
+		t.Errorf("Skipped = %v, %v; want true", v, err)
+	}
+	sameState(t, "skipped step", snapshot(t, opt, []*nn.Param{w}), before)
+	if v, err := s.ScaleValue(); v != 1<<39 || err != nil {
+		t.Errorf("scale %g, %v after the overflow; want 2^39", v, err)
 	}
 }
