@@ -53,8 +53,17 @@ type Device struct {
 	completed  uint64
 	hz         hazards
 
-	stats Stats
-	times map[string]*KernelTime
+	stats  Stats
+	times  map[string]*KernelTime
+	faults Faults
+}
+
+// InjectFaults arms the faults in f, replacing any armed before.
+func (d *Device) InjectFaults(f Faults) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f.allocs, f.submits, f.waits = 0, 0, 0
+	d.faults = f
 }
 
 // Open opens a device. Without Vulkan, or without a device, it returns an

@@ -253,8 +253,13 @@ func (d *Device) createBlock(size uint64, required, preferred C.uint32_t) (*bloc
 	d.nextBlockID++
 	var mapped unsafe.Pointer
 	var typeIndex C.uint32_t
-	r := C.vkamp_create_block(d.dev, d.info.drv.physical, C.uint64_t(size), ^C.uint32_t(0), required, preferred,
-		&blk.buf, &blk.mem, &mapped, &typeIndex)
+	var r C.VkResult
+	if d.faults.hit(&d.faults.AllocN, &d.faults.allocs) {
+		r = C.VK_ERROR_OUT_OF_DEVICE_MEMORY
+	} else {
+		r = C.vkamp_create_block(d.dev, d.info.drv.physical, C.uint64_t(size), ^C.uint32_t(0), required, preferred,
+			&blk.buf, &blk.mem, &mapped, &typeIndex)
+	}
 	if err := check(int32(r), "allocate a %d-byte memory block", size); err != nil {
 		return nil, err
 	}

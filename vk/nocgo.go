@@ -30,6 +30,7 @@ func MustOpen(Options) *Device { panic(errNoCgo) }
 // ValidationMessages returns the validation layer's messages.
 func ValidationMessages() []string { return nil }
 
+func (d *Device) InjectFaults(Faults)                                          {}
 func (d *Device) Info() Info                                                   { return Info{} }
 func (d *Device) Tier() Tier                                                   { return TierPacked }
 func (d *Device) Stats() Stats                                                 { return Stats{} }

@@ -144,7 +144,10 @@ func (d *Device) submit() error {
 	C.vkamp_cmd_host_barrier(&s.c)
 	d.cur = nil
 	s.recording = false
-	r := C.vkamp_submit(d.queue, &s.c)
+	r := C.VkResult(C.VK_ERROR_DEVICE_LOST)
+	if !d.faults.hit(&d.faults.SubmitN, &d.faults.submits) {
+		r = C.vkamp_submit(d.queue, &s.c)
+	}
 	if err := check(int32(r), "submit %d commands", s.commands); err != nil {
 		return d.fail(err)
 	}
@@ -162,6 +165,9 @@ func (d *Device) retire(s *slot, stall bool) error {
 		d.stats.Waits++
 	}
 	r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
+	if d.faults.hit(&d.faults.WaitN, &d.faults.waits) {
+		r = C.VK_ERROR_DEVICE_LOST
+	}
 	if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
 		return d.fail(err)
 	}

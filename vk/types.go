@@ -236,3 +236,24 @@ func envBool(name string) bool {
 	v := strings.ToLower(os.Getenv(name))
 	return v != "" && v != "0" && v != "false" && v != "no"
 }
+
+// Faults makes the device fail on purpose, for tests of what callers do
+// with device failures. Each field counts from 1 (0: never): the Nth memory
+// block allocation returns out-of-device-memory; the Nth submit, or the Nth
+// fence wait, returns device lost (and the device stays lost, as a real
+// loss leaves it). Counting starts at InjectFaults.
+type Faults struct {
+	AllocN, SubmitN, WaitN int
+
+	allocs, submits, waits int
+}
+
+// hit counts one event of a kind and reports whether it is the one to fail.
+// With no fault set it is one comparison.
+func (f *Faults) hit(n, count *int) bool {
+	if *n == 0 {
+		return false
+	}
+	*count++
+	return *count == *n
+}

@@ -724,3 +724,36 @@ func TestLargeBlockReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestFaults: injected failures come back as errors that errors.Is can
+// match, a lost device stays lost, and Close still releases everything.
+func TestFaults(t *testing.T) {
+	d := devtest.Open(t)
+	d.InjectFaults(vk.Faults{AllocN: 1})
+	if _, err := d.Alloc(128 << 20); !errors.Is(err, vk.ErrOutOfDeviceMemory) {
+		t.Errorf("injected allocation failure: got %v", err)
+	}
+	b := alloc(t, d, 64) // the next allocation works
+	d.InjectFaults(vk.Faults{SubmitN: 1})
+	fill32(t, d, b, 1)
+	if err := d.Sync(); !errors.Is(err, vk.ErrDeviceLost) {
+		t.Errorf("injected submit failure: got %v", err)
+	}
+	if _, err := d.Alloc(64); !errors.Is(err, vk.ErrDeviceLost) {
+		t.Errorf("after device loss, Alloc: got %v", err)
+	}
+	if err := b.Read(0, make([]byte, 4)); !errors.Is(err, vk.ErrDeviceLost) {
+		t.Errorf("after device loss, Read: got %v", err)
+	}
+
+	d2 := devtest.Open(t)
+	c := alloc(t, d2, 64)
+	d2.InjectFaults(vk.Faults{WaitN: 1})
+	fill32(t, d2, c, 2)
+	if err := c.Read(0, make([]byte, 4)); !errors.Is(err, vk.ErrDeviceLost) {
+		t.Errorf("injected wait failure: got %v", err)
+	}
+	if err := d2.Close(); err != nil && !errors.Is(err, vk.ErrDeviceLost) {
+		t.Errorf("close after loss: %v", err)
+	}
+}
