@@ -1,0 +1,263 @@
+// Shared part of the matmul kernels (matmul_reg, matmul_sg, matmul_shared):
+// bindings, push constants, operand loads and the epilogue
+//   out = alpha * acc + beta * C + bias
+// that rounds and stores each invocation's TM x TN accumulator tile.
+//
+// Operands are read as 32-bit words in every tier: fp16 A and B come two per
+// load. On lavapipe every load instruction costs the same whatever its width,
+// so pairs halve the kernel's dominant cost. unpackHalf2x16 is exact for the
+// inputs (fp16 -> fp32 loses nothing); outputs are rounded by f32_to_f16.
+// The tiers differ in the output: storage16 stores 16-bit halves, packed
+// stores words and must share some with another invocation (storeTile).
+#ifndef VKAMP_MATMUL_GLSL
+#define VKAMP_MATMUL_GLSL
+
+#extension GL_EXT_control_flow_attributes : require
+
+// Operand encodings (A_MODE, B_MODE).
+#define MODE_F32 0u
+#define MODE_F16 1u   // fp16, one element per load
+#define MODE_F16X2 2u // fp16, the two halves of a word are neighbours along
+                      // the operand's contiguous dimension
+
+// Per-invocation tile and k step.
+const uint TM = 64;
+const uint TN = 8;
+const uint KK = 4;
+// Transposes and operand encodings are spec constants, or with DYN push
+// constant flags: one generic pipeline then serves every layout, which the
+// runtime uses for small problems (CPU drivers take about a second to
+// compile each specialised one).
+const bool TRANS_A = false;
+const bool TRANS_B = false;
+const uint A_MODE = MODE_F16X2;
+const uint B_MODE = MODE_F16X2;
+const bool DYN = false;
+
+#define FLAG_C 1u
+#define FLAG_C_F16 2u
+#define FLAG_BIAS 4u
+#define FLAG_BIAS_F16 8u
+#define FLAG_OUT_F16 16u
+#define FLAG_TRANS_A 32u
+#define FLAG_TRANS_B 64u
+#define FLAG_A_MODE_SHIFT 8u
+#define FLAG_B_MODE_SHIFT 10u
+
+#define TA (DYN ? (p.flags & FLAG_TRANS_A) != 0u : TRANS_A)
+#define TB (DYN ? (p.flags & FLAG_TRANS_B) != 0u : TRANS_B)
+#define AMODE (DYN ? (p.flags >> FLAG_A_MODE_SHIFT) & 3u : A_MODE)
+#define BMODE (DYN ? (p.flags >> FLAG_B_MODE_SHIFT) & 3u : B_MODE)
+
+layout(push_constant) uniform Push {
+    uint M, N, K;
+    uint batchA, batchB; // elements between batches; batchB is 0 for shared weights
+    uint batch0;         // batch of gl_WorkGroupID.z == 0
+    uint batches;        // in the whole output
+    uint flags;
+    float alpha, beta;
+} p;
+
+layout(set = 0, binding = 0) readonly buffer BufA { uint a[]; };
+layout(set = 0, binding = 1) readonly buffer BufB { uint b[]; };
+layout(set = 0, binding = 2) readonly buffer BufC { uint cin[]; };
+layout(set = 0, binding = 3) readonly buffer BufBias { uint bias[]; };
+#if defined(TIER_PACKED)
+// Not writeonly: words shared by two invocations are written with atomics.
+layout(set = 0, binding = 4) buffer BufOut { uint o[]; };
+#else
+layout(set = 0, binding = 4) writeonly buffer BufOut { uint16_t o16[]; };
+#endif
+
+float half_at(uint w, uint e) { return unpackHalf2x16(w >> ((e & 1u) << 4)).x; }
+
+// loadA1 and loadB1 read element e with one load whatever the dtype (on CPU
+// drivers every load site costs compile time); loadA2 and loadB2 read the
+// elements e and e+1 (e even) of an fp16 operand.
+float word_value(uint w, uint e, bool f16) { return f16 ? half_at(w, e) : uintBitsToFloat(w); }
+float loadA1(uint e) {
+    bool f16 = AMODE != MODE_F32;
+    return word_value(a[f16 ? e >> 1 : e], e, f16);
+}
+float loadB1(uint e) {
+    bool f16 = BMODE != MODE_F32;
+    return word_value(b[f16 ? e >> 1 : e], e, f16);
+}
+vec2 loadA2(uint e) { return unpackHalf2x16(a[e >> 1]); }
+vec2 loadB2(uint e) { return unpackHalf2x16(b[e >> 1]); }
+
+// The invocation's accumulators: rows r0+i, columns c0+j of its tile.
+float acc[TM][TN];
+
+// B values of one k step block for the invocation's columns, and where those
+// columns start (element offsets at k = 0), for matmul_reg and matmul_sg.
+float bv[KK][TN];
+uint boff[TN];
+
+// setupB points boff at columns c0.. of batch. Columns past N are clamped to
+// the last one: they are computed and then dropped, which keeps the k loop
+// free of bounds checks. For word pairs along n, boff[j] (j even) is the
+// pair's first element.
+void setupB(uint c0, uint batch) {
+    uint base = batch * p.batchB;
+    [[unroll]] for (uint j = 0; j < TN; j++) {
+        if (!TB && BMODE == MODE_F16X2) {
+            boff[j] = base + min(c0 + (j & ~1u), p.N - 2u);
+        } else {
+            uint c = min(c0 + j, p.N - 1u);
+            boff[j] = base + (TB ? c * p.K : c);
+        }
+    }
+}
+
+// bElem is the element offset of B(k, c0+j).
+uint bElem(uint j, uint k) {
+    if (TB) return boff[j] + k;
+    if (BMODE == MODE_F16X2) return boff[j & ~1u] + (j & 1u) + k * p.N;
+    return boff[j] + k * p.N;
+}
+
+// loadB fills bv with B(k.., c0..), two values per load where the layout
+// pairs them.
+void loadB(uint k) {
+    if (BMODE == MODE_F16X2 && TB) { // a word holds k+kk and k+kk+1
+        [[unroll]] for (uint kk = 0; kk < KK; kk += 2) {
+            [[unroll]] for (uint j = 0; j < TN; j++) {
+                vec2 h = loadB2(boff[j] + k + kk);
+                bv[kk][j] = h.x;
+                bv[kk + 1u][j] = h.y;
+            }
+        }
+    } else if (BMODE == MODE_F16X2) { // a word holds columns j and j+1
+        [[unroll]] for (uint kk = 0; kk < KK; kk++) {
+            [[unroll]] for (uint j = 0; j < TN; j += 2) {
+                vec2 h = loadB2(boff[j] + (k + kk) * p.N);
+                bv[kk][j] = h.x;
+                bv[kk][j + 1u] = h.y;
+            }
+        }
+    } else {
+        [[unroll]] for (uint kk = 0; kk < KK; kk++) {
+            [[unroll]] for (uint j = 0; j < TN; j++) bv[kk][j] = loadB1(bElem(j, k + kk));
+        }
+    }
+}
+
+// fmaRow adds the products of av (one row of A over the k block) and bv to
+// row i. Keeping each accumulator live across the whole k block cuts the
+// stack traffic on CPU drivers, where the tile never fits in registers.
+void fmaRow(uint i, float av[KK]) {
+    [[unroll]] for (uint j = 0; j < TN; j++) {
+        float s = acc[i][j];
+        [[unroll]] for (uint kk = 0; kk < KK; kk++) s = fma(av[kk], bv[kk][j], s);
+        acc[i][j] = s;
+    }
+}
+
+void clearAcc() {
+    [[unroll]] for (uint i = 0; i < TM; i++) {
+        [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = 0.0;
+    }
+}
+
+// finish applies alpha, beta*C and the bias biasv of the column to the
+// accumulator of output element e (flat, batch included). C is not read when
+// beta is 0, as in BLAS, so a NaN there does not leak into the result.
+float finish(float v, uint e, float biasv) {
+    v *= p.alpha;
+    if ((p.flags & FLAG_C) != 0u) {
+        bool f16 = (p.flags & FLAG_C_F16) != 0u;
+        v += p.beta * word_value(cin[f16 ? e >> 1 : e], e, f16);
+    }
+    return v + biasv;
+}
+
+#if defined(TIER_PACKED)
+// store_half writes fp16 bits h at element f, whose word's other half belongs
+// to another invocation (or is the padding after the last element). Each
+// owner clears and sets only its own half atomically, so the two writes
+// commute and neither is lost.
+void store_half(uint f, uint h, uint total) {
+    uint w = f >> 1;
+    if ((f & 1u) == 0u && f + 1u == total) {
+        o[w] = h; // the high half is padding: the word is ours
+        return;
+    }
+    uint sh = (f & 1u) << 4;
+    atomicAnd(o[w], ~(0xFFFFu << sh));
+    atomicOr(o[w], h << sh);
+}
+#endif
+
+// storeTile writes the accumulator tile whose first output element is row
+// r0, column c0 of batch `batch`, skipping what lies outside the output.
+// Rows go through a loop that is not unrolled (each picks its accumulators
+// with selects): unrolled, the epilogue would be TM times larger, and CPU
+// drivers spend seconds compiling it.
+//
+// Each row segment is contiguous in memory. In the packed tier an fp16 row
+// segment may start or end mid-word (odd N, odd column, or a batch of odd
+// size): whole words inside it are plain stores, the halves at its ends go
+// through store_half.
+void storeTile(uint r0, uint c0, uint batch) {
+    if (r0 >= p.M || c0 >= p.N) return;
+    uint cnt = min(TN, p.N - c0);
+    uint rows = min(TM, p.M - r0);
+    bool f16 = (p.flags & FLAG_OUT_F16) != 0u;
+    float bsv[TN];
+    [[unroll]] for (uint j = 0; j < TN; j++) {
+        uint c = c0 + min(j, cnt - 1u); // keep reads in bounds
+        bsv[j] = 0.0;
+        if ((p.flags & FLAG_BIAS) != 0u) {
+            bool f16b = (p.flags & FLAG_BIAS_F16) != 0u;
+            bsv[j] = word_value(bias[f16b ? c >> 1 : c], c, f16b);
+        }
+    }
+#if defined(TIER_PACKED)
+    uint total = p.batches * p.M * p.N;
+#endif
+    [[dont_unroll]] for (uint i = 0; i < rows; i++) {
+        float v[TN];
+        [[unroll]] for (uint j = 0; j < TN; j++) v[j] = acc[0][j];
+        [[unroll]] for (uint ii = 1; ii < TM; ii++) {
+            [[unroll]] for (uint j = 0; j < TN; j++) v[j] = i == ii ? acc[ii][j] : v[j];
+        }
+        uint f0 = (batch * p.M + r0 + i) * p.N + c0;
+        [[unroll]] for (uint j = 0; j < TN; j++) v[j] = finish(v[j], f0 + min(j, cnt - 1u), bsv[j]);
+#if defined(TIER_PACKED)
+        if (!f16) {
+            [[unroll]] for (uint j = 0; j < TN; j++) {
+                if (j < cnt) o[f0 + j] = floatBitsToUint(v[j]);
+            }
+        } else if ((f0 & 1u) == 0u) {
+            [[unroll]] for (uint j = 0; j < TN; j += 2) {
+                if (j + 1u < cnt) {
+                    o[(f0 + j) >> 1] = f32_to_f16(v[j]) | (f32_to_f16(v[j + 1u]) << 16);
+                } else if (j < cnt) {
+                    store_half(f0 + j, f32_to_f16(v[j]), total);
+                }
+            }
+        } else {
+            store_half(f0, f32_to_f16(v[0]), total);
+            [[unroll]] for (uint j = 1; j < TN; j += 2) {
+                if (j + 1u < cnt) {
+                    o[(f0 + j) >> 1] = f32_to_f16(v[j]) | (f32_to_f16(v[j + 1u]) << 16);
+                } else if (j < cnt) {
+                    store_half(f0 + j, f32_to_f16(v[j]), total);
+                }
+            }
+        }
+#else
+        [[unroll]] for (uint j = 0; j < TN; j++) {
+            if (j < cnt) {
+                // fp16: one half; fp32: the low half, then the high one.
+                uint f = f0 + j, bits = f16 ? f32_to_f16(v[j]) : floatBitsToUint(v[j]);
+                o16[f16 ? f : 2u * f] = uint16_t(bits & 0xFFFFu);
+                if (!f16) o16[2u * f + 1u] = uint16_t(bits >> 16);
+            }
+        }
+#endif
+    }
+}
+
+#endif

@@ -1,0 +1,81 @@
+package tensor_test
+
+import (
+	"fmt"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+var mmBenchSizes = []int{256, 512, 1024, 2048}
+
+// BenchmarkMatMul times square matmuls on the device, fp16 in and out (fp32
+// accumulation) and fp32, and the same fp32 matmul on the CPU with gonum for
+// comparison. Each device iteration waits for the result.
+func BenchmarkMatMul(b *testing.B) {
+	d := devtest.Open(b)
+	for _, dt := range []struct {
+		name string
+		dt   tensor.DType
+	}{{"fp16", mmF16}, {"fp32", mmF32}} {
+		for _, n := range mmBenchSizes {
+			b.Run(fmt.Sprintf("%s/%d", dt.name, n), func(b *testing.B) { mmBench(b, d, n, dt.dt) })
+		}
+	}
+	for _, n := range mmBenchSizes {
+		b.Run(fmt.Sprintf("gonum32/%d", n), func(b *testing.B) { mmBenchGonum(b, n) })
+	}
+}
+
+func mmBench(b *testing.B, d *vk.Device, n int, dt tensor.DType) {
+	x := tensor.Full(d, dt, 0.5, n, n)
+	y := tensor.Full(d, dt, 0.25, n, n)
+	b.Cleanup(x.Release)
+	b.Cleanup(y.Release)
+	o := tensor.MatMulOpts{Out: dt}
+	warm := tensor.MatMul(x, y, o) // builds the pipeline outside the timing
+	if err := d.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	if err := warm.Err(); err != nil {
+		b.Fatal(err)
+	}
+	warm.Release()
+	b.SetBytes(3 * int64(n*n*dt.Size()))
+	for b.Loop() {
+		out := tensor.MatMul(x, y, o)
+		if err := d.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		if err := out.Err(); err != nil {
+			b.Fatal(err)
+		}
+		out.Release()
+	}
+	mmReportFlops(b, n)
+}
+
+func mmBenchGonum(b *testing.B, n int) {
+	mat := func(v float32) blas32.General {
+		m := blas32.General{Rows: n, Cols: n, Stride: n, Data: make([]float32, n*n)}
+		for i := range m.Data {
+			m.Data[i] = v
+		}
+		return m
+	}
+	x, y, z := mat(0.5), mat(0.25), mat(0)
+	b.SetBytes(3 * int64(n*n*4))
+	for b.Loop() {
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, x, y, 0, z)
+	}
+	mmReportFlops(b, n)
+}
+
+func mmReportFlops(b *testing.B, n int) {
+	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
