@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -213,7 +214,7 @@ func matches(f *checkpoint.File, ts []checkpoint.Named) error {
 			problems = append(problems, fmt.Sprintf("%s is missing", n.Name))
 		case h.DType != n.T.DType():
 			problems = append(problems, fmt.Sprintf("%s is %s, want %s", n.Name, h.DType, n.T.DType()))
-		case !equalInts(h.Shape, n.T.Shape()):
+		case !slices.Equal(h.Shape, n.T.Shape()):
 			problems = append(problems, fmt.Sprintf("%s has shape %v, want %v", n.Name, h.Shape, n.T.Shape()))
 		}
 	}
@@ -226,14 +227,3 @@ func matches(f *checkpoint.File, ts []checkpoint.Named) error {
 	return nil
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
