@@ -226,4 +226,3 @@ func matches(f *checkpoint.File, ts []checkpoint.Named) error {
 	}
 	return nil
 }
-
