@@ -1,0 +1,27 @@
+package amp_test
+
+import (
+	"fmt"
+
+	"github.com/vkamp/vkamp/amp"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// Which dtype ops run in under autocast, and in a nested region that turns
+// it off.
+func Example() {
+	r := amp.New(true, tensor.Float16)
+	fmt.Println(r.OpDType("matmul", tensor.Float32, tensor.Float32))
+	fmt.Println(r.OpDType("softmax", tensor.Float16))
+	fmt.Println(r.OpDType("add", tensor.Float16, tensor.Float32))
+	inner := r.Enter(false, tensor.Float16)
+	fmt.Println(inner.OpDType("matmul", tensor.Float32, tensor.Float32))
+	r = inner.Exit()
+	fmt.Println(r.Enabled())
+	// Output:
+	// float16
+	// float32
+	// float32
+	// float32
+	// true
+}

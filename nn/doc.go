@@ -1,0 +1,22 @@
+// Package nn trains models: reverse-mode autograd over the tensor ops, layers
+// with fp32 master weights, losses in fp32, and optimizers that can skip a
+// step on the device, for PyTorch's AMP recipe with package scaler.
+//
+// A Graph records one forward pass; Backward runs the backward rules of its
+// ops in reverse, from one table whose rules the engine checks (one gradient
+// per input, each of its input's shape and dtype, or a panic naming the op).
+// Gradients accumulate into each Param's fp32 Grad. A Graph carries its own
+// autocast region (package amp), so there is no global state: two goroutines
+// train two models with two graphs. Release frees every tensor the graph
+// made, and its cached weight casts.
+//
+// SGD and Adam update all parameters in one dispatch per group of memory
+// blocks, and StepUnless skips the update on the device when the scaler's
+// overflow flag is set (their step counts do not advance), so an AMP step
+// needs no host wait. SaveCheckpoint and LoadCheckpoint keep parameters and
+// optimizer state in safetensors files and scalars in JSON, as versions of a
+// directory switched atomically: a crash never leaves a torn checkpoint.
+//
+// Graphs and Vars belong to one goroutine. Params, optimizers and the device
+// may be shared, with the device's lock ordering the work.
+package nn

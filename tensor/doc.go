@@ -1,0 +1,23 @@
+// Package tensor holds dense, row-major tensors on a Vulkan device and the
+// ops that run vkamp's kernels on them: matmul with fp32 accumulation,
+// elementwise ops and their backward kernels, reductions in fp32, casts.
+//
+// A tensor has a dtype (Float32 or Float16; BFloat16 is reserved) and a
+// shape. Ops record work and return a new tensor at once; reading values
+// (Float32s, Item) waits for the device. fp16 values are rounded by vkamp's
+// own integer code, the same on every device: to nearest even, overflowing
+// to inf.
+//
+// Misuse is a programmer error and panics with a typed value: a
+// *ShapeError naming the op and both shapes, a *DTypeError, or a
+// *UsageError (nil, released or mixed-device tensors). Failures of the
+// device or of memory do not panic: the tensor that could not be made
+// carries the error, every tensor computed from it carries it too, and the
+// read returns it. In-place ops (AxpyUnless) return errors instead, so a
+// weight never becomes an error carrier.
+//
+// Memory is explicit: Release a tensor, or track a step's temporaries in a
+// Scope and release them together, which keeps a training loop's device
+// memory flat. A tensor is not safe for concurrent mutation; concurrent
+// reads and ops on different tensors of one device are.
+package tensor

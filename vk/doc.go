@@ -1,0 +1,28 @@
+// Package vk is vkamp's Vulkan runtime: the one package that talks to
+// Vulkan (through cgo and github.com/vulkan-go/vulkan), so that callers see
+// devices, buffers and kernels, never a Vulkan handle.
+//
+// Open chooses a device (VKAMP_DEVICE, or the best by type) and its tier of
+// kernel variants (VKAMP_TIER forces a lower one). Buffers are cut from a
+// few large memory blocks; memory the host can map is written and read
+// directly, other memory through one staging ring. Kernels are built from
+// SPIR-V with specialization constants and cached, with the pipeline cache
+// kept on disk.
+//
+// Work is recorded and submitted in batches. Dispatch, Copy and Fill return
+// at once; the runtime tracks the byte ranges each command reads and writes
+// and records a barrier only where a later command depends on an earlier
+// one. Reading a buffer, Wait and Close wait for the device; Sync submits
+// without waiting. A failure of submitted work is returned by the next call
+// that waits, and a lost device makes every later call fail with
+// ErrDeviceLost. Errors wrap sentinel values (ErrOutOfDeviceMemory,
+// ErrDeviceLost, ErrClosed, ...) that errors.Is matches.
+//
+// A Device and its Buffers are safe for concurrent use: one lock orders
+// recording and submission. Close waits for the device and destroys every
+// object it made; it is idempotent, and a closed device returns ErrClosed.
+//
+// VKAMP_VALIDATION=1 enables the Khronos validation layer with
+// synchronization validation; ValidationMessages returns what it reported.
+// Without cgo the package builds and Open returns an error saying why.
+package vk
