@@ -101,6 +101,9 @@ func (g *Graph) Release() {
 // Input returns a var for data that needs no gradient, such as a batch.
 // The graph does not take ownership of t.
 func (g *Graph) Input(t *tensor.Tensor) *Var {
+	if t == nil {
+		panic(&tensor.UsageError{Op: "Input", Msg: "nil tensor"})
+	}
 	if t.Device() != g.dev {
 		panic(&tensor.UsageError{Op: "Input", Msg: "tensor on another device than the graph"})
 	}

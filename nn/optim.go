@@ -43,9 +43,11 @@ func newOptimizer(params []*Param, moments int) (*optimizer, error) {
 	o := &optimizer{dev: d, params: params}
 	for _, p := range params {
 		if p.Value.Device() != d {
+			o.close() // the states of the parameters before it
 			return nil, fmt.Errorf("nn: optimizer: parameter %s on another device", p.Name)
 		}
 		if p.Value.DType() != tensor.Float32 || p.Grad.DType() != tensor.Float32 {
+			o.close()
 			return nil, fmt.Errorf("nn: optimizer: parameter %s: master weights and gradients must be float32", p.Name)
 		}
 		for m := 0; m < 2; m++ {

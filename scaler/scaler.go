@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor"
@@ -70,8 +71,8 @@ const foundRing = 8
 type optState struct {
 	stage   stage
 	found   [foundRing]*tensor.Tensor
-	gen     uint64 // iterations this optimizer took part in
-	checked bool   // an inf check ran since the last Update
+	gen     atomic.Uint64 // iterations this optimizer took part in; Skipped.Value reads it unlocked
+	checked bool          // an inf check ran since the last Update
 	table   *table
 }
 
@@ -198,6 +199,9 @@ func stateWords(scale float64, tracker int, found float32) []byte {
 // A disabled scaler returns loss itself. The result has loss's dtype; on
 // failure it carries the error, like any tensor.
 func (s *Scaler) Scale(loss *tensor.Tensor) *tensor.Tensor {
+	if loss == nil {
+		panic(&tensor.UsageError{Op: "scaler.Scale", Msg: "nil tensor"})
+	}
 	if s.disabled {
 		return loss
 	}
@@ -234,6 +238,9 @@ func (s *Scaler) Scale(loss *tensor.Tensor) *tensor.Tensor {
 // Scale(loss), without computing the scaled loss. A disabled scaler gives 1.
 // The caller owns the result (nn's Graph.Backward takes it).
 func (s *Scaler) Seed(like *tensor.Tensor) *tensor.Tensor {
+	if like == nil {
+		panic(&tensor.UsageError{Op: "scaler.Seed", Msg: "nil tensor"})
+	}
 	one := tensor.Full(like.Device(), like.DType(), 1, 1)
 	if s.disabled {
 		return one

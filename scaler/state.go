@@ -1,7 +1,6 @@
 package scaler
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -43,8 +42,7 @@ func (s *Scaler) LoadStateDict(data []byte) error {
 		return nil
 	}
 	var sd stateDict
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&sd); err != nil {
+	if err := json.Unmarshal(data, &sd); err != nil { // trailing bytes too are an error
 		return fmt.Errorf("%w: %v", ErrBadState, err)
 	}
 	if sd == (stateDict{}) {

@@ -72,8 +72,7 @@ func (s *Scaler) unscale(opt Optimizer, checkOnly bool) error {
 			}
 		}
 	}
-	st.gen++
-	found := st.found[st.gen%foundRing]
+	found := st.found[st.gen.Add(1)%foundRing]
 	if err := s.dev.Fill(found.Buffer(), 0, 4, 0); err != nil {
 		return fmt.Errorf("scaler: unscale: %w", err)
 	}
@@ -119,8 +118,9 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 	if !st.checked {
 		return Skipped{}, fmt.Errorf("%w for this optimizer (it has no gradients)", ErrNoInfChecks)
 	}
-	found := st.found[st.gen%foundRing]
-	skipped := Skipped{st: st, found: found, gen: st.gen}
+	gen := st.gen.Load()
+	found := st.found[gen%foundRing]
+	skipped := Skipped{st: st, found: found, gen: gen}
 	st.stage = stepped
 	if ds, ok := opt.(DeviceSkipper); ok {
 		return skipped, ds.StepUnless(found)
@@ -150,15 +150,20 @@ type Skipped struct {
 }
 
 // Value waits if needed and reports whether the step was skipped. It must
-// be read within 8 steps of the optimizer; later it returns ErrStale.
+// be read within 8 steps of the optimizer; later it returns ErrStale. It
+// may be called from another goroutine than the one that steps.
 func (k Skipped) Value() (bool, error) {
 	if k.known || k.found == nil {
 		return k.value, nil
 	}
-	if k.st.gen-k.gen >= foundRing {
+	stale := func() bool { return k.st.gen.Load()-k.gen >= foundRing }
+	if stale() {
 		return false, ErrStale
 	}
 	v, err := k.found.Item()
+	if err == nil && stale() { // reused while it was read: v may be a later step's
+		return false, ErrStale
+	}
 	return v != 0, err
 }
 

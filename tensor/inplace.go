@@ -17,8 +17,10 @@ import (
 // the host reading the flag.
 func AxpyUnless(alpha float32, x, y, flag *Tensor) error {
 	sameDevice("AxpyUnless", x, y, flag)
-	if x.dtype != Float32 || y.dtype != Float32 || flag.dtype != Float32 {
-		panic(&DTypeError{Op: "AxpyUnless", Got: Widest(x.dtype, y.dtype, flag.dtype), Want: "float32 x, y and flag"})
+	for _, t := range []*Tensor{x, y, flag} {
+		if t.dtype != Float32 {
+			panic(&DTypeError{Op: "AxpyUnless", Got: t.dtype, Want: "float32 x, y and flag"})
+		}
 	}
 	if !equalShape(x.shape, y.shape) {
 		shapePanic("AxpyUnless", x.shape, y.shape, "x and y differ")

@@ -122,6 +122,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 	}
 	// On integrated and CPU devices device memory is host memory: map it.
 	info.drv.unifiedMemory = allLocalVisible || info.Type == TypeIntegrated || info.Type == TypeCPU
+	info.HostMapped = info.drv.unifiedMemory
 
 	C.vkamp_query_caps(inst, info.drv.physical, &info.drv.caps)
 	c := &info.drv.caps

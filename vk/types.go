@@ -120,6 +120,11 @@ type Info struct {
 	CooperativeMatrix      bool      `json:"cooperative_matrix"`
 	CooperativeMatrixShape [3]uint32 `json:"cooperative_matrix_f16_f32_shape,omitempty"`
 
+	// HostMapped is true when buffers live in memory the host maps (CPU and
+	// integrated devices): host reads and writes copy directly, with no
+	// staging transfer.
+	HostMapped bool `json:"host_mapped_memory"`
+
 	// Tier is the highest tier the device supports.
 	Tier Tier `json:"tier"`
 

@@ -558,8 +558,14 @@ func TestHostWaits(t *testing.T) {
 		t.Error("Read of a buffer written on the device did not wait")
 	}
 	checkWords(t, "a", a, 42)
-	if s4 := d.Stats(); s4.Waits != s3.Waits {
-		t.Errorf("Read of completed work waited %d times", s4.Waits-s3.Waits)
+	// Mapped memory is read directly; device memory needs one staging copy,
+	// and so one wait, even when the work is done (seen on an NVIDIA H200).
+	want := uint64(0)
+	if !d.Info().HostMapped {
+		want = 1
+	}
+	if s4 := d.Stats(); s4.Waits-s3.Waits != want {
+		t.Errorf("Read of completed work waited %d times, want %d", s4.Waits-s3.Waits, want)
 	}
 }
 

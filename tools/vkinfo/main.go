@@ -60,6 +60,7 @@ func run(w io.Writer, asJSON bool) error {
 		row("driver", strings.TrimSpace(fmt.Sprintf("%s %s", info.DriverName, info.DriverInfo)))
 		row("Vulkan API", info.APIVersion)
 		row("best tier", info.Tier)
+		row("host-mapped memory", info.HostMapped)
 		for i, h := range info.Heaps {
 			row(fmt.Sprintf("heap %d", i), fmt.Sprintf("%.1f GiB%s", float64(h.Size)/(1<<30), map[bool]string{true: ", device local"}[h.DeviceLocal]))
 		}
