@@ -15,7 +15,7 @@
 #include "fp16.glsl"
 #include "matmul.glsl"
 
-const uint S = 4;
+layout(constant_id = 9) const uint S = 8;
 
 // The A block (TM x KK) in slots of two values that are neighbours in
 // memory: A(i, kk) and A(i, kk+1), or with TA A(i, kk) and A(i+1, kk), so

@@ -21,18 +21,18 @@
                       // the operand's contiguous dimension
 
 // Per-invocation tile and k step.
-const uint TM = 64;
-const uint TN = 8;
-const uint KK = 4;
+layout(constant_id = 1) const uint TM = 4;
+layout(constant_id = 2) const uint TN = 4;
+layout(constant_id = 3) const uint KK = 4;
 // Transposes and operand encodings are spec constants, or with DYN push
 // constant flags: one generic pipeline then serves every layout, which the
 // runtime uses for small problems (CPU drivers take about a second to
 // compile each specialised one).
-const bool TRANS_A = false;
-const bool TRANS_B = false;
-const uint A_MODE = MODE_F16X2;
-const uint B_MODE = MODE_F16X2;
-const bool DYN = false;
+layout(constant_id = 4) const bool TRANS_A = false;
+layout(constant_id = 5) const bool TRANS_B = false;
+layout(constant_id = 6) const uint A_MODE = MODE_F32;
+layout(constant_id = 7) const uint B_MODE = MODE_F32;
+layout(constant_id = 13) const bool DYN = false;
 
 #define FLAG_C 1u
 #define FLAG_C_F16 2u
