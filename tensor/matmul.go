@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 
-	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -134,41 +133,9 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 		nz := min(g.batch-b0, maxZ)
 		push := []uint32{uint32(g.m), uint32(g.n), uint32(g.k), uint32(g.m * g.k), batchB,
 			uint32(b0), uint32(g.batch), flags, math.Float32bits(alpha), math.Float32bits(o.Beta)}
-		mmLaunch(out, pl, [3]uint32{uint32(gx), uint32(gy), uint32(nz)}, push, a, b, cbind, bbind, out)
+		launch(out, pl.kernel, pl.spec, [3]uint32{uint32(gx), uint32(gy), uint32(nz)}, push, a, b, cbind, bbind, out)
 	}
 	return out
-}
-
-// mmLaunch is launch, with the plan's constants frozen into the module on
-// devices that need it (see mmFreezes).
-func mmLaunch(out *Tensor, pl mmPlan, groups [3]uint32, push []uint32, bind ...*Tensor) {
-	if !pl.frozen {
-		launch(out, pl.kernel, pl.spec, groups, push, bind...)
-		return
-	}
-	if out.err != nil {
-		return
-	}
-	k, err := kernels.GetFrozen(out.dev, pl.kernel, pl.spec)
-	if err == nil {
-		bufs := make([]*vk.Buffer, len(bind))
-		for i, t := range bind {
-			bufs[i] = t.buf
-		}
-		err = out.dev.Dispatch(k, groups, kernels.Push(push...), bufs...)
-	}
-	if err != nil {
-		out.fail(fmt.Errorf("tensor: %s: %w", pl.kernel, err))
-	}
-}
-
-// mmFreezes reports whether d's compiler needs the specialization constants
-// applied before it sees the module: SwiftShader runs its optimizer first, so
-// loops bounded by spec constants are never unrolled and their arrays live in
-// memory (7x slower). Frozen modules unroll completely, so such devices also
-// get smaller tiles: Subzero runs out of memory on the largest.
-func mmFreezes(info vk.Info) bool {
-	return info.VendorID == 0x1AE0 && info.Type == vk.TypeCPU
 }
 
 // Push-constant flags, as in shaders/include/matmul.glsl.
@@ -285,7 +252,7 @@ func mmKindFor(info vk.Info) (mmKind, error) {
 	if info.Type != vk.TypeCPU {
 		return mmShared, nil
 	}
-	if mmHasShuffle(info) && !mmFreezes(info) {
+	if mmHasShuffle(info) {
 		return mmSubgroup, nil
 	}
 	return mmRegister, nil
@@ -305,7 +272,6 @@ type mmPlan struct {
 	spec       map[uint32]uint32
 	rows, cols int
 	dyn        bool
-	frozen     bool
 }
 
 // mmPlanFor chooses tile sizes from the device's limits and the problem's
@@ -323,20 +289,16 @@ func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
 		spec[4], spec[5], spec[6], spec[7] = b2u(g.transA), b2u(g.transB), g.aMode, g.bMode
 	}
 	maxInv := int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0]))
-	frozen := mmFreezes(info)
 	switch kind {
 	case mmRegister:
-		// An 8x8 tile per invocation (16x8 where frozen, 4x4 for small
-		// problems), 8x8 invocations per workgroup.
-		tm, tn := 8, 8
-		if frozen {
-			tm = 16
-		}
+		// One 8x8 tile per invocation (4x4 for small problems), 8x8
+		// invocations per workgroup.
+		t := 8
 		if small {
-			tm, tn = 4, 4
+			t = 4
 		}
-		spec[0], spec[1], spec[2], spec[8] = 64, uint32(tm), uint32(tn), 8
-		return mmPlan{"matmul_reg", spec, 8 * tm, 8 * tn, small, frozen}
+		spec[0], spec[1], spec[2], spec[8] = 64, uint32(t), uint32(t), 8
+		return mmPlan{"matmul_reg", spec, 8 * t, 8 * t, small}
 	case mmSubgroup:
 		// A subgroup covers tm rows and s*tn columns; a workgroup is 8
 		// subgroups stacked along M. Large tiles: 64 rows of 8 columns per
@@ -346,25 +308,22 @@ func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
 		// one row per lane.
 		s := int(info.SubgroupSize)
 		tm, tn := 64, 8
-		if frozen {
-			tm, tn = max(16, s), 4
-		}
 		if small || s > 16 {
 			tm, tn = s, 4
 		}
 		wg := max(s, min(8*s, 256, maxInv)/s*s)
 		spec[0], spec[1], spec[2], spec[9] = uint32(wg), uint32(tm), uint32(tn), uint32(s)
-		return mmPlan{"matmul_sg", spec, wg / s * tm, s * tn, small, frozen}
+		return mmPlan{"matmul_sg", spec, wg / s * tm, s * tn, small}
 	}
 	// Shared memory: 64x64 tiles of 4x4 per invocation (256 invocations)
 	// where the device allows, else 32x32.
 	bm, t, bk := 64, 4, 16
-	if small || frozen || maxInv < 256 || int(info.MaxSharedMemory) < 2*bm*bk*4 {
+	if small || maxInv < 256 || int(info.MaxSharedMemory) < 2*bm*bk*4 {
 		bm = 32
 	}
 	spec[0], spec[1], spec[2] = uint32(bm/t*bm/t), uint32(t), uint32(t)
 	spec[10], spec[11], spec[12] = uint32(bm), uint32(bm), uint32(bk)
-	return mmPlan{"matmul_shared", spec, bm, bm, small, frozen}
+	return mmPlan{"matmul_shared", spec, bm, bm, small}
 }
 
 func b2u(b bool) uint32 {
