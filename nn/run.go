@@ -36,11 +36,7 @@ func dispatch(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32,
 }
 
 func dispatchBuffers(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bufs ...*vk.Buffer) error {
-	k, err := kernels.GetSpec(d, op, spec)
-	if err == nil {
-		err = d.Dispatch(k, groups, kernels.Push(push...), bufs...)
-	}
-	if err != nil {
+	if err := kernels.Run(d, op, spec, groups, kernels.Push(push...), bufs...); err != nil {
 		return fmt.Errorf("nn: %s: %w", op, err)
 	}
 	return nil

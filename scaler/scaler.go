@@ -250,9 +250,5 @@ func (s *Scaler) Seed(like *tensor.Tensor) *tensor.Tensor {
 }
 
 func dispatch(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []byte, bufs ...*vk.Buffer) error {
-	k, err := kernels.GetSpec(d, op, spec)
-	if err != nil {
-		return err
-	}
-	return d.Dispatch(k, groups, push, bufs...)
+	return kernels.Run(d, op, spec, groups, push, bufs...)
 }

@@ -1,10 +1,7 @@
 package tensor
 
 import (
-	"fmt"
-
 	"github.com/vkamp/vkamp/internal/kernels"
-	"github.com/vkamp/vkamp/vk"
 )
 
 // In-place ops update a tensor that outlives the step, such as a weight.
@@ -38,18 +35,7 @@ func AxpyUnless(alpha float32, x, y, flag *Tensor) error {
 
 // inplace records a kernel that updates a live tensor, returning failures.
 func inplace(y *Tensor, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) error {
-	k, err := kernels.GetSpec(y.dev, op, spec)
-	if err == nil {
-		bufs := make([]*vk.Buffer, len(bind))
-		for i, t := range bind {
-			bufs[i] = t.buf
-		}
-		err = y.dev.Dispatch(k, groups, kernels.Push(push...), bufs...)
-	}
-	if err != nil {
-		return fmt.Errorf("tensor: %s: %w", op, err)
-	}
-	return nil
+	return run(y.dev, op, spec, groups, push, bind...)
 }
 
 func equalShape(a, b []int) bool {

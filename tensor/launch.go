@@ -23,18 +23,21 @@ func launch(out *Tensor, op string, spec map[uint32]uint32, groups [3]uint32, pu
 	if out.err != nil {
 		return
 	}
-	d := out.dev
-	k, err := kernels.GetSpec(d, op, spec)
-	if err == nil {
-		bufs := make([]*vk.Buffer, len(bind))
-		for i, t := range bind {
-			bufs[i] = t.buf
-		}
-		err = d.Dispatch(k, groups, kernels.Push(push...), bufs...)
+	if err := run(out.dev, op, spec, groups, push, bind...); err != nil {
+		out.fail(err)
 	}
-	if err != nil {
-		out.fail(fmt.Errorf("tensor: %s: %w", op, err))
+}
+
+// run records kernel op over the tensors' buffers.
+func run(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) error {
+	bufs := make([]*vk.Buffer, len(bind))
+	for i, t := range bind {
+		bufs[i] = t.buf
 	}
+	if err := kernels.Run(d, op, spec, groups, kernels.Push(push...), bufs...); err != nil {
+		return fmt.Errorf("tensor: %s: %w", op, err)
+	}
+	return nil
 }
 
 // fail turns out into a carrier of err, releasing its memory.

@@ -87,3 +87,14 @@ func Push(words ...uint32) []byte {
 	}
 	return b
 }
+
+// Run records op on d with the given specialization constants, grid, push
+// constants and buffers: the one launch path of the packages that run
+// vkamp's kernels.
+func Run(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []byte, bufs ...*vk.Buffer) error {
+	k, err := GetSpec(d, op, spec)
+	if err != nil {
+		return err
+	}
+	return d.Dispatch(k, groups, push, bufs...)
+}
