@@ -92,8 +92,10 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 		MaxWorkgroupInvocations:  lim.MaxComputeWorkGroupInvocations,
 		MaxWorkgroupCount:        lim.MaxComputeWorkGroupCount,
 		MaxStorageBufferRange:    lim.MaxStorageBufferRange,
+		MaxTexelBufferElements:   lim.MaxTexelBufferElements,
 		MaxMemoryAllocationCount: lim.MaxMemoryAllocationCount,
 		MinStorageBufferAlign:    uint64(lim.MinStorageBufferOffsetAlignment),
+		MinTexelBufferAlign:      uint64(lim.MinTexelBufferOffsetAlignment),
 		MaxPushConstantsSize:     lim.MaxPushConstantsSize,
 		Timestamps:               lim.TimestampComputeAndGraphics == vulkan.True && tsBits > 0,
 		TimestampPeriod:          lim.TimestampPeriod,
@@ -146,6 +148,8 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 	if c.coopmat_f16_f32 != 0 {
 		info.CooperativeMatrixShape = [3]uint32{uint32(c.coopmat_m), uint32(c.coopmat_n), uint32(c.coopmat_k)}
 	}
+	info.CooperativeMatrixUsable = coopUsable(c)
+	info.DeviceUUID = fmt.Sprintf("%x", C.GoBytes(unsafe.Pointer(&c.device_uuid[0]), 16))
 	switch {
 	case info.StorageBuffer16Bit && info.ShaderFloat16:
 		info.Tier = TierFP16
@@ -155,6 +159,16 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 		info.Tier = TierPacked
 	}
 	return info, true
+}
+
+// coopUsable reports whether cooperative-matrix kernels can run: an fp16 x
+// fp16 -> fp32 subgroup shape, the cooperativeMatrix feature, the Vulkan
+// memory model their SPIR-V declares (VK_KHR_vulkan_memory_model: the
+// instance asks for Vulkan 1.1, so not the 1.2 core feature), and the fp16
+// tier's features.
+func coopUsable(c *C.vkamp_caps) bool {
+	return c.has_coopmat_ext != 0 && c.coopmat_f16_f32 != 0 && c.coopmat_feature != 0 &&
+		c.has_vmm_ext != 0 && c.vmm != 0 && c.storage_buffer_16bit != 0 && c.shader_float16 != 0
 }
 
 func cstr(b []byte) string {

@@ -99,11 +99,14 @@ func Open(opts Options) (*Device, error) {
 		}
 		tier = t
 	}
+	if tier < TierFP16 { // the kernels' fp16 matrices need shaderFloat16
+		info.CooperativeMatrixUsable = false
+	}
 	d := &Device{
 		info:         info,
 		tier:         tier,
 		opts:         opts,
-		align:        max(info.MinStorageBufferAlign, 16),
+		align:        max(info.MinStorageBufferAlign, info.MinTexelBufferAlign, 16),
 		blockSize:    defaultBlockSize,
 		stagingSize:  defaultStagingSize,
 		batchSize:    defaultBatchSize,
@@ -125,7 +128,14 @@ func Open(opts Options) (*Device, error) {
 		return nil, fmt.Errorf("vk: %s: %w: no timestamp queries on its compute queue", info.Name, ErrFeatureMissing)
 	}
 	r := C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &info.drv.caps,
-		cbool(tier >= TierStorage16), cbool(tier >= TierFP16), &d.dev, &d.queue)
+		cbool(tier >= TierStorage16), cbool(tier >= TierFP16), cbool(info.CooperativeMatrixUsable), &d.dev, &d.queue)
+	if r != C.VK_SUCCESS && info.CooperativeMatrixUsable {
+		// A driver that lists the features but will not enable them: run
+		// without cooperative matrices rather than not at all.
+		d.info.CooperativeMatrixUsable = false
+		r = C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &info.drv.caps,
+			cbool(tier >= TierStorage16), cbool(tier >= TierFP16), 0, &d.dev, &d.queue)
+	}
 	if err := check(int32(r), "create device %s", info.Name); err != nil {
 		return nil, err
 	}
@@ -264,10 +274,12 @@ func (d *Device) destroy() {
 		d.cache = 0
 	}
 	if d.staging != nil {
+		d.destroyViews(d.staging.blk)
 		C.vkamp_destroy_block(d.dev, d.staging.blk.buf, d.staging.blk.mem)
 		d.staging = nil
 	}
 	for _, blk := range d.blocks {
+		d.destroyViews(blk)
 		C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
 	}
 	d.blocks, d.pendingFree = nil, nil

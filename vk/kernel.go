@@ -100,9 +100,18 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 	if len(spec) > 0 {
 		specPtr = &spec[0]
 	}
+	var texel [maxBindings]C.uint32_t
+	for i, a := range src.Bindings {
+		if a&Texels != 0 {
+			if a&Write != 0 {
+				return nil, fmt.Errorf("vk: kernel %s: %w: texel binding %d must be read-only", src.Name, ErrInvalidArgument, i)
+			}
+			texel[i] = 1
+		}
+	}
 	k := &Kernel{d: d, name: src.Name, access: append([]Access(nil), src.Bindings...), pushSize: src.PushSize}
 	r := C.vkamp_create_kernel(d.dev, d.cache, (*C.uint32_t)(unsafe.Pointer(&code[0])), C.size_t(len(src.SPIRV)),
-		C.uint32_t(len(src.Bindings)), C.uint32_t(src.PushSize), specPtr, C.uint32_t(len(src.Spec)),
+		C.uint32_t(len(src.Bindings)), &texel[0], C.uint32_t(src.PushSize), specPtr, C.uint32_t(len(src.Spec)),
 		&k.setLayout, &k.layout, &k.pipeline)
 	if err := check(int32(r), "create pipeline %s", src.Name); err != nil {
 		return nil, err

@@ -39,11 +39,12 @@ type block struct {
 	mem       C.VkDeviceMemory
 	mapped    unsafe.Pointer // nil unless host-visible
 	size      uint64
-	free      []span  // sorted, coalesced
-	live      int     // Buffers cut from this block
-	dedicated bool    // holds one large Buffer and goes when it goes
-	gone      bool    // destroyed
-	whole     *Buffer // the buffer spanning the block, made by Block
+	free      []span              // sorted, coalesced
+	live      int                 // Buffers cut from this block
+	dedicated bool                // holds one large Buffer and goes when it goes
+	gone      bool                // destroyed
+	whole     *Buffer             // the buffer spanning the block, made by Block
+	views     map[span]*texelView // uniform texel views of buffers cut from the block
 	// Use tracking for dispatches that bind the whole block.
 	lastUse, lastWrite uint64
 }
@@ -279,6 +280,7 @@ func (d *Device) liveBlocks() int {
 }
 
 func (d *Device) destroyBlock(blk *block) {
+	d.destroyViews(blk)
 	C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
 	blk.gone = true
 	d.stats.MemoryBlocks--
@@ -289,6 +291,70 @@ func (d *Device) destroyBlock(blk *block) {
 			break
 		}
 	}
+}
+
+// texelView is a uniform texel view of one byte range of a block, kept for
+// reuse: training cuts the same ranges step after step, so views stop being
+// made after the first steps.
+type texelView struct {
+	v       C.VkBufferView
+	lastUse uint64 // serial of the last batch that bound it
+}
+
+// maxViewsPerBlock bounds a block's cached views; past it, views that no
+// pending work uses are destroyed.
+const maxViewsPerBlock = 256
+
+func (d *Device) destroyViews(blk *block) {
+	for _, tv := range blk.views {
+		C.vkamp_destroy_view(d.dev, tv.v)
+	}
+	blk.views = nil
+}
+
+// TexelsFit reports whether b can be bound as Texels: its size in 16-byte
+// texels must be within the device's MaxTexelBufferElements.
+func (b *Buffer) TexelsFit() bool {
+	return b != nil && b.alloc/16 <= uint64(b.d.info.MaxTexelBufferElements)
+}
+
+// view returns a uniform texel view of exactly b's memory (its size rounded
+// up to whole texels), for a batch with the given serial. A view of the
+// whole block would be simpler, but synchronization validation would then
+// see every dispatch read all of the block, including what it writes.
+func (d *Device) view(b *Buffer, serial uint64) (C.VkBufferView, error) {
+	blk := b.blk
+	key := span{b.off, b.off + roundUp(b.size, 16)}
+	if key.hi > blk.size || b.off%16 != 0 {
+		return 0, fmt.Errorf("%w: texels need a buffer on a 16-byte boundary (offset %d, size %d)", ErrInvalidArgument, b.off, b.size)
+	}
+	if n := (key.hi - key.lo) / 16; n > uint64(d.info.MaxTexelBufferElements) {
+		return 0, fmt.Errorf("%w: a %d-byte buffer holds %d texels, the device allows %d in a texel buffer",
+			ErrInvalidArgument, b.size, n, d.info.MaxTexelBufferElements)
+	}
+	if tv, ok := blk.views[key]; ok {
+		tv.lastUse = serial
+		return tv.v, nil
+	}
+	if len(blk.views) >= maxViewsPerBlock {
+		for k, tv := range blk.views {
+			if tv.lastUse <= d.completed {
+				C.vkamp_destroy_view(d.dev, tv.v)
+				delete(blk.views, k)
+			}
+		}
+	}
+	var v C.VkBufferView
+	r := C.vkamp_create_view(d.dev, blk.buf, C.uint64_t(key.lo), C.uint64_t(key.hi-key.lo), &v)
+	if err := check(int32(r), "create a texel view"); err != nil {
+		return 0, err
+	}
+	if blk.views == nil {
+		blk.views = map[span]*texelView{}
+	}
+	blk.views[key] = &texelView{v, serial}
+	d.stats.TexelViews++
+	return v, nil
 }
 
 // Free releases the buffer. Work already recorded that uses it still runs:

@@ -48,6 +48,7 @@ func (b *Buffer) Slice(int64, int64) (*Buffer, error)                          {
 func (b *Buffer) Block() (*Buffer, int64, error)                               { return nil, 0, errNoCgo }
 func (d *Device) Alignment() int64                                             { return 4 }
 func (b *Buffer) Size() int64                                                  { return 0 }
+func (b *Buffer) TexelsFit() bool                                              { return false }
 func (b *Buffer) Write(int64, []byte) error                                    { return errNoCgo }
 func (b *Buffer) Read(int64, []byte) error                                     { return errNoCgo }
 func (b *Buffer) Free() error                                                  { return nil }

@@ -281,14 +281,14 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 				k.name, ErrInvalidArgument, g, i, d.info.MaxWorkgroupCount[i])
 		}
 	}
-	var bufs, offs, ranges [maxBindings]C.uint64_t
+	var bufs, offs, ranges, views [maxBindings]C.uint64_t
 	var reads, writes []access
 	var readBufs, writeBufs []*Buffer
 	for i, b := range args {
 		if b == nil || b.dead() || b.d != d {
 			return fmt.Errorf("vk: dispatch %s: %w: binding %d is nil, freed or from another device", k.name, ErrInvalidArgument, i)
 		}
-		if b.alloc > uint64(d.info.MaxStorageBufferRange) {
+		if k.access[i]&Texels == 0 && b.alloc > uint64(d.info.MaxStorageBufferRange) {
 			return fmt.Errorf("vk: dispatch %s: %w: binding %d is %d bytes, over the device's maxStorageBufferRange %d",
 				k.name, ErrInvalidArgument, i, b.alloc, d.info.MaxStorageBufferRange)
 		}
@@ -307,6 +307,15 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 	if err != nil {
 		return err
 	}
+	for i, b := range args {
+		if k.access[i]&Texels != 0 {
+			v, err := d.view(b, s.serial)
+			if err != nil {
+				return fmt.Errorf("vk: dispatch %s: binding %d: %w", k.name, i, err)
+			}
+			views[i] = C.uint64_t(v)
+		}
+	}
 	d.barrierFor(s, reads, writes)
 	ts := C.int32_t(-1)
 	if d.timestamps {
@@ -318,7 +327,7 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 		pushPtr = unsafe.Pointer(&push[0])
 	}
 	r := C.vkamp_cmd_dispatch(d.dev, &s.c, k.pipeline, k.layout, k.setLayout, C.uint32_t(len(args)),
-		&bufs[0], &offs[0], &ranges[0], pushPtr, C.uint32_t(len(push)),
+		&bufs[0], &offs[0], &ranges[0], &views[0], pushPtr, C.uint32_t(len(push)),
 		C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), ts)
 	if err := check(int32(r), "record dispatch %s", k.name); err != nil {
 		return err

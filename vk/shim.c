@@ -9,6 +9,13 @@
 #ifndef VK_KHR_cooperative_matrix
 #define VK_KHR_cooperative_matrix 1
 #define VKAMP_STYPE_COOPMAT_PROPS ((VkStructureType)1000506001)
+#define VKAMP_STYPE_COOPMAT_FEATURES ((VkStructureType)1000506000)
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	VkBool32 cooperativeMatrix;
+	VkBool32 cooperativeMatrixRobustBufferAccess;
+} VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
 typedef struct {
 	VkStructureType sType;
 	void *pNext;
@@ -21,6 +28,7 @@ typedef VkResult (VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesK
 	VkPhysicalDevice, uint32_t *, VkCooperativeMatrixPropertiesKHR *);
 #else
 #define VKAMP_STYPE_COOPMAT_PROPS VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR
+#define VKAMP_STYPE_COOPMAT_FEATURES VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
 #endif
 #define VKAMP_COMPONENT_F16 0
 #define VKAMP_COMPONENT_F32 1
@@ -46,7 +54,7 @@ static PFN_vkGetInstanceProcAddr gipa;
 	X(vkGetQueryPoolResults) X(vkResetCommandPool) X(vkBeginCommandBuffer) X(vkEndCommandBuffer) \
 	X(vkQueueSubmit) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) \
 	X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) \
-	X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool)
+	X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkCreateBufferView) X(vkDestroyBufferView)
 
 #define DECLARE(name) static PFN_##name p_##name;
 FUNCS(DECLARE)
@@ -147,6 +155,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->has_float_controls_ext = has_ext(e, n, "VK_KHR_shader_float_controls");
 	c->has_driver_props_ext = has_ext(e, n, "VK_KHR_driver_properties");
 	c->has_coopmat_ext = has_ext(e, n, "VK_KHR_cooperative_matrix");
+	c->has_vmm_ext = has_ext(e, n, "VK_KHR_vulkan_memory_model");
 	c->has_subgroup_size_control_ext = has_ext(e, n, "VK_EXT_subgroup_size_control");
 	free(e);
 
@@ -157,9 +166,11 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	VkPhysicalDeviceMaintenance3Properties m3 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
 	VkPhysicalDeviceDriverPropertiesKHR drv = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES_KHR};
 	VkPhysicalDeviceFloatControlsPropertiesKHR fc = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR};
+	VkPhysicalDeviceIDProperties ids = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
 	p2.pNext = &sg;
 	sg.pNext = &m3;
-	void **tail = &m3.pNext;
+	m3.pNext = &ids;
+	void **tail = &ids.pNext;
 	if (c->has_driver_props_ext) { *tail = &drv; tail = &drv.pNext; }
 	if (c->has_float_controls_ext) { *tail = &fc; tail = &fc.pNext; }
 	p_vkGetPhysicalDeviceProperties2(pd, &p2);
@@ -168,6 +179,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->subgroup_stages = sg.supportedStages;
 	c->subgroup_ops = sg.supportedOperations;
 	c->max_memory_allocation_size = m3.maxMemoryAllocationSize;
+	memcpy(c->device_uuid, ids.deviceUUID, sizeof c->device_uuid);
 	if (c->has_driver_props_ext) {
 		c->driver_id = drv.driverID;
 		memcpy(c->driver_name, drv.driverName, sizeof c->driver_name);
@@ -182,9 +194,17 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
 	VkPhysicalDevice16BitStorageFeatures s16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
 	VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
+	VkPhysicalDeviceVulkanMemoryModelFeaturesKHR vmm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
+	VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {VKAMP_STYPE_COOPMAT_FEATURES};
 	f2.pNext = &s16;
-	if (c->has_float16_int8_ext) s16.pNext = &f16;
+	void **ftail = &s16.pNext;
+	if (c->has_float16_int8_ext) { *ftail = &f16; ftail = &f16.pNext; }
+	if (c->has_vmm_ext) { *ftail = &vmm; ftail = &vmm.pNext; }
+	if (c->has_coopmat_ext) { *ftail = &cm; ftail = &cm.pNext; }
 	p_vkGetPhysicalDeviceFeatures2(pd, &f2);
+	c->vmm = c->has_vmm_ext ? vmm.vulkanMemoryModel : 0;
+	c->vmm_device_scope = c->has_vmm_ext ? vmm.vulkanMemoryModelDeviceScope : 0;
+	c->coopmat_feature = c->has_coopmat_ext ? cm.cooperativeMatrix : 0;
 	c->storage_buffer_16bit = s16.storageBuffer16BitAccess;
 	c->shader_int16 = f2.features.shaderInt16;
 	c->shader_float16 = c->has_float16_int8_ext ? f16.shaderFloat16 : 0;
@@ -211,13 +231,13 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 }
 
 VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_caps *c,
-	int enable16, int enable_f16, VkDevice *dev, VkQueue *queue) {
+	int enable16, int enable_f16, int enable_coopmat, VkDevice *dev, VkQueue *queue) {
 	float prio = 1.0f;
 	VkDeviceQueueCreateInfo q = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
 	q.queueFamilyIndex = family;
 	q.queueCount = 1;
 	q.pQueuePriorities = &prio;
-	const char *exts[4];
+	const char *exts[8];
 	uint32_t next = 0;
 	VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
 	VkPhysicalDevice16BitStorageFeatures s16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -234,6 +254,17 @@ VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_c
 		exts[next++] = "VK_KHR_shader_float16_int8";
 	}
 	if (c->has_float_controls_ext) exts[next++] = "VK_KHR_shader_float_controls";
+	VkPhysicalDeviceVulkanMemoryModelFeaturesKHR vmm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
+	VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {VKAMP_STYPE_COOPMAT_FEATURES};
+	if (enable_coopmat) {
+		vmm.vulkanMemoryModel = VK_TRUE;
+		vmm.vulkanMemoryModelDeviceScope = c->vmm_device_scope ? VK_TRUE : VK_FALSE;
+		*tail = &vmm; tail = &vmm.pNext;
+		exts[next++] = "VK_KHR_vulkan_memory_model";
+		cm.cooperativeMatrix = VK_TRUE;
+		*tail = &cm; tail = &cm.pNext;
+		exts[next++] = "VK_KHR_cooperative_matrix";
+	}
 	VkDeviceCreateInfo ci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
 	ci.pNext = &f2;
 	ci.queueCreateInfoCount = 1;
@@ -254,7 +285,8 @@ VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, ui
 	*buf = 0; *mem = 0; *mapped = NULL;
 	VkBufferCreateInfo bi = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
 	bi.size = size;
-	bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+	bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+		VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 	bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
 	VkResult r = p_vkCreateBuffer(dev, &bi, NULL, buf);
 	if (r != VK_SUCCESS) { *buf = 0; return r; }
@@ -284,6 +316,17 @@ VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, ui
 	return VK_SUCCESS;
 }
 
+VkResult vkamp_create_view(VkDevice dev, VkBuffer buf, uint64_t offset, uint64_t range, VkBufferView *out) {
+	VkBufferViewCreateInfo ci = {VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+	ci.buffer = buf;
+	ci.format = VK_FORMAT_R32G32B32A32_UINT;
+	ci.offset = offset;
+	ci.range = range;
+	return p_vkCreateBufferView(dev, &ci, NULL, out);
+}
+
+void vkamp_destroy_view(VkDevice dev, VkBufferView v) { if (v) p_vkDestroyBufferView(dev, v, NULL); }
+
 void vkamp_destroy_block(VkDevice dev, VkBuffer buf, VkDeviceMemory mem) {
 	if (buf) p_vkDestroyBuffer(dev, buf, NULL);
 	if (mem) p_vkFreeMemory(dev, mem, NULL); // unmaps implicitly
@@ -309,13 +352,14 @@ VkResult vkamp_get_pipeline_cache_data(VkDevice dev, VkPipelineCache c, size_t *
 void vkamp_destroy_pipeline_cache(VkDevice dev, VkPipelineCache c) { p_vkDestroyPipelineCache(dev, c, NULL); }
 
 VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t *code, size_t code_size,
-	uint32_t nbind, uint32_t push_size, const uint32_t *spec, uint32_t nspec,
+	uint32_t nbind, const uint32_t *texel, uint32_t push_size, const uint32_t *spec, uint32_t nspec,
 	VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline) {
 	*set_layout = 0; *layout = 0; *pipeline = 0;
 	VkDescriptorSetLayoutBinding b[32];
 	if (nbind > 32) return VK_ERROR_INITIALIZATION_FAILED;
 	for (uint32_t i = 0; i < nbind; i++) {
-		b[i] = (VkDescriptorSetLayoutBinding){i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
+		VkDescriptorType t = texel[i] ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+		b[i] = (VkDescriptorSetLayoutBinding){i, t, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
 	}
 	VkDescriptorSetLayoutCreateInfo dl = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
 	dl.bindingCount = nbind;
@@ -385,11 +429,12 @@ VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uin
 	VkFenceCreateInfo fi = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
 	r = p_vkCreateFence(dev, &fi, NULL, &s->fence);
 	if (r != VK_SUCCESS) goto fail;
-	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_descriptors};
+	VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_descriptors},
+		{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, max_descriptors}};
 	VkDescriptorPoolCreateInfo dp = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
 	dp.maxSets = max_sets;
-	dp.poolSizeCount = 1;
-	dp.pPoolSizes = &ps;
+	dp.poolSizeCount = 2;
+	dp.pPoolSizes = ps;
 	r = p_vkCreateDescriptorPool(dev, &dp, NULL, &s->desc_pool);
 	if (r != VK_SUCCESS) goto fail;
 	if (queries) {
@@ -451,8 +496,8 @@ VkResult vkamp_query_results(VkDevice dev, vkamp_slot *s, uint32_t n, uint64_t *
 
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
 	VkDescriptorSetLayout set_layout, uint32_t nbind, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz,
-	int32_t ts) {
+	const uint64_t *ranges, const uint64_t *views, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
+	uint32_t gz, int32_t ts) {
 	VkDescriptorSet set;
 	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
 	ai.descriptorPool = s->desc_pool;
@@ -469,8 +514,13 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 		w[i].dstSet = set;
 		w[i].dstBinding = i;
 		w[i].descriptorCount = 1;
-		w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-		w[i].pBufferInfo = &info[i];
+		if (views[i]) {
+			w[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+			w[i].pTexelBufferView = (const VkBufferView *)&views[i];
+		} else {
+			w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+			w[i].pBufferInfo = &info[i];
+		}
 	}
 	p_vkUpdateDescriptorSets(dev, nbind, w, 0, NULL);
 	if (ts >= 0) p_vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->query_pool, (uint32_t)ts);

@@ -27,17 +27,23 @@ typedef struct {
 	uint32_t subgroup_size, subgroup_stages, subgroup_ops;
 	uint32_t rte16, rte32, denorm_preserve16;
 	uint64_t max_memory_allocation_size;
+	uint8_t device_uuid[16];
 	uint32_t driver_id;
 	char driver_name[256];
 	char driver_info[256];
 	uint32_t coopmat_f16_f32; // a subgroup-scope f16 x f16 -> f32 shape exists
 	uint32_t coopmat_m, coopmat_n, coopmat_k;
+	// What cooperative-matrix shaders also need: the cooperativeMatrix
+	// feature, and the Vulkan memory model (VK_KHR_vulkan_memory_model).
+	uint32_t coopmat_feature, has_vmm_ext, vmm, vmm_device_scope;
 } vkamp_caps;
 
 void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *caps);
 
+// enable_coopmat enables VK_KHR_cooperative_matrix and the Vulkan memory
+// model; only pass it when caps says the device has both.
 VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_caps *caps,
-	int enable16, int enable_f16, VkDevice *dev, VkQueue *queue);
+	int enable16, int enable_f16, int enable_coopmat, VkDevice *dev, VkQueue *queue);
 void vkamp_destroy_device(VkDevice dev);
 VkResult vkamp_device_wait_idle(VkDevice dev);
 
@@ -46,13 +52,17 @@ VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, ui
 	uint32_t required_flags, uint32_t preferred_flags, VkBuffer *buf, VkDeviceMemory *mem, void **mapped,
 	uint32_t *type_index);
 void vkamp_destroy_block(VkDevice dev, VkBuffer buf, VkDeviceMemory mem);
+// A view of range bytes of a block at offset as R32G32B32A32_UINT texels,
+// for uniform-texel-buffer bindings.
+VkResult vkamp_create_view(VkDevice dev, VkBuffer buf, uint64_t offset, uint64_t range, VkBufferView *out);
+void vkamp_destroy_view(VkDevice dev, VkBufferView v);
 
 VkResult vkamp_create_pipeline_cache(VkDevice dev, const void *data, size_t size, VkPipelineCache *out);
 VkResult vkamp_get_pipeline_cache_data(VkDevice dev, VkPipelineCache c, size_t *size, void *data);
 void vkamp_destroy_pipeline_cache(VkDevice dev, VkPipelineCache c);
 
 VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t *code, size_t code_size,
-	uint32_t nbind, uint32_t push_size, const uint32_t *spec, uint32_t nspec,
+	uint32_t nbind, const uint32_t *texel, uint32_t push_size, const uint32_t *spec, uint32_t nspec,
 	VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline);
 void vkamp_destroy_kernel(VkDevice dev, VkDescriptorSetLayout set_layout, VkPipelineLayout layout, VkPipeline pipeline);
 
@@ -78,8 +88,8 @@ VkResult vkamp_query_results(VkDevice dev, vkamp_slot *s, uint32_t n, uint64_t *
 // with timestamps around it when ts >= 0.
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
 	VkDescriptorSetLayout set_layout, uint32_t nbind, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz,
-	int32_t ts);
+	const uint64_t *ranges, const uint64_t *views, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
+	uint32_t gz, int32_t ts);
 void vkamp_cmd_barrier(vkamp_slot *s);
 void vkamp_cmd_host_barrier(vkamp_slot *s);
 void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size);

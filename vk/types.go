@@ -91,6 +91,7 @@ type Info struct {
 	DriverInfo    string     `json:"driver_info"`
 	DriverVersion uint32     `json:"driver_version"`
 	CacheUUID     string     `json:"pipeline_cache_uuid"`
+	DeviceUUID    string     `json:"device_uuid"` // VkPhysicalDeviceIDProperties.deviceUUID
 	Heaps         []Heap     `json:"heaps"`
 
 	ShaderFloat16         bool `json:"shader_float16"`
@@ -109,9 +110,11 @@ type Info struct {
 	MaxWorkgroupInvocations  uint32    `json:"max_workgroup_invocations"`
 	MaxWorkgroupCount        [3]uint32 `json:"max_workgroup_count"`
 	MaxStorageBufferRange    uint32    `json:"max_storage_buffer_range"`
+	MaxTexelBufferElements   uint32    `json:"max_texel_buffer_elements"`
 	MaxMemoryAllocationCount uint32    `json:"max_memory_allocation_count"`
 	MaxMemoryAllocationSize  uint64    `json:"max_memory_allocation_size"`
 	MinStorageBufferAlign    uint64    `json:"min_storage_buffer_offset_alignment"`
+	MinTexelBufferAlign      uint64    `json:"min_texel_buffer_offset_alignment"`
 	MaxPushConstantsSize     uint32    `json:"max_push_constants_size"`
 
 	Timestamps      bool    `json:"timestamps"`
@@ -119,6 +122,12 @@ type Info struct {
 
 	CooperativeMatrix      bool      `json:"cooperative_matrix"`
 	CooperativeMatrixShape [3]uint32 `json:"cooperative_matrix_f16_f32_shape,omitempty"`
+	// CooperativeMatrixUsable says that cooperative-matrix kernels run:
+	// VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape
+	// (CooperativeMatrixShape), its cooperativeMatrix feature and the Vulkan
+	// memory model, which Open enables, at the fp16 tier. For an open device
+	// it is false when a lower tier was asked for.
+	CooperativeMatrixUsable bool `json:"cooperative_matrix_usable"`
 
 	// HostMapped is true when buffers live in memory the host maps (CPU and
 	// integrated devices): host reads and writes copy directly, with no
@@ -183,6 +192,7 @@ type Stats struct {
 	Stalls         uint64 // host waits for a free command buffer: recording ran ahead of the device
 	DescriptorSets uint64 // descriptor sets written
 	Pipelines      int    // pipelines created
+	TexelViews     int    // texel views created (one per buffer range, reused)
 	Allocations    uint64 // VkDeviceMemory allocations made
 	MemoryBlocks   int    // VkDeviceMemory blocks alive
 	DeviceBytes    uint64 // bytes in those blocks
@@ -202,8 +212,16 @@ type KernelTime struct {
 type Access uint8
 
 const (
-	Read      Access = 1 << iota // the kernel reads the binding
-	Write                        // the kernel writes the binding
+	Read  Access = 1 << iota // the kernel reads the binding
+	Write                    // the kernel writes the binding
+	// Texels binds a read-only binding as a uniform texel buffer
+	// (usamplerBuffer) of 16-byte uvec4 texels: the buffer must start on a
+	// 16-byte boundary and hold at most MaxTexelBufferElements texels (see
+	// Buffer.TexelsFit). Views are made on first use of a byte range and
+	// kept with its memory block. lavapipe fetches texels with SIMD gathers,
+	// where it loads storage buffers lane by lane (about 17 times faster per
+	// byte, measured).
+	Texels
 	ReadWrite = Read | Write
 )
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/shaders"
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -762,4 +763,96 @@ func TestFaults(t *testing.T) {
 	if err := d2.Close(); err != nil && !errors.Is(err, vk.ErrDeviceLost) {
 		t.Errorf("close after loss: %v", err)
 	}
+}
+
+// TestTexels reads buffers through uniform texel buffer bindings: the data
+// arrive intact, whatever the buffer's place in its block; a view is made
+// once per byte range and reused; more ranges than one block caches are
+// fine; and a writable texel binding is refused.
+func TestTexels(t *testing.T) {
+	d := devtest.Open(t)
+	k := kernel(t, d, "copy_texels")
+	copyTexels := func(src, dst *vk.Buffer) {
+		t.Helper()
+		n := int(src.Size() / 16)
+		if err := d.Dispatch(k, kernels.Groups(d, n), kernels.Push(uint32(n)), src, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var srcs, dsts []*vk.Buffer
+	var want [][]byte
+	for i := range 300 { // more ranges than a block keeps views for
+		size := int64(16 * (1 + i%7))
+		src, dst := alloc(t, d, size), alloc(t, d, size)
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = byte(rand.IntN(256))
+		}
+		if err := src.Write(0, data); err != nil {
+			t.Fatal(err)
+		}
+		srcs, dsts, want = append(srcs, src), append(dsts, dst), append(want, data)
+	}
+	before := d.Stats().TexelViews
+	for round := range 3 {
+		for i := range srcs {
+			copyTexels(srcs[i], dsts[i])
+		}
+		if round == 0 {
+			if err := d.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range srcs {
+		if got := read(t, dsts[i], 0, len(want[i])); !bytes.Equal(got, want[i]) {
+			t.Fatalf("buffer %d read through texels: got %x, want %x", i, got, want[i])
+		}
+	}
+	// The first round makes 300 views; after it completes, the next rounds
+	// may replace the idle ones past the cache limit but never all again.
+	if made := d.Stats().TexelViews - before; made < len(srcs) || made >= 3*len(srcs) {
+		t.Errorf("%d texel views made for %d ranges bound 3 times", made, len(srcs))
+	}
+	again := d.Stats().TexelViews
+	copyTexels(srcs[0], dsts[0])
+	copyTexels(srcs[0], dsts[0])
+	if got := d.Stats().TexelViews - again; got > 1 {
+		t.Errorf("%d views made for one range bound twice", got)
+	}
+	// New ranges once all work is done: idle views past the limit go.
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		src, dst := alloc(t, d, 32), alloc(t, d, 32)
+		data := bytes.Repeat([]byte{byte(i)}, 32)
+		if err := src.Write(0, data); err != nil {
+			t.Fatal(err)
+		}
+		copyTexels(src, dst)
+		if got := read(t, dst, 0, 32); !bytes.Equal(got, data) {
+			t.Fatalf("after eviction: got %x, want %x", got, data)
+		}
+	}
+
+	src := shaderSource(t, d, "copy_texels")
+	src.Bindings = []vk.Access{vk.Read | vk.Write | vk.Texels, vk.Write}
+	if _, err := d.Kernel(src); !errors.Is(err, vk.ErrInvalidArgument) {
+		t.Errorf("writable texel binding: got %v", err)
+	}
+}
+
+// shaderSource is op's embedded kernel as a source, to build by hand.
+func shaderSource(t testing.TB, d *vk.Device, op string) vk.KernelSource {
+	t.Helper()
+	k, ok := shaders.Lookup(op, shaders.Tier(d.Tier()))
+	if !ok {
+		t.Fatalf("no kernel %s", op)
+	}
+	src := vk.KernelSource{Name: op + ".byhand", SPIRV: k.Code(), PushSize: k.PushSize, Spec: map[uint32]uint32{0: 64}}
+	for _, a := range k.Bindings {
+		src.Bindings = append(src.Bindings, vk.Access(a))
+	}
+	return src
 }
