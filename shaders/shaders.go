@@ -41,8 +41,11 @@ func (t Tier) String() string {
 type Access uint8
 
 const (
-	Read      Access = 1 << iota // the kernel reads the binding
-	Write                        // the kernel writes the binding
+	Read  Access = 1 << iota // the kernel reads the binding
+	Write                    // the kernel writes the binding
+	// Texels marks a usamplerBuffer binding: a uniform texel buffer of
+	// 16-byte texels (see vk.Texels).
+	Texels
 	ReadWrite = Read | Write
 )
 

@@ -58,8 +58,19 @@ layout(push_constant) uniform Push {
     float alpha, beta;
 } p;
 
+#if defined(MATMUL_TEXELS)
+// A and B as uniform texel buffers of uvec4: 8 fp16 or 4 fp32 elements per
+// fetch.
+layout(set = 0, binding = 0) uniform usamplerBuffer ta;
+layout(set = 0, binding = 1) uniform usamplerBuffer tb;
+#elif defined(MATMUL_VEC4)
+// A and B as uvec4 words, 8 fp16 elements per load (matmul_coop).
+layout(set = 0, binding = 0) readonly buffer BufA { uvec4 a4[]; };
+layout(set = 0, binding = 1) readonly buffer BufB { uvec4 b4[]; };
+#else
 layout(set = 0, binding = 0) readonly buffer BufA { uint a[]; };
 layout(set = 0, binding = 1) readonly buffer BufB { uint b[]; };
+#endif
 layout(set = 0, binding = 2) readonly buffer BufC { uint cin[]; };
 layout(set = 0, binding = 3) readonly buffer BufBias { uint bias[]; };
 #if defined(TIER_PACKED)
@@ -75,6 +86,17 @@ float half_at(uint w, uint e) { return unpackHalf2x16(w >> ((e & 1u) << 4)).x; }
 // drivers every load site costs compile time); loadA2 and loadB2 read the
 // elements e and e+1 (e even) of an fp16 operand.
 float word_value(uint w, uint e, bool f16) { return f16 ? half_at(w, e) : uintBitsToFloat(w); }
+
+// The invocation's accumulators: rows r0+i, columns c0+j of its tile.
+float acc[TM][TN];
+
+void clearAcc() {
+    [[unroll]] for (uint i = 0; i < TM; i++) {
+        [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = 0.0;
+    }
+}
+
+#if !defined(MATMUL_TEXELS) && !defined(MATMUL_VEC4)
 float loadA1(uint e) {
     bool f16 = AMODE != MODE_F32;
     return word_value(a[f16 ? e >> 1 : e], e, f16);
@@ -85,9 +107,6 @@ float loadB1(uint e) {
 }
 vec2 loadA2(uint e) { return unpackHalf2x16(a[e >> 1]); }
 vec2 loadB2(uint e) { return unpackHalf2x16(b[e >> 1]); }
-
-// The invocation's accumulators: rows r0+i, columns c0+j of its tile.
-float acc[TM][TN];
 
 // B values of one k step block for the invocation's columns, and where those
 // columns start (element offsets at k = 0), for matmul_reg and matmul_sg.
@@ -154,11 +173,7 @@ void fmaRow(uint i, float av[KK]) {
     }
 }
 
-void clearAcc() {
-    [[unroll]] for (uint i = 0; i < TM; i++) {
-        [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = 0.0;
-    }
-}
+#endif // !MATMUL_TEXELS && !MATMUL_VEC4
 
 // finish applies alpha, beta*C and the bias biasv of the column to the
 // accumulator of output element e (flat, batch included). C is not read when

@@ -22,6 +22,8 @@ const (
 	opTypeRuntimeArray      = 29
 	opTypeStruct            = 30
 	opTypePointer           = 32
+	opTypeImage             = 25
+	opTypeSampledImage      = 27
 	opConstant              = 43
 	opConstantComposite     = 44
 	opSpecConstant          = 50
@@ -44,7 +46,9 @@ const (
 	decDescriptorSet = 34
 	decOffset        = 35
 
+	scUniformConstant    = 0
 	scUniform            = 2
+	dimBuffer            = 5
 	scPushConstant       = 9
 	scStorageBuffer      = 12
 	builtInWorkgroupSize = 25
@@ -97,7 +101,8 @@ func parse(b []byte) (*module, error) {
 			return nil, fmt.Errorf("short instruction (opcode %d)", op)
 		}
 		switch op {
-		case opTypeInt, opTypeFloat, opTypeVector, opTypeMatrix, opTypeArray, opTypeRuntimeArray, opTypeStruct, opTypePointer:
+		case opTypeInt, opTypeFloat, opTypeVector, opTypeMatrix, opTypeArray, opTypeRuntimeArray, opTypeStruct, opTypePointer,
+			opTypeImage, opTypeSampledImage:
 			m.defs[a[0]] = in
 		case opConstant, opSpecConstant, opConstantComposite, opSpecConstantComposite:
 			m.defs[a[1]] = in
@@ -168,9 +173,20 @@ func reflectSPV(b []byte) (kernel, error) {
 			k.push = (k.push + 3) &^ 3 // VkPushConstantRange.size must be a multiple of 4
 			continue
 		case scStorageBuffer, scUniform:
+		case scUniformConstant:
+			if bind, ok, err := m.texelBinding(id, ptr.arg[2]); err != nil {
+				return k, err
+			} else if ok {
+				if _, dup := binds[bind]; dup {
+					return k, fmt.Errorf("binding %d declared twice", bind)
+				}
+				binds[bind] = accRead | accTexels
+				continue
+			}
+			fallthrough
 		default:
 			if _, ok := d[decBinding]; ok {
-				return k, fmt.Errorf("descriptor %%%d (storage class %d) is not a storage buffer; only storage buffers are supported", id, v.arg[2])
+				return k, fmt.Errorf("descriptor %%%d (storage class %d) is not a storage buffer; only storage buffers and usamplerBuffers are supported", id, v.arg[2])
 			}
 			continue
 		}
@@ -224,6 +240,32 @@ func reflectSPV(b []byte) (kernel, error) {
 	}
 	k.local, k.specX, err = m.localSize()
 	return k, err
+}
+
+// texelBinding reports the binding of variable id, of type ty, if it is a
+// buffer texture in set 0 (usamplerBuffer: a uniform texel buffer).
+func (m *module) texelBinding(id, ty uint32) (uint32, bool, error) {
+	si := m.defs[ty]
+	if si.op != opTypeSampledImage {
+		return 0, false, nil
+	}
+	img := m.defs[si.arg[1]]
+	if img.op != opTypeImage || img.arg[2] != dimBuffer {
+		return 0, false, nil
+	}
+	d := m.deco[id]
+	set, err := d.lit(decDescriptorSet, "DescriptorSet")
+	if err != nil {
+		return 0, false, err
+	}
+	bind, err := d.lit(decBinding, "Binding")
+	if err != nil {
+		return 0, false, err
+	}
+	if set != 0 {
+		return 0, false, fmt.Errorf("binding %d is in descriptor set %d; only set 0 is supported", bind, set)
+	}
+	return bind, true, nil
 }
 
 // all reports whether dec is on the variable or on every member of its struct.

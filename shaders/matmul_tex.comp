@@ -1,0 +1,103 @@
+#version 450
+// tiers: packed storage16
+// matmul_tex is the matmul for CPU drivers. lavapipe loads a storage buffer
+// lane by lane, each 32-bit component in a loop with a bounds check (about
+// 20 cycles a lane), but fetches texels with SIMD gathers: a uvec4 texel
+// costs about a twentieth per byte. So A and B are read as uniform texel
+// buffers, 8 fp16 or 4 fp32 elements per fetch, and the kernel is shaped to
+// fetch as few texels per FMA as the registers allow.
+//
+// The WG invocations of a workgroup share TM rows and take 8 columns each
+// (TN must be 8). Every invocation fetches the rows' A values itself: the
+// same texel in every lane costs no more than different ones, and
+// broadcasting through subgroup operations costs more. Per block of 8 k
+// steps an invocation fetches TM (fp16) A texels and 8 B texels for 64*TM
+// FMAs. The FMAs run row by row over the whole k block, so each accumulator
+// is loaded and stored once per block when the tile spills from registers.
+//
+// Layout conditions, checked by the caller: K and the contiguous dimensions
+// of A and B are multiples of 8 (M for a transposed A, N for an untransposed
+// B). Rows and columns past the edges are clamped, computed and dropped.
+#include "common.glsl"
+#include "fp16.glsl"
+#define MATMUL_TEXELS
+#include "matmul.glsl"
+
+#define A16 (A_MODE != MODE_F32)
+#define B16 (B_MODE != MODE_F32)
+// Texels per block of 8 k steps: A for all TM rows, B for the 8 columns.
+#define NA (A16 ? TM : 2u * TM)
+#define NB (B16 ? 8u : 16u)
+
+uvec4 aw[A16 ? TM : 2u * TM];
+uvec4 bw[B16 ? 8u : 16u];
+
+float comp(uvec4 t, uint w) { return uintBitsToFloat(t[w]); }
+float half_of(uvec4 t, uint h) { return unpackHalf2x16(t[h >> 1] >> ((h & 1u) << 4)).x; }
+
+// aAt is A(r0+i, k+kk) of the fetched block. Untransposed, a texel holds
+// consecutive k of one row; transposed, consecutive rows at one k.
+float aAt(uint i, uint kk) {
+    if (A16) return TRANS_A ? half_of(aw[kk * (TM / 8u) + i / 8u], i % 8u) : half_of(aw[i], kk);
+    return TRANS_A ? comp(aw[kk * (TM / 4u) + i / 4u], i % 4u) : comp(aw[2u * i + kk / 4u], kk % 4u);
+}
+
+// bAt is B(k+kk, c0+j): untransposed a texel holds consecutive columns at
+// one k, transposed consecutive k of one column.
+float bAt(uint kk, uint j) {
+    if (B16) return TRANS_B ? half_of(bw[j], kk) : half_of(bw[kk], j);
+    return TRANS_B ? comp(bw[2u * j + kk / 4u], kk % 4u) : comp(bw[2u * kk + j / 4u], j % 4u);
+}
+
+uvec4 fetchA(uint e) { return texelFetch(ta, int(e / (A16 ? 8u : 4u))); }
+uvec4 fetchB(uint e) { return texelFetch(tb, int(e / (B16 ? 8u : 4u))); }
+
+void main() {
+    uint lane = gl_LocalInvocationID.x;
+    uint r0 = gl_WorkGroupID.y * TM;
+    uint c0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + lane) * 8u;
+    uint batch = p.batch0 + gl_WorkGroupID.z;
+    uint abase = batch * p.batchA, bbase = batch * p.batchB;
+    uint cf = min(c0, p.N - 8u); // untransposed B: 8-column groups, N % 8 == 0
+    clearAcc();
+
+    for (uint k = 0; k < p.K; k += 8u) {
+        // Fetch the block: element offsets are multiples of the texel size.
+        [[unroll]] for (uint t = 0; t < NA; t++) {
+            uint e;
+            if (TRANS_A) { // texel t: k + t / groups, rows from group t % groups
+                uint groups = A16 ? TM / 8u : TM / 4u, w = A16 ? 8u : 4u;
+                e = (k + t / groups) * p.M + min(r0 + (t % groups) * w, p.M - w);
+            } else { // texel t: row t (fp16) or half a row's block (fp32)
+                uint i = A16 ? t : t / 2u, part = A16 ? 0u : (t % 2u) * 4u;
+                e = min(r0 + i, p.M - 1u) * p.K + k + part;
+            }
+            aw[t] = fetchA(abase + e);
+        }
+        [[unroll]] for (uint t = 0; t < NB; t++) {
+            uint e;
+            if (TRANS_B) { // column j = t (fp16) or t / 2, clamped by itself
+                uint j = B16 ? t : t / 2u, part = B16 ? 0u : (t % 2u) * 4u;
+                e = min(c0 + j, p.N - 1u) * p.K + k + part;
+            } else { // row k + kk of the 8 columns
+                uint kk = B16 ? t : t / 2u, part = B16 ? 0u : (t % 2u) * 4u;
+                e = (k + kk) * p.N + cf + part;
+            }
+            bw[t] = fetchB(bbase + e);
+        }
+        float bv[8][8];
+        [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
+            [[unroll]] for (uint j = 0; j < 8u; j++) bv[kk][j] = bAt(kk, j);
+        }
+        [[unroll]] for (uint i = 0; i < TM; i++) {
+            float av[8];
+            [[unroll]] for (uint kk = 0; kk < 8u; kk++) av[kk] = aAt(i, kk);
+            [[unroll]] for (uint j = 0; j < 8u; j++) {
+                float s = acc[i][j];
+                [[unroll]] for (uint kk = 0; kk < 8u; kk++) s = fma(av[kk], bv[kk][j], s);
+                acc[i][j] = s;
+            }
+        }
+    }
+    storeTile(r0, c0, batch);
+}
