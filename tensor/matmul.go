@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/vkamp/vkamp/vk"
 )
@@ -48,11 +49,15 @@ type MatMulOpts struct {
 // tensors panic with a *UsageError. Errors of the device, or an invalid
 // VKAMP_MATMUL, are carried by the returned tensor.
 //
-// The kernel depends on the device: GPUs stage tiles in shared memory; CPU
-// drivers (lavapipe, SwiftShader), where shared memory and barriers only add
-// cost, use register tiles whose rows are shared across a subgroup with
-// subgroupShuffle, or plain register tiles when shuffles are missing. The
-// environment variable VKAMP_MATMUL=shared, register or subgroup forces one.
+// The kernel depends on the device: GPUs with cooperative matrices
+// (VK_KHR_cooperative_matrix) use them for fp16 A and B; GPUs otherwise
+// stage tiles in shared memory;
+// lavapipe reads A and B as texels (when K and the operands' contiguous
+// dimensions are multiples of 8); CPU drivers otherwise use register tiles
+// whose rows are shared across a subgroup with subgroupShuffle, or plain
+// register tiles when shuffles are missing. The environment variable
+// VKAMP_MATMUL=shared, register, subgroup, texel or coop forces one. Tiles follow
+// a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	const op = "MatMul"
 	ts := []*Tensor{a, b}
@@ -90,30 +95,35 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 		return out
 	}
 	info := a.dev.Info()
-	kind, err := mmKindFor(info)
+	g, pl, err := mmChoose(info, a, b, g)
 	if err != nil {
 		out.fail(fmt.Errorf("tensor: %s: %w", op, err))
 		return out
 	}
-	g.aMode = mmMode(a.dtype, kind, g.transA, g.m, g.k)
-	g.bMode = mmMode(b.dtype, kind, !g.transB, g.n, g.k)
-	pl := mmPlanFor(info, kind, g)
 
 	alpha := o.Alpha
 	if alpha == 0 {
 		alpha = 1
 	}
+	mmLaunch(out, a, b, c, o.Bias, g, pl, alpha, o.Beta)
+	return out
+}
+
+// mmLaunch records plan pl for problem g into out: out = alpha·op(a)·op(b)
+// + beta·c + bias, where c and bias may be nil.
+func mmLaunch(out, a, b, c, bias *Tensor, g mmGeom, pl mmPlan, alpha, beta float32) {
+	info := out.dev.Info()
 	var flags uint32
 	cbind, bbind := a, a // unused bindings still need a buffer
 	if c != nil {
 		flags |= mmFlagC | mmF16Flag(c.dtype, mmFlagCF16)
 		cbind = c
 	}
-	if o.Bias != nil {
-		flags |= mmFlagBias | mmF16Flag(o.Bias.dtype, mmFlagBiasF16)
-		bbind = o.Bias
+	if bias != nil {
+		flags |= mmFlagBias | mmF16Flag(bias.dtype, mmFlagBiasF16)
+		bbind = bias
 	}
-	flags |= mmF16Flag(o.Out, mmFlagOutF16)
+	flags |= mmF16Flag(out.dtype, mmFlagOutF16)
 	if pl.dyn {
 		flags |= b2u(g.transA)*mmFlagTransA | b2u(g.transB)*mmFlagTransB |
 			g.aMode<<mmFlagAModeShift | g.bMode<<mmFlagBModeShift
@@ -124,18 +134,17 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	}
 	gx, gy := ceilDiv(g.n, pl.cols), ceilDiv(g.m, pl.rows)
 	if gx > int(info.MaxWorkgroupCount[0]) || gy > int(info.MaxWorkgroupCount[1]) {
-		out.fail(fmt.Errorf("tensor: %s: %dx%d workgroups exceed the device's limit %v", op, gx, gy, info.MaxWorkgroupCount))
-		return out
+		out.fail(fmt.Errorf("tensor: MatMul: %dx%d workgroups exceed the device's limit %v", gx, gy, info.MaxWorkgroupCount))
+		return
 	}
 	// Batches beyond the z limit go in further dispatches.
 	maxZ := int(info.MaxWorkgroupCount[2])
 	for b0 := 0; b0 < g.batch; b0 += maxZ {
 		nz := min(g.batch-b0, maxZ)
 		push := []uint32{uint32(g.m), uint32(g.n), uint32(g.k), uint32(g.m * g.k), batchB,
-			uint32(b0), uint32(g.batch), flags, math.Float32bits(alpha), math.Float32bits(o.Beta)}
+			uint32(b0), uint32(g.batch), flags, math.Float32bits(alpha), math.Float32bits(beta)}
 		launch(out, pl.kernel, pl.spec, [3]uint32{uint32(gx), uint32(gy), uint32(nz)}, push, a, b, cbind, bbind, out)
 	}
-	return out
 }
 
 // Push-constant flags, as in shaders/include/matmul.glsl.
@@ -159,6 +168,55 @@ func mmF16Flag(d DType, flag uint32) uint32 {
 	return 0
 }
 
+// mmChoose picks the kernel family, the operand encodings and the plan for
+// problem g on a device: the rule's, with the autotuner's tile if it stored
+// one for this device.
+func mmChoose(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
+	g, pl, err := mmChooseRule(info, a, b, g)
+	if err == nil {
+		if spec, ok := mmTuned(info, pl, g); ok {
+			pl = pl.withTile(spec)
+		}
+	}
+	return g, pl, err
+}
+
+// mmChooseRule is mmChoose without tuning: the deterministic rule.
+func mmChooseRule(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
+	kind, forced, err := mmKindFor(info)
+	if err != nil {
+		return g, mmPlan{}, err
+	}
+	if kind == mmTexel && !(mmTexelFits(g, a, b) && (forced || g.madds() >= mmTexelMin)) {
+		kind = mmCPUKind(info)
+	}
+	g.aMode = mmMode(a.dtype, kind, g.transA, g.m, g.k)
+	g.bMode = mmMode(b.dtype, kind, !g.transB, g.n, g.k)
+	if kind == mmCoop {
+		if pl, ok := mmCoopPlan(info, g); ok {
+			return g, pl, nil
+		}
+		kind = mmShared // an fp32 operand, or tiles the device's limits refuse
+	}
+	return g, mmPlanFor(info, kind, g), nil
+}
+
+// mmTexelMin is the smallest problem, in multiply-adds, that the default
+// rule gives matmul_tex: lavapipe compiles each of its specialisations in
+// one to two seconds, longer than smaller problems take on the generic
+// pipelines.
+const mmTexelMin = 1 << 21
+
+func (g mmGeom) madds() int { return g.batch * g.m * g.n * g.k }
+
+// mmTexelFits reports whether matmul_tex can run g: it reads blocks of 8
+// elements along K and along the contiguous dimension of each operand, and
+// each operand must fit in one texel view.
+func mmTexelFits(g mmGeom, a, b *Tensor) bool {
+	return g.k%8 == 0 && (!g.transA || g.m%8 == 0) && (g.transB || g.n%8 == 0) &&
+		a.buf.TexelsFit() && b.buf.TexelsFit()
+}
+
 // Operand encodings, the shaders' A_MODE and B_MODE.
 const (
 	mmModeF32   = 0
@@ -174,7 +232,7 @@ func mmMode(d DType, kind mmKind, outerContiguous bool, outer, k int) uint32 {
 	switch {
 	case d == Float32:
 		return mmModeF32
-	case kind == mmShared: // stages element by element
+	case kind == mmShared, kind == mmTexel, kind == mmCoop: // element by element, or by texel
 		return mmModeF16
 	case outerContiguous && outer%2 == 0, !outerContiguous && k%2 == 0:
 		return mmModeF16x2
@@ -227,35 +285,67 @@ const (
 	mmShared   mmKind = iota // matmul_shared: shared-memory tiles, for GPUs
 	mmRegister               // matmul_reg: register tiles only, runs anywhere
 	mmSubgroup               // matmul_sg: register tiles, A shared by subgroup shuffles
+	mmTexel                  // matmul_tex: register tiles fed by texel fetches
+	mmCoop                   // matmul_coop: cooperative matrices (tensor cores), fp16 A and B
 )
 
-// mmKindFor applies VKAMP_MATMUL, else the rule: GPUs use shared memory;
-// CPU drivers use register tiles, with subgroup shuffles when they have them.
-// matmul_sg needs full subgroups of the advertised size, which CPU drivers
-// give; some GPUs vary the size per shader, so there it is only an
-// experiment.
-func mmKindFor(info vk.Info) (mmKind, error) {
+// mmKindFor applies VKAMP_MATMUL, else the rule: GPUs use cooperative
+// matrices for fp16 where the device has them, else shared memory;
+// lavapipe reads A and B as texels (matmul_tex) where the operands' layout
+// allows and the problem is large enough; else CPU drivers use register tiles,
+// with subgroup shuffles when they have them. matmul_sg needs full
+// subgroups of the advertised size, which CPU drivers give; some GPUs vary
+// the size per shader, so there it is only an experiment. forced says that
+// VKAMP_MATMUL asked for the texel kernel: it then runs whatever the
+// problem's size (still only where the layout allows).
+func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 	switch v := os.Getenv("VKAMP_MATMUL"); v {
 	case "":
 	case "shared":
-		return mmShared, nil
+		return mmShared, false, nil
 	case "register":
-		return mmRegister, nil
+		return mmRegister, false, nil
+	case "texel":
+		if mmSwiftShader(info) {
+			return 0, false, fmt.Errorf("VKAMP_MATMUL=texel: SwiftShader's shader compiler does not finish matmul_tex")
+		}
+		return mmTexel, true, nil
+	case "coop":
+		if !info.CooperativeMatrixUsable {
+			return 0, false, fmt.Errorf("VKAMP_MATMUL=coop, but %s has no usable cooperative matrices (VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape, at the fp16 tier)", info.Name)
+		}
+		return mmCoop, true, nil
 	case "subgroup":
 		if !mmHasShuffle(info) {
-			return 0, fmt.Errorf("VKAMP_MATMUL=subgroup, but %s has no subgroup shuffle in compute shaders", info.Name)
+			return 0, false, fmt.Errorf("VKAMP_MATMUL=subgroup, but %s has no subgroup shuffle in compute shaders", info.Name)
 		}
-		return mmSubgroup, nil
+		return mmSubgroup, false, nil
 	default:
-		return 0, fmt.Errorf("VKAMP_MATMUL=%q: want shared, register or subgroup", v)
+		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want shared, register, subgroup, texel or coop", v)
 	}
 	if info.Type != vk.TypeCPU {
-		return mmShared, nil
+		if info.CooperativeMatrixUsable {
+			return mmCoop, false, nil
+		}
+		return mmShared, false, nil
 	}
-	if mmHasShuffle(info) {
-		return mmSubgroup, nil
+	if mmSwiftShader(info) {
+		return mmCPUKind(info), false, nil
 	}
-	return mmRegister, nil
+	return mmTexel, false, nil
+}
+
+// mmSwiftShader reports SwiftShader, whose compiler runs for minutes and
+// gigabytes on matmul_tex without finishing (measured with its Debian 12
+// build, chromium 156).
+func mmSwiftShader(info vk.Info) bool { return strings.Contains(info.DriverName, "SwiftShader") }
+
+// mmCPUKind is the register kernel for problems matmul_tex does not take.
+func mmCPUKind(info vk.Info) mmKind {
+	if info.Type == vk.TypeCPU && mmHasShuffle(info) {
+		return mmSubgroup
+	}
+	return mmRegister
 }
 
 func mmHasShuffle(info vk.Info) bool {
@@ -290,6 +380,22 @@ func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
 	}
 	maxInv := int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0]))
 	switch kind {
+	case mmTexel:
+		// A workgroup of one SIMD row (lavapipe runs a workgroup's
+		// invocations 8 to a 256-bit vector) covers TM rows of 8 columns
+		// per invocation. 16 rows reuse each B texel most within
+		// lavapipe's registers; thin problems take 8 so that no fetched row
+		// is wasted (fp16, 1024x1024 and up: 28 GFLOP/s with 16, 24 with 8;
+		// M = 8 and 16: 28-33 with 8, 16-26 with 16).
+		tm := 16
+		if g.m <= 16 {
+			tm = 8
+		}
+		wg := min(max(8, int(info.SubgroupSize)), 64, maxInv)
+		spec[0], spec[1], spec[2] = uint32(wg), uint32(tm), 8
+		spec[4], spec[5], spec[6], spec[7] = b2u(g.transA), b2u(g.transB), g.aMode, g.bMode
+		delete(spec, 13)
+		return mmPlan{"matmul_tex", spec, tm, 8 * wg, false}
 	case mmRegister:
 		// One 8x8 tile per invocation (4x4 for small problems), 8x8
 		// invocations per workgroup.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/quick"
 
@@ -186,6 +187,12 @@ func mmRunAll(t *testing.T, d *vk.Device, cases []mmCase) {
 func mmVariants(d *vk.Device) []string {
 	v := []string{"", "shared", "register"}
 	info := d.Info()
+	if !strings.Contains(info.DriverName, "SwiftShader") { // its compiler does not finish matmul_tex
+		v = append(v, "texel")
+	}
+	if info.CooperativeMatrixUsable {
+		v = append(v, "coop")
+	}
 	for _, op := range info.SubgroupOperations {
 		if op == "shuffle" && info.SubgroupInCompute {
 			v = append(v, "subgroup")
@@ -262,6 +269,39 @@ func mmOddCases() []mmCase {
 	return cs
 }
 
+// mmTexelCases fit matmul_tex's layout (K and the contiguous dimensions
+// multiples of 8): every transpose with every pair of input dtypes, rows
+// that are not a multiple of its 8- or 16-row tiles, column groups past N,
+// thin and single rows, batches with shared and batched B, every epilogue
+// term.
+func mmTexelCases() []mmCase {
+	var cs []mmCase
+	dts := [][2]tensor.DType{{mmF16, mmF16}, {mmF32, mmF32}, {mmF16, mmF32}, {mmF32, mmF16}}
+	shapes := [][3]int{{8, 8, 8}, {24, 72, 40}, {40, 136, 16}, {16, 8, 64}}
+	for tr := 0; tr < 4; tr++ {
+		for i, dt := range dts {
+			s := shapes[(tr+i)%len(shapes)]
+			c := mmCase{m: s[0], n: s[1], k: s[2], transA: tr&1 != 0, transB: tr&2 != 0, da: dt[0], db: dt[1],
+				out: []tensor.DType{mmF32, mmF16}[i%2]}
+			switch (tr + i) % 3 {
+			case 1:
+				c.bias, c.dbias = true, dt[1]
+			case 2:
+				c.alpha, c.beta, c.dc = 0.5, -1.5, dt[0]
+			}
+			cs = append(cs, c)
+		}
+	}
+	return append(cs,
+		mmCase{m: 1, n: 64, k: 16, da: mmF16, db: mmF16, out: mmF16},
+		mmCase{m: 17, n: 72, k: 24, da: mmF16, db: mmF16, out: mmF16, bias: true, dbias: mmF32},
+		mmCase{m: 33, n: 201, k: 48, da: mmF16, db: mmF16, out: mmF32, transB: true},
+		mmCase{m: 8, n: 13, k: 16, da: mmF32, db: mmF32, out: mmF16, transA: true, transB: true},
+		mmCase{batch: []int{2}, m: 24, n: 16, k: 32, da: mmF16, db: mmF16, out: mmF16, transA: true},
+		mmCase{batch: []int{3}, m: 9, n: 64, k: 8, da: mmF16, db: mmF32, out: mmF32, sharedB: true},
+		mmCase{batch: []int{2, 2}, m: 5, n: 24, k: 16, da: mmF32, db: mmF16, out: mmF16, transB: true, beta: 1, dc: mmF16})
+}
+
 // TestMatMul checks every kernel the device can run against the float64
 // reference. One device serves all subtests, so each pipeline is built once.
 func TestMatMul(t *testing.T) {
@@ -272,6 +312,9 @@ func TestMatMul(t *testing.T) {
 			t.Run("shapes", func(t *testing.T) { mmRunAll(t, d, append(mmShapeCases(), mmComboCases()...)) })
 			t.Run("oddfp16", func(t *testing.T) { mmRunAll(t, d, mmOddCases()) })
 			t.Run("specials", func(t *testing.T) { mmSpecials(t, d) })
+			if v == "texel" || v == "" {
+				t.Run("texel", func(t *testing.T) { mmRunAll(t, d, mmTexelCases()) })
+			}
 		})
 	}
 	t.Run("property", func(t *testing.T) { mmProperty(t, d) })
@@ -282,7 +325,7 @@ func TestMatMul(t *testing.T) {
 func TestMatMulKernelChoice(t *testing.T) {
 	d := devtest.Open(t)
 	a := mmUpload(t, d, make([]float32, 64*64), mmF16, 64, 64)
-	want := map[string]string{"shared": "matmul_shared", "register": "matmul_reg", "subgroup": "matmul_sg"}
+	want := map[string]string{"shared": "matmul_shared", "register": "matmul_reg", "subgroup": "matmul_sg", "texel": "matmul_tex", "coop": "matmul_coop"}
 	for _, v := range mmVariants(d)[1:] {
 		t.Setenv("VKAMP_MATMUL", v)
 		k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{})
