@@ -34,6 +34,13 @@ for t in $bin/*.test; do
 		[ "$name" = tools_train ] || [ "$name" = checkpoint ] && break # no tier-specific kernels
 	done
 done
+# matmul_coop (cooperative matrices) verbosely: the plan, the checks and
+# TFLOP/s per tile beside the shared-memory kernel. Its tests skip, saying
+# why, on a device without VK_KHR_cooperative_matrix.
+(cd tensor && timeout 240 $bin/tensor.test -test.run 'Coop' -test.v -test.count=1 -test.timeout 230s) > "$OUT/last.log" 2>&1
+echo "== tensor coop rc=$?" >> "$summary"
+grep -E 'TFLOP/s|plan:|feature not available|not wired|^\s*--- (FAIL|SKIP)|^(FAIL|ok|PASS)' "$OUT/last.log" | head -40 >> "$summary"
+{ echo "== tensor coop -test.v"; cat "$OUT/last.log"; } >> "$OUT/tests.log"
 rm -f "$OUT/last.log"
 $bin/bench -json -sizes 256,1024,2048,4096 -data testdata/mnist > "$OUT/bench.json" 2>> "$summary"
 echo "== bench rc=$?" >> "$summary"

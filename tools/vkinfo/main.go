@@ -82,6 +82,9 @@ func run(w io.Writer, asJSON bool) error {
 		if info.CooperativeMatrixShape[0] != 0 {
 			coop += fmt.Sprintf(", f16xf16->f32 %dx%dx%d", info.CooperativeMatrixShape[0], info.CooperativeMatrixShape[1], info.CooperativeMatrixShape[2])
 		}
+		if info.CooperativeMatrixUsable {
+			coop += " (usable: matmul_coop)"
+		}
 		row("VK_KHR_cooperative_matrix", coop)
 		tw.Flush()
 	}
