@@ -36,6 +36,8 @@ type Result struct {
 // Options choose what to run.
 type Options struct {
 	Sizes    []int         // square matmul sizes
+	Thin     []int         // M of thin matmuls (a batch of rows times a square weight)
+	ThinNK   int           // N and K of the thin matmuls; 0 means 1024
 	MinTime  time.Duration // per measurement, at least
 	Elements int           // for casts and unscale
 	Data     string        // MNIST directory, for the training steps ("" skips them)
@@ -62,6 +64,24 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 			emit(stamp(Result{Name: fmt.Sprintf("matmul/%s/%d", dt, n), Value: v, Unit: "GFLOP/s",
 				Detail: dt.String() + " in and out, fp32 accumulation", Ratio: v / cpu, Versus: "gonum-f32"}))
 		}
+	}
+	nk := o.ThinNK
+	if nk == 0 {
+		nk = 1024
+	}
+	for _, m := range o.Thin {
+		cpu, err := gonumMNK(m, nk, nk, o.MinTime)
+		if err != nil {
+			return err
+		}
+		emit(stamp(Result{Name: fmt.Sprintf("matmul-thin/gonum-f32/%dx%d", m, nk), Value: cpu, Unit: "GFLOP/s",
+			Detail: fmt.Sprintf("CPU, float32, M=%d N=K=%d", m, nk)}))
+		v, err := matmulMNK(d, m, nk, nk, tensor.Float16, o.MinTime)
+		if err != nil {
+			return err
+		}
+		emit(stamp(Result{Name: fmt.Sprintf("matmul-thin/float16/%dx%d", m, nk), Value: v, Unit: "GFLOP/s",
+			Detail: fmt.Sprintf("M=%d N=K=%d, float16 in and out, fp32 accumulation", m, nk), Ratio: v / cpu, Versus: "gonum-f32"}))
 	}
 	copyRate, err := bandwidth(d, o, "copy", func(x *tensor.Tensor) *tensor.Tensor { return tensor.Cast(x, x.DType()) }, tensor.Float32)
 	if err != nil {
@@ -104,23 +124,32 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 	return nil
 }
 
-func gonumGFLOPS(n int, minTime time.Duration) (float64, error) {
-	mat := func(seed uint64) blas32.General {
-		return blas32.General{Rows: n, Cols: n, Stride: n, Data: ref.Rand(n*n, seed)}
+func gonumGFLOPS(n int, minTime time.Duration) (float64, error) { return gonumMNK(n, n, n, minTime) }
+
+// gonumMNK is gonum's float32 GFLOP/s for an m x k by k x n product.
+func gonumMNK(m, n, k int, minTime time.Duration) (float64, error) {
+	mat := func(r, c int, seed uint64) blas32.General {
+		return blas32.General{Rows: r, Cols: c, Stride: c, Data: ref.Rand(r*c, seed)}
 	}
-	a, b, c := mat(1), mat(2), mat(3)
-	return rate(minTime, 2*float64(n)*float64(n)*float64(n)/1e9, func() error {
+	a, b, c := mat(m, k, 1), mat(k, n, 2), mat(m, n, 3)
+	return rate(minTime, 2*float64(m)*float64(n)*float64(k)/1e9, func() error {
 		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
 		return nil
 	})
 }
 
 func matmulGFLOPS(d *vk.Device, n int, dt tensor.DType, minTime time.Duration) (float64, error) {
-	a := tensor.Cast(tensor.FromFloat32(d, ref.Rand(n*n, 1), n, n), dt)
-	b := tensor.Cast(tensor.FromFloat32(d, ref.Rand(n*n, 2), n, n), dt)
+	return matmulMNK(d, n, n, n, dt, minTime)
+}
+
+// matmulMNK is the device's GFLOP/s for an m x k by k x n product in dt,
+// waiting for each result.
+func matmulMNK(d *vk.Device, m, n, k int, dt tensor.DType, minTime time.Duration) (float64, error) {
+	a := tensor.Cast(tensor.FromFloat32(d, ref.Rand(m*k, 1), m, k), dt)
+	b := tensor.Cast(tensor.FromFloat32(d, ref.Rand(k*n, 2), k, n), dt)
 	defer a.Release()
 	defer b.Release()
-	return rate(minTime, 2*float64(n)*float64(n)*float64(n)/1e9, func() error {
+	return rate(minTime, 2*float64(m)*float64(n)*float64(k)/1e9, func() error {
 		c := tensor.MatMul(a, b, tensor.MatMulOpts{Out: dt})
 		defer c.Release()
 		if err := c.Err(); err != nil {

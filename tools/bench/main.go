@@ -1,8 +1,10 @@
 // Command bench measures vkamp on a device: matmul (fp16 and fp32, beside
 // gonum on the CPU), casts and the fused check-and-unscale (beside a buffer
-// copy), and AMP and fp32 training steps.
+// copy), AMP and fp32 training steps, and the share of an AMP step's wall
+// time spent in kernels (by the runtime's timestamps) at each -step batch.
 //
-//	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-json]
+//	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-json]
+//	go run ./tools/bench -autotune [-sizes 1024]   # store this device's fastest matmul tiles
 package main
 
 import (
@@ -10,31 +12,45 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/vkamp/vkamp/internal/bench"
+	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
 )
 
 func main() {
 	device := flag.String("device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
 	sizes := flag.String("sizes", "256,512,1024", "square matmul sizes, comma-separated")
+	thin := flag.String("thin", "8,16,32,64", "M of thin fp16 matmuls (M x 1024 by 1024 x 1024), comma-separated (empty skips)")
+	autotune := flag.Bool("autotune", false, "time every matmul tile for this device, store the fastest in the user's cache directory (used by later runs), and exit")
 	asJSON := flag.Bool("json", false, "print one JSON object per result")
 	minTime := flag.Duration("time", time.Second, "minimum time per measurement")
 	elements := flag.Int("elements", 16<<20, "elements for the cast and unscale measurements")
 	data := flag.String("data", "testdata/mnist", "MNIST directory for the training-step measurements (empty skips them)")
+	steps := flag.String("step", "64,256", "batch sizes for the kernel share of AMP training steps, comma-separated (empty skips)")
+	stepN := flag.Int("step-n", 50, "measured steps per -step batch size")
+	stepOnly := flag.Bool("step-only", false, "measure only the kernel share of training steps")
 	flag.Parse()
-	var ns []int
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 16384 {
-			fmt.Fprintf(os.Stderr, "bench: bad size %q\n", s)
-			os.Exit(2)
-		}
-		ns = append(ns, n)
+	ns, err := ints(*sizes, 16384)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -sizes:", err)
+		os.Exit(2)
+	}
+	thins, err := ints(*thin, 4096)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -thin:", err)
+		os.Exit(2)
+	}
+	batches, err := ints(*steps, 1<<16)
+	if err != nil || *stepN < 1 || (*stepOnly && (len(batches) == 0 || *data == "")) {
+		fmt.Fprintln(os.Stderr, "bench: -step needs batch sizes, -step-n a positive count and -data a directory:", err)
+		os.Exit(2)
 	}
 	if *elements < 1 || *elements > 1<<28 {
 		fmt.Fprintln(os.Stderr, "bench: -elements must be in [1, 2^28]")
@@ -46,6 +62,14 @@ func main() {
 		os.Exit(1)
 	}
 	defer d.Close()
+	if *autotune {
+		if err := tune(d, *sizes, *minTime); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			d.Close()
+			os.Exit(1)
+		}
+		return
+	}
 	enc := json.NewEncoder(os.Stdout)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	if !*asJSON {
@@ -53,7 +77,7 @@ func main() {
 		fmt.Printf("device: %s (%s), tier %s\n\n", info.Name, info.DriverName, d.Tier())
 		fmt.Fprintln(tw, "benchmark\tvalue\tunit\tratio\tdetail")
 	}
-	err = bench.Run(d, bench.Options{Sizes: ns, MinTime: *minTime, Elements: *elements, Data: *data}, func(r bench.Result) {
+	emit := func(r bench.Result) {
 		if *asJSON {
 			enc.Encode(r)
 			return
@@ -64,7 +88,13 @@ func main() {
 		}
 		fmt.Fprintf(tw, "%s\t%.3g\t%s\t%s\t%s\n", r.Name, r.Value, r.Unit, ratio, r.Detail)
 		fmt.Fprintf(os.Stderr, "\r%-60s", r.Name) // progress; the table comes at the end
-	})
+	}
+	if !*stepOnly {
+		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: *data}, emit)
+	}
+	if err == nil && len(batches) > 0 && *data != "" {
+		err = stepShares(*device, *data, batches, *stepN, emit)
+	}
 	if !*asJSON {
 		fmt.Fprintf(os.Stderr, "\r%-60s\r", "")
 		tw.Flush()
@@ -73,4 +103,67 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// ints parses a comma-separated list of sizes in [1, limit]; empty is none.
+func ints(list string, limit int) ([]int, error) {
+	var ns []int
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > limit {
+			return nil, fmt.Errorf("bad size %q", s)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// stepShares measures the kernel share of training steps on a device of its
+// own with timestamps on, so that they cost the other measurements nothing.
+func stepShares(device, data string, batches []int, steps int, emit func(bench.Result)) error {
+	train, test, err := mnist.Load(data)
+	if err != nil {
+		return err
+	}
+	d, err := vk.Open(vk.Options{Device: device, Timestamps: true})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	info := d.Info()
+	for _, b := range batches {
+		r, err := bench.StepShare(d, train, test, bench.StepOptions{Batch: b, Steps: steps, Warmup: 5})
+		if err != nil {
+			return err
+		}
+		for _, x := range bench.StepResults(r) {
+			x.Device, x.Driver, x.Tier = info.Name, info.DriverName, d.Tier().String()
+			emit(x)
+		}
+	}
+	return nil
+}
+
+// tune runs the matmul autotuner at the largest -sizes size and prints what
+// it stored.
+func tune(d *vk.Device, sizes string, minTime time.Duration) error {
+	ns, err := ints(sizes, 16384)
+	if err != nil || len(ns) == 0 {
+		return fmt.Errorf("-autotune needs a -sizes size: %v", err)
+	}
+	info := d.Info()
+	fmt.Printf("autotuning matmul tiles on %s (%s)\n", info.Name, info.DriverName)
+	path, t, err := tensor.AutotuneMatMul(d, tensor.AutotuneOptions{Size: slices.Max(ns), MinTime: minTime / 3,
+		Log: func(s string) { fmt.Println("  " + s) }})
+	if err != nil {
+		return err
+	}
+	for _, tile := range t.Tiles {
+		fmt.Printf("best %s %s: %v, %.1f GFLOP/s\n", tile.Class, tile.Kernel, tile.Spec, tile.GFLOPS)
+	}
+	fmt.Println("stored in", path)
+	return nil
 }
