@@ -7,12 +7,12 @@
 // buffers, 8 fp16 or 4 fp32 elements per fetch, and the kernel is shaped to
 // fetch as few texels per FMA as the registers allow.
 //
-// The WG invocations of a workgroup share TM rows and take 8 columns each
-// (TN must be 8). Every invocation fetches the rows' A values itself: the
+// The WG invocations of a workgroup share TM rows and take TN columns each
+// (TN a multiple of 8). Every invocation fetches the rows' A values itself: the
 // same texel in every lane costs no more than different ones, and
 // broadcasting through subgroup operations costs more. Per block of 8 k
-// steps an invocation fetches TM (fp16) A texels and 8 B texels for 64*TM
-// FMAs. The FMAs run row by row over the whole k block, so each accumulator
+// steps an invocation fetches TM (fp16) A texels and TN B texels for
+// 8*TM*TN FMAs. The FMAs run row by row over the whole k block, so each accumulator
 // is loaded and stored once per block when the tile spills from registers.
 //
 // Layout conditions, checked by the caller: K and the contiguous dimensions
@@ -27,10 +27,10 @@
 #define B16 (B_MODE != MODE_F32)
 // Texels per block of 8 k steps: A for all TM rows, B for the 8 columns.
 #define NA (A16 ? TM : 2u * TM)
-#define NB (B16 ? 8u : 16u)
+#define NB (B16 ? TN : 2u * TN)
 
 uvec4 aw[A16 ? TM : 2u * TM];
-uvec4 bw[B16 ? 8u : 16u];
+uvec4 bw[B16 ? TN : 2u * TN];
 
 float comp(uvec4 t, uint w) { return uintBitsToFloat(t[w]); }
 float half_of(uvec4 t, uint h) { return unpackHalf2x16(t[h >> 1] >> ((h & 1u) << 4)).x; }
@@ -45,8 +45,8 @@ float aAt(uint i, uint kk) {
 // bAt is B(k+kk, c0+j): untransposed a texel holds consecutive columns at
 // one k, transposed consecutive k of one column.
 float bAt(uint kk, uint j) {
-    if (B16) return TRANS_B ? half_of(bw[j], kk) : half_of(bw[kk], j);
-    return TRANS_B ? comp(bw[2u * j + kk / 4u], kk % 4u) : comp(bw[2u * kk + j / 4u], j % 4u);
+    if (B16) return TRANS_B ? half_of(bw[j], kk) : half_of(bw[kk * (TN / 8u) + j / 8u], j % 8u);
+    return TRANS_B ? comp(bw[2u * j + kk / 4u], kk % 4u) : comp(bw[kk * (TN / 4u) + j / 4u], j % 4u);
 }
 
 uvec4 fetchA(uint e) { return texelFetch(ta, int(e / (A16 ? 8u : 4u))); }
@@ -55,10 +55,9 @@ uvec4 fetchB(uint e) { return texelFetch(tb, int(e / (B16 ? 8u : 4u))); }
 void main() {
     uint lane = gl_LocalInvocationID.x;
     uint r0 = gl_WorkGroupID.y * TM;
-    uint c0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + lane) * 8u;
+    uint c0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + lane) * TN;
     uint batch = p.batch0 + gl_WorkGroupID.z;
     uint abase = batch * p.batchA, bbase = batch * p.batchB;
-    uint cf = min(c0, p.N - 8u); // untransposed B: 8-column groups, N % 8 == 0
     clearAcc();
 
     for (uint k = 0; k < p.K; k += 8u) {
@@ -79,20 +78,20 @@ void main() {
             if (TRANS_B) { // column j = t (fp16) or t / 2, clamped by itself
                 uint j = B16 ? t : t / 2u, part = B16 ? 0u : (t % 2u) * 4u;
                 e = min(c0 + j, p.N - 1u) * p.K + k + part;
-            } else { // row k + kk of the 8 columns
-                uint kk = B16 ? t : t / 2u, part = B16 ? 0u : (t % 2u) * 4u;
-                e = (k + kk) * p.N + cf + part;
+            } else { // row k + kk of the TN columns, 8-column groups clamped (N % 8 == 0)
+                uint per = B16 ? TN / 8u : TN / 4u, kk = t / per, part = (t % per) * (B16 ? 8u : 4u);
+                e = (k + kk) * p.N + min(c0 + (part & ~7u), p.N - 8u) + (part & 7u);
             }
             bw[t] = fetchB(bbase + e);
         }
-        float bv[8][8];
+        float bv[8][TN];
         [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
-            [[unroll]] for (uint j = 0; j < 8u; j++) bv[kk][j] = bAt(kk, j);
+            [[unroll]] for (uint j = 0; j < TN; j++) bv[kk][j] = bAt(kk, j);
         }
         [[unroll]] for (uint i = 0; i < TM; i++) {
             float av[8];
             [[unroll]] for (uint kk = 0; kk < 8u; kk++) av[kk] = aAt(i, kk);
-            [[unroll]] for (uint j = 0; j < 8u; j++) {
+            [[unroll]] for (uint j = 0; j < TN; j++) {
                 float s = acc[i][j];
                 [[unroll]] for (uint kk = 0; kk < 8u; kk++) s = fma(av[kk], bv[kk][j], s);
                 acc[i][j] = s;

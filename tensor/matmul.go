@@ -381,21 +381,26 @@ func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
 	maxInv := int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0]))
 	switch kind {
 	case mmTexel:
-		// A workgroup of one SIMD row (lavapipe runs a workgroup's
-		// invocations 8 to a 256-bit vector) covers TM rows of 8 columns
-		// per invocation. 16 rows reuse each B texel most within
-		// lavapipe's registers; thin problems take 8 so that no fetched row
-		// is wasted (fp16, 1024x1024 and up: 28 GFLOP/s with 16, 24 with 8;
-		// M = 8 and 16: 28-33 with 8, 16-26 with 16).
-		tm := 16
-		if g.m <= 16 {
-			tm = 8
+		// WG invocations cover TM rows of TN columns each. Measured on
+		// lavapipe (fp16 1024^3, 2 s per tile, noisy to +-15%): 16 rows
+		// of 8 columns reuse each texel most within its registers, and 32
+		// invocations (four SIMD rows) edge out 8 and 16; fp32 fetches
+		// half as many elements per texel and gains from 16 columns
+		// (24 against 17 GFLOP/s). Thin problems (M <= 16) take 8 rows and
+		// 8 invocations, so that no fetched row is wasted and the few
+		// workgroups spread over the CPU's threads.
+		tm, tn, wg := 16, 8, 32
+		if g.aMode == mmModeF32 && g.bMode == mmModeF32 {
+			tn = 16
 		}
-		wg := min(max(8, int(info.SubgroupSize)), 64, maxInv)
-		spec[0], spec[1], spec[2] = uint32(wg), uint32(tm), 8
+		if g.m <= 16 {
+			tm, tn, wg = 8, 8, 8
+		}
+		wg = min(wg, maxInv)
+		spec[0], spec[1], spec[2] = uint32(wg), uint32(tm), uint32(tn)
 		spec[4], spec[5], spec[6], spec[7] = b2u(g.transA), b2u(g.transB), g.aMode, g.bMode
 		delete(spec, 13)
-		return mmPlan{"matmul_tex", spec, tm, 8 * wg, false}
+		return mmPlan{"matmul_tex", spec, tm, tn * wg, false}
 	case mmRegister:
 		// One 8x8 tile per invocation (4x4 for small problems), 8x8
 		// invocations per workgroup.

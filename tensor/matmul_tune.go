@@ -58,7 +58,7 @@ func mmClass(g mmGeom) string {
 // mmTileSpecs are the tile constants each tunable kernel takes; the
 // candidates below set all of them.
 var mmTileSpecs = map[string][]uint32{
-	"matmul_tex":    {0, 1},                // WG, TM
+	"matmul_tex":    {0, 1, 2},             // WG, TM, TN
 	"matmul_shared": {0, 1, 2, 10, 11, 12}, // WG, TM, TN, BM, BN, BK
 }
 
@@ -69,10 +69,12 @@ func mmCandidates(info vk.Info, kernel string) []map[uint32]uint32 {
 	var cs []map[uint32]uint32
 	switch kernel {
 	case "matmul_tex":
-		for _, wg := range []uint32{8, 16, 32} {
-			for _, tm := range []uint32{8, 16, 24, 32} {
-				if wg <= maxInv {
-					cs = append(cs, map[uint32]uint32{0: wg, 1: tm})
+		for _, tn := range []uint32{8, 16} {
+			for _, wg := range []uint32{8, 16, 32} {
+				for _, tm := range []uint32{8, 16, 24, 32} {
+					if wg <= maxInv {
+						cs = append(cs, map[uint32]uint32{0: wg, 1: tm, 2: tn})
+					}
 				}
 			}
 		}
@@ -102,7 +104,7 @@ func (pl mmPlan) withTile(spec map[uint32]uint32) mmPlan {
 	pl.spec = s
 	switch pl.kernel {
 	case "matmul_tex":
-		pl.rows, pl.cols = int(s[1]), 8*int(s[0])
+		pl.rows, pl.cols = int(s[1]), int(s[2])*int(s[0])
 	case "matmul_shared":
 		pl.rows, pl.cols = int(s[10]), int(s[11])
 	}
