@@ -60,30 +60,32 @@ void main() {
     uint abase = batch * p.batchA, bbase = batch * p.batchB;
     clearAcc();
 
+    // Element offsets of each texel of the block at k = 0; a k step moves A
+    // by 1 (or M, transposed) and B by N (or 1, transposed) per k.
+    uint ao[NA], bo[NB];
+    [[unroll]] for (uint t = 0; t < NA; t++) {
+        if (TRANS_A) { // texel t: k + t / groups, rows from group t % groups
+            uint groups = A16 ? TM / 8u : TM / 4u, w = A16 ? 8u : 4u;
+            ao[t] = abase + (t / groups) * p.M + min(r0 + (t % groups) * w, p.M - w);
+        } else { // texel t: row t (fp16) or half a row's block (fp32)
+            uint i = A16 ? t : t / 2u, part = A16 ? 0u : (t % 2u) * 4u;
+            ao[t] = abase + min(r0 + i, p.M - 1u) * p.K + part;
+        }
+    }
+    [[unroll]] for (uint t = 0; t < NB; t++) {
+        if (TRANS_B) { // column j = t (fp16) or t / 2, clamped by itself
+            uint j = B16 ? t : t / 2u, part = B16 ? 0u : (t % 2u) * 4u;
+            bo[t] = bbase + min(c0 + j, p.N - 1u) * p.K + part;
+        } else { // row kk of the TN columns, 8-column groups clamped (N % 8 == 0)
+            uint per = B16 ? TN / 8u : TN / 4u, kk = t / per, part = (t % per) * (B16 ? 8u : 4u);
+            bo[t] = bbase + kk * p.N + min(c0 + (part & ~7u), p.N - 8u) + (part & 7u);
+        }
+    }
+    uint astep = TRANS_A ? p.M : 1u, bstep = TRANS_B ? 1u : p.N;
+
     for (uint k = 0; k < p.K; k += 8u) {
-        // Fetch the block: element offsets are multiples of the texel size.
-        [[unroll]] for (uint t = 0; t < NA; t++) {
-            uint e;
-            if (TRANS_A) { // texel t: k + t / groups, rows from group t % groups
-                uint groups = A16 ? TM / 8u : TM / 4u, w = A16 ? 8u : 4u;
-                e = (k + t / groups) * p.M + min(r0 + (t % groups) * w, p.M - w);
-            } else { // texel t: row t (fp16) or half a row's block (fp32)
-                uint i = A16 ? t : t / 2u, part = A16 ? 0u : (t % 2u) * 4u;
-                e = min(r0 + i, p.M - 1u) * p.K + k + part;
-            }
-            aw[t] = fetchA(abase + e);
-        }
-        [[unroll]] for (uint t = 0; t < NB; t++) {
-            uint e;
-            if (TRANS_B) { // column j = t (fp16) or t / 2, clamped by itself
-                uint j = B16 ? t : t / 2u, part = B16 ? 0u : (t % 2u) * 4u;
-                e = min(c0 + j, p.N - 1u) * p.K + k + part;
-            } else { // row k + kk of the TN columns, 8-column groups clamped (N % 8 == 0)
-                uint per = B16 ? TN / 8u : TN / 4u, kk = t / per, part = (t % per) * (B16 ? 8u : 4u);
-                e = (k + kk) * p.N + min(c0 + (part & ~7u), p.N - 8u) + (part & 7u);
-            }
-            bw[t] = fetchB(bbase + e);
-        }
+        [[unroll]] for (uint t = 0; t < NA; t++) aw[t] = fetchA(ao[t] + k * astep);
+        [[unroll]] for (uint t = 0; t < NB; t++) bw[t] = fetchB(bo[t] + k * bstep);
         float bv[8][TN];
         [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
             [[unroll]] for (uint j = 0; j < TN; j++) bv[kk][j] = bAt(kk, j);
