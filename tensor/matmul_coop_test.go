@@ -58,53 +58,6 @@ func mmCoopCases(short bool) []mmCase {
 	return cs
 }
 
-type mmRun func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor
-
-// mmCoopStart is mmStart with the matmul given by run.
-func mmCoopStart(t *testing.T, d *vk.Device, c mmCase, in mmInputs, run mmRun) func() {
-	t.Helper()
-	sa := append(append([]int{}, c.batch...), c.m, c.k)
-	if c.transA {
-		sa = append(append([]int{}, c.batch...), c.k, c.m)
-	}
-	sb := []int{c.k, c.n}
-	if c.transB {
-		sb = []int{c.n, c.k}
-	}
-	if !c.sharedB {
-		sb = append(append([]int{}, c.batch...), sb...)
-	}
-	o := tensor.MatMulOpts{TransA: c.transA, TransB: c.transB, Alpha: c.alpha, Beta: c.beta, Out: c.out}
-	if c.beta != 0 {
-		o.C = mmUpload(t, d, in.c, c.dc, append(append([]int{}, c.batch...), c.m, c.n)...)
-	}
-	if c.bias {
-		o.Bias = mmUpload(t, d, in.bias, c.dbias, c.n)
-	}
-	out := run(mmUpload(t, d, in.a, c.da, sa...), mmUpload(t, d, in.b, c.db, sb...), o)
-	t.Cleanup(out.Release)
-	return func() {
-		t.Helper()
-		got, err := out.Float32s()
-		if err != nil {
-			t.Fatalf("%v: %v", c, err)
-		}
-		alpha := float64(c.alpha)
-		if alpha == 0 {
-			alpha = 1
-		}
-		g := ref.Gemm{Batch: mmNum(c.batch), M: c.m, N: c.n, K: c.k, TransA: c.transA, TransB: c.transB,
-			SharedB: c.sharedB, Alpha: alpha, Beta: float64(c.beta), A: in.a, B: in.b, C: in.c, Bias: in.bias}
-		want, scale := g.Run()
-		for i, w := range want {
-			if c.out == mmF16 && math.Abs(w) > 65520 {
-				want[i] = ref.Round(w, mmF16)
-			}
-		}
-		ref.Check(t, c.String(), got, want, scale, ref.Tol(c.out, c.k))
-	}
-}
-
 // mmCoopRunAll records every case, then checks them all.
 func mmCoopRunAll(t *testing.T, d *vk.Device, cases []mmCase, run mmRun) {
 	t.Helper()
@@ -115,7 +68,7 @@ func mmCoopRunAll(t *testing.T, d *vk.Device, cases []mmCase, run mmRun) {
 			in.a[3*c.k+c.k/2] = float32(math.NaN())
 			in.b[c.k*c.n-1] = float32(math.Inf(1))
 		}
-		checks = append(checks, mmCoopStart(t, d, c, in, run))
+		checks = append(checks, mmStartWith(t, d, c, in, run))
 	}
 	for _, check := range checks {
 		check()

@@ -127,6 +127,15 @@ func mmNumB(c mmCase) int {
 // of an fp32 accumulation of length K rounded to the output dtype.
 func mmStart(t *testing.T, d *vk.Device, c mmCase, in mmInputs) func() {
 	t.Helper()
+	return mmStartWith(t, d, c, in, tensor.MatMul)
+}
+
+// mmRun is a way to run a matmul: tensor.MatMul, or a forced kernel.
+type mmRun func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor
+
+// mmStartWith is mmStart with the matmul given by run.
+func mmStartWith(t *testing.T, d *vk.Device, c mmCase, in mmInputs, run mmRun) func() {
+	t.Helper()
 	sa := append(append([]int{}, c.batch...), c.m, c.k)
 	if c.transA {
 		sa = append(append([]int{}, c.batch...), c.k, c.m)
@@ -145,7 +154,7 @@ func mmStart(t *testing.T, d *vk.Device, c mmCase, in mmInputs) func() {
 	if c.bias {
 		o.Bias = mmUpload(t, d, in.bias, c.dbias, c.n)
 	}
-	out := tensor.MatMul(mmUpload(t, d, in.a, c.da, sa...), mmUpload(t, d, in.b, c.db, sb...), o)
+	out := run(mmUpload(t, d, in.a, c.da, sa...), mmUpload(t, d, in.b, c.db, sb...), o)
 	t.Cleanup(out.Release)
 	return func() {
 		t.Helper()
