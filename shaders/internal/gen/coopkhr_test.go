@@ -70,15 +70,8 @@ func TestCoopToKHR(t *testing.T) {
 		types      []string // cooperative-matrix types of the result
 		err        string   // or the pass's error
 	}{{
-		name: "A and B from one buffer, row- and column-major",
-		body: `void main() {
-	F16 x, y;
-	coopMatLoadNV(x, a, 0, 2, false);
-	coopMatLoadNV(y, a, 64, 2, true);
-	F32 c = F32(0.0);
-	c = coopMatMulAddNV(x, y, c);
-	coopMatStoreNV(c, o, 0, 16, false);
-}`,
+		name:  "A and B from one buffer, row- and column-major",
+		body:  coopSimpleMain,
 		types: []string{"f16/A", "f16/B", "f32/accumulator"},
 	}, {
 		name: "arrays of fragments in loops, accumulators carried by phis",
@@ -199,18 +192,22 @@ func mutate(t *testing.T, b []byte, f func([]spvInst) []spvInst) []byte {
 	return encodeSPV(hdr, f(insts))
 }
 
-// TestCheckKHR breaks a good KHR module in the ways a faulty pass could and
-// expects checkKHR to notice each.
-func TestCheckKHR(t *testing.T) {
-	needTools(t, "glslc")
-	good, err := coopToKHR(compile(t, coopHeader+`void main() {
+// coopSimpleMain loads A and B from one buffer, row- and column-major, and
+// stores one product: the smallest module with all three uses.
+const coopSimpleMain = `void main() {
 	F16 x, y;
 	coopMatLoadNV(x, a, 0, 2, false);
 	coopMatLoadNV(y, a, 64, 2, true);
 	F32 c = F32(0.0);
 	c = coopMatMulAddNV(x, y, c);
 	coopMatStoreNV(c, o, 0, 16, false);
-}`))
+}`
+
+// TestCheckKHR breaks a good KHR module in the ways a faulty pass could and
+// expects checkKHR to notice each.
+func TestCheckKHR(t *testing.T) {
+	needTools(t, "glslc")
+	good, err := coopToKHR(compile(t, coopHeader+coopSimpleMain))
 	if err != nil {
 		t.Fatal(err)
 	}
