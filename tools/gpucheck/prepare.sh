@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 grep -qx '/.devbin/' .git/info/exclude || echo /.devbin/ >> .git/info/exclude
 grep -qx '/.gl/' .git/info/exclude || echo /.gl/ >> .git/info/exclude
 rm -rf .devbin && mkdir -p .devbin
-PKGS=(vk internal/kernels tensor scaler nn internal/trainer checkpoint tools/train)
+PKGS=(vk tensor/internal/kernels tensor scaler nn tools/internal/trainer checkpoint tools/train)
 for p in "${PKGS[@]}"; do
 	name=$(echo "$p" | tr / _)
 	go test -c -ldflags='-s -w' -o ".devbin/$name.test" "./$p"

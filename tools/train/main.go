@@ -25,8 +25,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/vkamp/vkamp/internal/report"
-	"github.com/vkamp/vkamp/internal/trainer"
+	"github.com/vkamp/vkamp/tools/internal/report"
+	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/vk"
 )

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/vkamp/vkamp/internal/report"
+	"github.com/vkamp/vkamp/tools/internal/report"
 )
 
 func TestWrite(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
-	"github.com/vkamp/vkamp/internal/trainer"
+	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/vk"
 )
