@@ -135,8 +135,8 @@ func dropout(x *tensor.Tensor, p float32, seed uint32) *tensor.Tensor {
 func broadcastScale(x, s *tensor.Tensor, alpha float32, withX bool, dt tensor.DType) *tensor.Tensor {
 	out := tensor.New(x.Device(), dt, x.Shape()...)
 	spec := map[uint32]uint32{1: bit(x.DType()), 3: bit(dt), 4: 0}
-	if withX {
-		spec[4] = 1
+	if !withX {
+		spec[4] = 1 // NO_X
 	}
 	return run(out, "broadcast_scale", spec, pairs(x.Device(), x.Len()),
 		[]uint32{uint32(x.Len()), math.Float32bits(alpha)}, x, s, out)

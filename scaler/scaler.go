@@ -220,12 +220,11 @@ func (s *Scaler) Scale(loss *tensor.Tensor) *tensor.Tensor {
 		out.Fail(err)
 		return out
 	}
-	spec := map[uint32]uint32{1: 0}
-	words := loss.Len()
+	spec := map[uint32]uint32{1: 0, 3: 0}
 	if loss.DType() == tensor.Float16 {
-		spec[1], words = 1, (loss.Len()+1)/2
+		spec[1], spec[3] = 1, 1
 	}
-	err := dispatch(d, "scale_by", spec, kernels.Groups(d, words), kernels.Push(uint32(loss.Len())),
+	err := dispatch(d, "scale_by", spec, kernels.Groups(d, (loss.Len()+1)/2), kernels.Push(uint32(loss.Len())),
 		loss.Buffer(), s.state, out.Buffer())
 	if err != nil {
 		out.Fail(fmt.Errorf("scaler: scale: %w", err))

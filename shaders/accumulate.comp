@@ -1,13 +1,15 @@
 #version 450
 // accumulate adds a gradient into an fp32 one in place: dst += src, src in
-// fp32 or fp16 (constant 1). Autograd accumulates parameter gradients so.
+// of dtype IN0_DT. Autograd accumulates parameter gradients so.
 #include "ewise.glsl"
+
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
 layout(push_constant) uniform Push { uint n; } p;
 layout(set = 0, binding = 0) readonly buffer Src { uint src[]; };
 layout(set = 0, binding = 1) buffer Dst { uint dst[]; };
 
-DEFINE_LOADS(src, src, IN0_F16)
+DEFINE_LOADS(src, src, IN0_DT)
 
 void main() {
     GRID_STRIDE(w, (p.n + 1u) / 2u) {

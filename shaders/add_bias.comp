@@ -2,14 +2,18 @@
 // add_bias: dst = x + bias[i % cols], bias broadcast over the rows of x.
 #include "ewise.glsl"
 
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+layout(constant_id = 2) const uint IN1_DT = DT_F32;
+layout(constant_id = 3) const uint OUT_DT = DT_F32;
+
 layout(push_constant) uniform Push { uint n; uint cols; } p;
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) readonly buffer Bias { uint bias[]; };
 layout(set = 0, binding = 2) writeonly buffer D { uint d[]; };
 
-DEFINE_LOADS(x, x, IN0_F16)
-DEFINE_LOADS(bias, bias, IN1_F16)
-DEFINE_STORE(d, d, OUT_F16)
+DEFINE_LOADS(x, x, IN0_DT)
+DEFINE_LOADS(bias, bias, IN1_DT)
+DEFINE_STORE(d, d, OUT_DT)
 
 void main() {
     GRID_STRIDE(w, (p.n + 1u) / 2u) {

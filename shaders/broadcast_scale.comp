@@ -1,23 +1,26 @@
 #version 450
-// broadcast_scale writes out = alpha * s[0] * x (or alpha * s[0] without x,
-// constant 4): the backward of sums, means and losses, where the upstream
+// broadcast_scale writes out = alpha * s[0] * x (or alpha * s[0] in x's shape
+// with NO_X): the backward of sums, means and losses, where the upstream
 // gradient is a one-element tensor still on the device.
 #include "ewise.glsl"
 
-layout(constant_id = 4) const uint HAS_X = 1u;
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+layout(constant_id = 3) const uint OUT_DT = DT_F32;
+
+layout(constant_id = 4) const bool NO_X = false;
 layout(push_constant) uniform Push { uint n; float alpha; } p;
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) readonly buffer S { float s[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { uint o[]; };
 
-DEFINE_LOADS(x, x, IN0_F16)
-DEFINE_STORE(o, o, OUT_F16)
+DEFINE_LOADS(x, x, IN0_DT)
+DEFINE_STORE(o, o, OUT_DT)
 
 void main() {
     float k = p.alpha * s[0];
     GRID_STRIDE(w, (p.n + 1u) / 2u) {
         vec2 v = vec2(k);
-        if (HAS_X != 0u) v *= x_pair(w, p.n);
+        if (!NO_X) v *= x_pair(w, p.n);
         o_pair(w, p.n, v);
     }
 }

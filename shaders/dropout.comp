@@ -5,12 +5,15 @@
 // same mask on every device.
 #include "ewise.glsl"
 
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+layout(constant_id = 3) const uint OUT_DT = DT_F32;
+
 layout(push_constant) uniform Push { uint n; uint seed; uint threshold; float scale; } pc;
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { uint o[]; };
 
-DEFINE_LOADS(x, x, IN0_F16)
-DEFINE_STORE(o, o, OUT_F16)
+DEFINE_LOADS(x, x, IN0_DT)
+DEFINE_STORE(o, o, OUT_DT)
 
 // pcg_hash is a PCG-style integer hash (Jarzynski and Olano, 2020).
 uint pcg_hash(uint v) {

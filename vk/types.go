@@ -37,7 +37,7 @@ func (t DeviceType) preference() int {
 }
 
 // Tier is the capability level that decides which kernel variants a device
-// runs. Its values match shaders.Tier.
+// runs; the shaders package labels each kernel variant with one.
 type Tier int
 
 const (

@@ -846,7 +846,7 @@ func TestTexels(t *testing.T) {
 // shaderSource is op's embedded kernel as a source, to build by hand.
 func shaderSource(t testing.TB, d *vk.Device, op string) vk.KernelSource {
 	t.Helper()
-	k, ok := shaders.Lookup(op, shaders.Tier(d.Tier()))
+	k, ok := shaders.Lookup(op, d.Tier())
 	if !ok {
 		t.Fatalf("no kernel %s", op)
 	}

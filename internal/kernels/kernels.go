@@ -41,7 +41,7 @@ type cacheKey struct {
 }
 
 func source(d *vk.Device, op string, spec map[uint32]uint32) (vk.KernelSource, error) {
-	k, ok := shaders.Lookup(op, shaders.Tier(d.Tier()))
+	k, ok := shaders.Lookup(op, d.Tier())
 	if !ok {
 		return vk.KernelSource{}, fmt.Errorf("kernels: no variant of %q for tier %s", op, d.Tier())
 	}
@@ -52,7 +52,7 @@ func source(d *vk.Device, op string, spec map[uint32]uint32) (vk.KernelSource, e
 		Spec:     map[uint32]uint32{},
 	}
 	for _, a := range k.Bindings {
-		src.Bindings = append(src.Bindings, vk.Access(a))
+		src.Bindings = append(src.Bindings, a)
 	}
 	if k.SpecLocalSizeX {
 		src.Spec[0] = LocalSize(d)

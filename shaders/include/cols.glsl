@@ -4,11 +4,13 @@
 // and the order is fixed. The including file defines COMB and IDENTITY.
 #include "ewise.glsl"
 
-layout(push_constant) uniform Push { uint outer; uint k; uint inner; float scale; } p;
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+
+layout(push_constant) uniform ColsPush { uint outer; uint k; uint inner; float scale; } p;
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
 
-DEFINE_LOADS(x, x, IN0_F16)
+DEFINE_LOADS(x, x, IN0_DT)
 
 void main() {
     GRID_STRIDE(o, p.outer * p.inner) {

@@ -1,20 +1,13 @@
-// Shared code for elementwise kernels and reductions. Every buffer is
-// declared as 32-bit words so one SPIR-V serves every tier and dtype: an fp32
-// element is one word, an fp16 element half of word i>>1 (low half first).
-// Dtypes are specialization constants (1 = fp16), folded by the driver.
+// Shared code for elementwise kernels and reductions over word-declared
+// buffers (see dtype.glsl). A kernel's dtypes are specialization constants
+// holding dtype codes, folded by the driver; each kernel declares those it
+// reads, by convention constant 1 (IN0_DT) and 2 (IN1_DT) for inputs and 3
+// (OUT_DT) for the output.
 #ifndef VKAMP_EWISE_GLSL
 #define VKAMP_EWISE_GLSL
 
 #include "common.glsl"
-#include "fp16.glsl"
-
-layout(constant_id = 1) const uint IN0_F16 = 0u;
-layout(constant_id = 2) const uint IN1_F16 = 0u;
-layout(constant_id = 3) const uint OUT_F16 = 0u;
-
-// is_nan tests the bits: drivers may fold a float self-comparison away.
-bool is_nan(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u; }
-bool is_inf(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0x7F800000u; }
+#include "dtype.glsl"
 
 // nan_max is max that propagates NaN, as IEEE maximum does; GLSL max may not.
 float nan_max(float a, float b) {
@@ -23,35 +16,36 @@ float nan_max(float a, float b) {
     return b > a ? b : a;
 }
 
-vec2 unpack_f16x2(uint w) { return vec2(f16_to_f32(w & 0xFFFFu), f16_to_f32(w >> 16)); }
-
-// DEFINE_LOADS(NAME, BUF, F16) defines NAME_at(i), element i as fp32, and
+// DEFINE_LOADS(NAME, BUF, DT) defines NAME_at(i), element i as fp32, and
 // NAME_pair(w, n), elements 2w and 2w+1 (0 past n). Branches, not ternaries,
 // keep every word read within the buffer.
-#define DEFINE_LOADS(NAME, BUF, F16)                                          \
+#define DEFINE_LOADS(NAME, BUF, DT)                                           \
     float NAME##_at(uint i) {                                                 \
-        if (F16 != 0u) return f16_to_f32((BUF[i >> 1] >> ((i & 1u) * 16u)) & 0xFFFFu); \
-        return uintBitsToFloat(BUF[i]);                                       \
+        if (!dt_wide(DT)) return half_to_f32((BUF[i >> 1] >> ((i & 1u) * 16u)) & 0xFFFFu, DT); \
+        return word_to_f32(BUF[i], DT);                                       \
     }                                                                         \
     vec2 NAME##_pair(uint w, uint n) {                                        \
-        if (F16 != 0u) return unpack_f16x2(BUF[w]);                           \
-        vec2 v = vec2(uintBitsToFloat(BUF[2u * w]), 0.0);                     \
-        if (2u * w + 1u < n) v.y = uintBitsToFloat(BUF[2u * w + 1u]);         \
+        if (!dt_wide(DT)) {                                                   \
+            uint x = BUF[w];                                                  \
+            return vec2(half_to_f32(x & 0xFFFFu, DT), half_to_f32(x >> 16, DT)); \
+        }                                                                     \
+        vec2 v = vec2(word_to_f32(BUF[2u * w], DT), 0.0);                     \
+        if (2u * w + 1u < n) v.y = word_to_f32(BUF[2u * w + 1u], DT);         \
         return v;                                                             \
     }
 
-// DEFINE_STORE(NAME, BUF, F16) defines NAME_pair(w, n, v), storing elements
-// 2w and 2w+1. An fp16 word is written whole by one invocation, so there are
-// no races; the padding half past an odd n is zeroed.
-#define DEFINE_STORE(NAME, BUF, F16)                                          \
+// DEFINE_STORE(NAME, BUF, DT) defines NAME_pair(w, n, v), storing elements
+// 2w and 2w+1. A 16-bit word is written whole by one invocation, so there
+// are no races; the padding half past an odd n is zeroed.
+#define DEFINE_STORE(NAME, BUF, DT)                                           \
     void NAME##_pair(uint w, uint n, vec2 v) {                                \
-        if (F16 != 0u) {                                                      \
-            uint hi = 2u * w + 1u < n ? f32_to_f16(v.y) : 0u;                 \
-            BUF[w] = f32_to_f16(v.x) | (hi << 16);                            \
+        if (!dt_wide(DT)) {                                                   \
+            uint hi = 2u * w + 1u < n ? f32_to_half(v.y, DT) : 0u;            \
+            BUF[w] = f32_to_half(v.x, DT) | (hi << 16);                       \
             return;                                                           \
         }                                                                     \
-        BUF[2u * w] = floatBitsToUint(v.x);                                   \
-        if (2u * w + 1u < n) BUF[2u * w + 1u] = floatBitsToUint(v.y);        \
+        BUF[2u * w] = f32_to_word(v.x, DT);                                   \
+        if (2u * w + 1u < n) BUF[2u * w + 1u] = f32_to_word(v.y, DT);         \
     }
 
 #endif

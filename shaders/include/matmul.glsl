@@ -49,7 +49,7 @@ layout(constant_id = 13) const bool DYN = false;
 #define AMODE (DYN ? (p.flags >> FLAG_A_MODE_SHIFT) & 3u : A_MODE)
 #define BMODE (DYN ? (p.flags >> FLAG_B_MODE_SHIFT) & 3u : B_MODE)
 
-layout(push_constant) uniform Push {
+layout(push_constant) uniform MatmulPush {
     uint M, N, K;
     uint batchA, batchB; // elements between batches; batchB is 0 for shared weights
     uint batch0;         // batch of gl_WorkGroupID.z == 0

@@ -4,11 +4,13 @@
 // IDENTITY. Input dtype: constant 1; the output is fp32.
 #include "reduce.glsl"
 
-layout(push_constant) uniform Push { uint rows; uint cols; uint n; uint seg; float scale; } p;
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+
+layout(push_constant) uniform RowsPush { uint rows; uint cols; uint n; uint seg; float scale; } p;
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
 
-DEFINE_LOADS(x, x, IN0_F16)
+DEFINE_LOADS(x, x, IN0_DT)
 DEFINE_TREE(tree, COMB)
 
 void main() {

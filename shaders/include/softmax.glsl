@@ -4,11 +4,13 @@
 // +inf, makes the row NaN, as the float64 formula does.
 #include "reduce.glsl"
 
-layout(push_constant) uniform Push { uint rows; uint cols; uint seg; } p;
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+
+layout(push_constant) uniform SoftmaxPush { uint rows; uint cols; uint seg; } p;
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
 
-DEFINE_LOADS(x, x, IN0_F16)
+DEFINE_LOADS(x, x, IN0_DT)
 DEFINE_TREE(tree_max, nan_max)
 DEFINE_TREE(tree_sum, ADD)
 

@@ -3,12 +3,15 @@
 // consecutive elements, so an fp16 output word has one writer.
 #include "ewise.glsl"
 
-layout(push_constant) uniform Push { uint n; float alpha; } p;
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+layout(constant_id = 3) const uint OUT_DT = DT_F32;
+
+layout(push_constant) uniform EwisePush { uint n; float alpha; } p;
 layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(set = 0, binding = 1) writeonly buffer D { uint d[]; };
 
-DEFINE_LOADS(a, a, IN0_F16)
-DEFINE_STORE(d, d, OUT_F16)
+DEFINE_LOADS(a, a, IN0_DT)
+DEFINE_STORE(d, d, OUT_DT)
 
 void main() {
     GRID_STRIDE(w, (p.n + 1u) / 2u) {

@@ -18,9 +18,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/vkamp/vkamp/tools/internal/bench"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/tools/internal/bench"
 	"github.com/vkamp/vkamp/vk"
 )
 

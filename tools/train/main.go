@@ -25,9 +25,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/tools/internal/report"
 	"github.com/vkamp/vkamp/tools/internal/trainer"
-	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/vk"
 )
 

@@ -61,7 +61,8 @@ const (
 var minArgs = map[uint32]int{opTypeInt: 2, opTypeFloat: 2, opTypeVector: 3, opTypeMatrix: 3, opTypeArray: 3,
 	opTypeRuntimeArray: 2, opTypeStruct: 1, opTypePointer: 3, opConstant: 3, opSpecConstant: 3,
 	opConstantComposite: 2, opSpecConstantComposite: 2, opVariable: 3, opDecorate: 2,
-	opMemberDecorate: 3, opExecutionMode: 2, opExecutionModeId: 2, opEntryPoint: 1}
+	opMemberDecorate: 3, opExecutionMode: 2, opExecutionModeId: 2, opEntryPoint: 1,
+	opName: 1, opMemberName: 2, opTypeBool: 1, opSpecConstantTrue: 2, opSpecConstFalse: 2}
 
 type inst struct {
 	op  uint32
@@ -71,20 +72,23 @@ type inst struct {
 type decos map[uint32][]uint32 // decoration -> literals
 
 type module struct {
-	defs    map[uint32]inst             // result id -> defining instruction
-	deco    map[uint32]decos            // id -> decorations
-	mdeco   map[uint32]map[uint32]decos // struct id -> member -> decorations
-	vars    []uint32                    // OpVariable ids, in module order
-	modes   []inst                      // OpExecutionMode(Id)
-	wgSize  uint32                      // id decorated BuiltIn WorkgroupSize, or 0
-	entries int                         // GLCompute entry points
+	defs    map[uint32]inst              // result id -> defining instruction
+	deco    map[uint32]decos             // id -> decorations
+	mdeco   map[uint32]map[uint32]decos  // struct id -> member -> decorations
+	vars    []uint32                     // OpVariable ids, in module order
+	modes   []inst                       // OpExecutionMode(Id)
+	wgSize  uint32                       // id decorated BuiltIn WorkgroupSize, or 0
+	entries int                          // GLCompute entry points
+	names   map[uint32]string            // OpName
+	mnames  map[uint32]map[uint32]string // OpMemberName: struct -> member -> name
 }
 
 func parse(b []byte) (*module, error) {
 	if len(b)%4 != 0 || len(b) < 20 || binary.LittleEndian.Uint32(b) != 0x07230203 {
 		return nil, errors.New("not a little-endian SPIR-V module")
 	}
-	m := &module{defs: map[uint32]inst{}, deco: map[uint32]decos{}, mdeco: map[uint32]map[uint32]decos{}}
+	m := &module{defs: map[uint32]inst{}, deco: map[uint32]decos{}, mdeco: map[uint32]map[uint32]decos{},
+		names: map[uint32]string{}, mnames: map[uint32]map[uint32]string{}}
 	w := make([]uint32, len(b)/4)
 	for i := range w {
 		w[i] = binary.LittleEndian.Uint32(b[4*i:])
@@ -101,7 +105,16 @@ func parse(b []byte) (*module, error) {
 			return nil, fmt.Errorf("short instruction (opcode %d)", op)
 		}
 		switch op {
-		case opTypeInt, opTypeFloat, opTypeVector, opTypeMatrix, opTypeArray, opTypeRuntimeArray, opTypeStruct, opTypePointer,
+		case opName:
+			m.names[a[0]] = decodeString(a[1:])
+		case opMemberName:
+			if m.mnames[a[0]] == nil {
+				m.mnames[a[0]] = map[uint32]string{}
+			}
+			m.mnames[a[0]][a[1]] = decodeString(a[2:])
+		case opSpecConstantTrue, opSpecConstFalse:
+			m.defs[a[1]] = in
+		case opTypeBool, opTypeInt, opTypeFloat, opTypeVector, opTypeMatrix, opTypeArray, opTypeRuntimeArray, opTypeStruct, opTypePointer,
 			opTypeImage, opTypeSampledImage:
 			m.defs[a[0]] = in
 		case opConstant, opSpecConstant, opConstantComposite, opSpecConstantComposite:

@@ -189,10 +189,13 @@ void main() { uint i = gl_GlobalInvocationID.x; if (i < p.n) b[i] = a[i] + TIER;
 layout(local_size_x = 64) in;
 layout(binding = 0) writeonly buffer B { float b[]; };
 void main() { b[gl_GlobalInvocationID.x] = 0.0; }`,
-		"spv/old.fp16.spv": "stale",
+		"spv/old.fp16.spv":   "stale",
+		"include/dtype.glsl": "#define DT_F32 0u // binary32\n#define DT_I32 3u\n",
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "spv"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, sub := range []string{"spv", "include"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, src := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
@@ -201,7 +204,7 @@ void main() { b[gl_GlobalInvocationID.x] = 0.0; }`,
 	}
 	var outs [2][]byte
 	for i := range outs {
-		if err := run(dir); err != nil {
+		if err := run(dir, "launch_gen.go"); err != nil {
 			t.Fatal(err)
 		}
 		var err error
@@ -216,14 +219,31 @@ void main() { b[gl_GlobalInvocationID.x] = 0.0; }`,
 
 package shaders
 
+import "github.com/vkamp/vkamp/vk"
+
 var table = []Kernel{
-	{Name: "fill", Tier: Packed, File: "spv/fill.packed.spv", Bindings: []Access{Write}, PushSize: 0, LocalSize: [3]uint32{64, 1, 1}},
-	{Name: "scale", Tier: Packed, File: "spv/scale.packed.spv", Bindings: []Access{Read, Write}, PushSize: 8, LocalSize: [3]uint32{1, 1, 1}, SpecLocalSizeX: true},
-	{Name: "scale", Tier: Storage16, File: "spv/scale.storage16.spv", Bindings: []Access{Read, Write}, PushSize: 8, LocalSize: [3]uint32{1, 1, 1}, SpecLocalSizeX: true},
+	{Name: "fill", Tier: vk.TierPacked, File: "spv/fill.packed.spv", Bindings: []vk.Access{vk.Write}, PushSize: 0, LocalSize: [3]uint32{64, 1, 1}},
+	{Name: "scale", Tier: vk.TierPacked, File: "spv/scale.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{1, 1, 1}, SpecLocalSizeX: true},
+	{Name: "scale", Tier: vk.TierStorage16, File: "spv/scale.storage16.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{1, 1, 1}, SpecLocalSizeX: true},
 }
 `
 	if string(outs[0]) != want {
 		t.Errorf("kernels_gen.go:\n%s\nwant:\n%s", outs[0], want)
+	}
+	launch, err := os.ReadFile(filepath.Join(dir, "launch_gen.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"DTypeI32 DType = 3",
+		"type ScaleSpec struct {\n\tLocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device\n}",
+		"type P struct {\n\tN uint32  // offset 0\n\tS float32 // offset 4\n}",
+		"func Scale(d *vk.Device, groups [3]uint32, s ScaleSpec, p P, b ScaleBind) error",
+		"return run(d, k, groups, nil, b.B)", // fill: no push constants
+	} {
+		if !strings.Contains(string(launch), w) {
+			t.Errorf("launchers lack %q:\n%s", w, launch)
+		}
 	}
 	got, _ := filepath.Glob(filepath.Join(dir, "spv", "*"))
 	for i := range got {

@@ -12,10 +12,10 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/vkamp/vkamp/internal/ref"
-	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
 )
 

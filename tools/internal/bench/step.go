@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
 )
 

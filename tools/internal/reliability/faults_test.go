@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
-	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
 )
 

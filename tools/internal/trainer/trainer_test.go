@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
-	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
 )
 

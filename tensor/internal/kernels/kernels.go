@@ -1,0 +1,97 @@
+// Package kernels launches vkamp's embedded shaders: one typed function per
+// kernel (kernels_gen.go, generated from the SPIR-V by `go generate
+// ./shaders`), with its specialization constants, push constants and
+// bindings as named struct fields. It builds each pipeline on first use for
+// the device's tier and caches it on the device.
+//
+// It lives under tensor/internal so that only package tensor can launch a
+// kernel: every op has one home.
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/vkamp/vkamp/shaders"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// DType is an element type as the shaders code it (see the DType
+// constants, generated from shaders/include/dtype.glsl).
+type DType uint32
+
+// maxLocalSize caps the workgroup of elementwise kernels: SwiftShader allows
+// 256 invocations, and larger groups gain nothing on GPUs for streaming work.
+const maxLocalSize = 256
+
+// key identifies a pipeline by kernel and specialization constants,
+// cheaply: launchers build one on every dispatch.
+type key struct {
+	op   string
+	spec [16]uint32
+	set  uint16 // which constants are given
+}
+
+// put gives constant id the value v; zero leaves the shader's default.
+func (k *key) put(id int, v uint32) {
+	if v != 0 {
+		k.spec[id], k.set = v, k.set|1<<id
+	}
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// run records the kernel k names on d.
+func run(d *vk.Device, k key, groups [3]uint32, push []byte, bufs ...*vk.Buffer) error {
+	kern, err := d.KernelFor(k, func() (vk.KernelSource, error) { return source(d, k) })
+	if err == nil {
+		err = d.Dispatch(kern, groups, push, bufs...)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.op, err)
+	}
+	return nil
+}
+
+func source(d *vk.Device, k key) (vk.KernelSource, error) {
+	sk, ok := shaders.Lookup(k.op, d.Tier())
+	if !ok {
+		return vk.KernelSource{}, fmt.Errorf("kernels: no variant of %q for tier %s", k.op, d.Tier())
+	}
+	src := vk.KernelSource{
+		Name:     k.op + "." + sk.Tier.String(),
+		SPIRV:    sk.Code(),
+		PushSize: sk.PushSize,
+		Bindings: sk.Bindings,
+		Spec:     map[uint32]uint32{},
+	}
+	if sk.SpecLocalSizeX {
+		src.Spec[0] = LocalSize(d)
+	}
+	for id := range k.spec {
+		if k.set&(1<<id) != 0 {
+			src.Spec[uint32(id)] = k.spec[id]
+		}
+	}
+	return src, nil
+}
+
+// LocalSize is the workgroup size of the elementwise kernels on d.
+func LocalSize(d *vk.Device) uint32 {
+	info := d.Info()
+	return min(maxLocalSize, info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])
+}
+
+// Groups returns the workgroup count for a grid-stride kernel over n items:
+// enough to cover them, within the device's limit (the kernel loops over the
+// rest).
+func Groups(d *vk.Device, n int) [3]uint32 {
+	local := int(LocalSize(d))
+	g := max(1, (n+local-1)/local)
+	g = min(g, int(d.Info().MaxWorkgroupCount[0]), 1<<16-1)
+	return [3]uint32{uint32(g), 1, 1}
+}
