@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/x448/float16"
+
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 )
 
 // DType is the element type of a tensor.
@@ -17,6 +19,17 @@ const (
 )
 
 var dtypeNames = [...]string{"float32", "float16", "bfloat16"}
+
+// code is the dtype as the kernels take it (shaders/include/dtype.glsl).
+func (d DType) code() kernels.DType {
+	switch d {
+	case Float16:
+		return kernels.DTypeF16
+	case BFloat16:
+		return kernels.DTypeBF16
+	}
+	return kernels.DTypeF32
+}
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
