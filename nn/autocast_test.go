@@ -3,7 +3,6 @@ package nn_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/vkamp/vkamp/amp"
@@ -47,40 +46,41 @@ func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 	}
 	cases := []struct {
 		name   string
+		op     tensor.Op
 		policy amp.Policy
 		in     []input
 		casts  []tensor.DType // the dtype the policy chooses for each input
 		out    tensor.DType
-		op     func(g *nn.Graph, v []*nn.Var) *nn.Var
+		run    func(g *nn.Graph, v []*nn.Var) *nn.Var
 	}{
-		{"matmul", amp.Lower, []input{{t: x32()}, {t: tInput(t, d, tRand(20, 5, 1, f32), 5, 4)}}, []tensor.DType{f16, f16}, f16,
+		{"matmul", tensor.OpMatMul, amp.Lower, []input{{t: x32()}, {t: tInput(t, d, tRand(20, 5, 1, f32), 5, 4)}}, []tensor.DType{f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MatMul(v[0], v[1], false, false) }},
-		{"matmul of fp16 and fp32", amp.Lower, []input{{t: x16()}, {p: w}}, []tensor.DType{f16, f16}, f16,
+		{"matmul of fp16 and fp32", tensor.OpMatMul, amp.Lower, []input{{t: x16()}, {p: w}}, []tensor.DType{f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MatMul(v[0], v[1], false, true) }},
-		{"linear", amp.Lower, []input{{t: x32()}, {p: w}, {p: b}}, []tensor.DType{f16, f16, f16}, f16,
+		{"linear", tensor.OpLinear, amp.Lower, []input{{t: x32()}, {p: w}, {p: b}}, []tensor.DType{f16, f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Linear(v[0], v[1], v[2]) }},
-		{"add fp16 + fp32", amp.Widest, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
+		{"add fp16 + fp32", tensor.OpAdd, amp.Widest, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Add(v[0], v[1]) }},
-		{"add fp16 + fp16", amp.Widest, []input{{t: x16()}, {t: x16()}}, []tensor.DType{f16, f16}, f16,
+		{"add fp16 + fp16", tensor.OpAdd, amp.Widest, []input{{t: x16()}, {t: x16()}}, []tensor.DType{f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Add(v[0], v[1]) }},
-		{"mean", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+		{"mean", tensor.OpMean, amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Mean(v[0]) }},
-		{"sum", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+		{"sum", tensor.OpSum, amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Sum(v[0]) }},
-		{"mse_loss", amp.FP32, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
+		{"mse_loss", tensor.OpMSELoss, amp.FP32, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MSELoss(v[0], v[1], nn.Mean) }},
-		{"cross_entropy", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+		{"cross_entropy", tensor.OpCrossEntropy, amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.CrossEntropyLoss(v[0], labels, nn.Mean) }},
-		{"layer_norm", amp.FP32, []input{{t: x16()}, {t: tHalf(t, d, tRand(5, 6, 1, f32), 5)}, {t: tInput(t, d, tRand(5, 7, 1, f32), 5)}},
+		{"layer_norm", tensor.OpLayerNorm, amp.FP32, []input{{t: x16()}, {t: tHalf(t, d, tRand(5, 6, 1, f32), 5)}, {t: tInput(t, d, tRand(5, 7, 1, f32), 5)}},
 			[]tensor.DType{f32, f32, f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.LayerNorm(v[0], v[1], v[2], 1e-5) }},
-		{"relu fp16", amp.Keep, []input{{t: x16()}}, []tensor.DType{f16}, f16,
+		{"relu fp16", tensor.OpReLU, amp.Keep, []input{{t: x16()}}, []tensor.DType{f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.ReLU(v[0]) }},
-		{"relu fp32", amp.Keep, []input{{t: x32()}}, []tensor.DType{f32}, f32,
+		{"relu fp32", tensor.OpReLU, amp.Keep, []input{{t: x32()}}, []tensor.DType{f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.ReLU(v[0]) }},
 	}
 	for i, c := range cases {
-		if got := amp.PolicyOf(strings.Fields(c.name)[0]); got != c.policy {
+		if got := amp.PolicyOf(c.op); got != c.policy {
 			t.Errorf("case %d (%s): policy %s, want %s", i, c.name, got, c.policy)
 		}
 		vars := func(g *nn.Graph) []*nn.Var {
@@ -95,13 +95,13 @@ func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 			return vs
 		}
 		on := nn.NewGraph(d, nn.Options{Autocast: true})
-		got := c.op(on, vars(on))
+		got := c.run(on, vars(on))
 		off := nn.NewGraph(d, nn.Options{})
 		vs := vars(off)
 		for j := range vs {
 			vs[j] = off.Cast(vs[j], c.casts[j])
 		}
-		want := c.op(off, vs)
+		want := c.run(off, vs)
 		if got.DType() != c.out || want.DType() != c.out {
 			t.Errorf("case %d (%s): dtype %s under autocast, %s without; want %s", i, c.name, got.DType(), want.DType(), c.out)
 		}

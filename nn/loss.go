@@ -38,7 +38,7 @@ func (g *Graph) MSELoss(pred, target *Var, r Reduction) *Var {
 	} else {
 		out = tensor.Mean(sq)
 	}
-	return g.record("mse_loss", out, attrs{n: int(r)}, []*tensor.Tensor{diff}, pred, target)
+	return g.record(tensor.OpMSELoss, out, attrs{n: int(r)}, []*tensor.Tensor{diff}, pred, target)
 }
 
 // d/dpred = 2 (pred - target) / N for the mean, without the 1/N for the sum.
@@ -80,7 +80,7 @@ func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction
 	} else {
 		out = tensor.Mean(losses)
 	}
-	return g.record("cross_entropy", out, attrs{n: int(r)}, []*tensor.Tensor{logp, labels}, logits)
+	return g.record(tensor.OpCrossEntropy, out, attrs{n: int(r)}, []*tensor.Tensor{logp, labels}, logits)
 }
 
 func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
@@ -107,7 +107,7 @@ func (g *Graph) LayerNorm(x, gamma, beta *Var, eps float32) *Var {
 	y := tensor.New(g.dev, tensor.Float32, x.Shape()...)
 	stats := g.keep(tensor.New(g.dev, tensor.Float32, rows, 2))
 	run(y, "layer_norm", rowLocal(g, cols), rowsGrid(rows), []uint32{uint32(rows), uint32(cols), math.Float32bits(eps)}, x.t, gamma.t, beta.t, y, stats)
-	return g.record("layer_norm", y, attrs{}, []*tensor.Tensor{stats}, x, gamma, beta)
+	return g.record(tensor.OpLayerNorm, y, attrs{}, []*tensor.Tensor{stats}, x, gamma, beta)
 }
 
 func layerNormBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
