@@ -3,13 +3,16 @@
 //
 // The state is a value, not a package global: a Region is created by the
 // code that records a model's ops (nn's Graph) and passed along, so two
-// goroutines can train two models at once. The policy table is keyed by
-// tensor.Op. Within a region, ops on the lower-precision list (matmul,
-// linear) run in the region's dtype (fp16; bf16 later), ops on the fp32
-// list (softmax, norms, losses, sums) run in fp32, and ops with several
-// floating inputs run in the widest of them. Other ops run in their
-// input's dtype. The lists are PyTorch's CUDA lists for the ops that exist
-// here.
+// goroutines can train two models at once.
+//
+// The policy table is keyed by tensor.Op and holds PyTorch's CUDA lists
+// for the ops that exist here. Within a region, ops on the lower-precision
+// list (matmul, linear) run in the region's dtype (fp16; bf16 later), ops
+// on the fp32 list (sum, softmax, log_softmax, layer_norm and the losses)
+// run in fp32, and ops on the promote list (none yet) run in the widest of
+// their floating inputs. Every other op keeps its inputs' dtype, promoted
+// to the widest when there are several, as without autocast: so add of
+// fp16 and fp32 is fp32, as PyTorch's type promotion gives.
 package amp
 
 import (
@@ -23,13 +26,15 @@ import (
 type Policy uint8
 
 const (
-	// Keep runs the op in its inputs' dtype: ops on no list.
+	// Keep runs the op in its inputs' dtype (the widest of them): ops on no
+	// list.
 	Keep Policy = iota
 	// Lower runs the op in the region's dtype (fp16).
 	Lower
 	// FP32 runs the op in float32.
 	FP32
-	// Widest runs the op in the widest dtype of its floating inputs.
+	// Widest runs the op in the widest dtype of its floating inputs:
+	// PyTorch's promote list (addcmul, dot, ...), none of which exists yet.
 	Widest
 )
 
@@ -46,27 +51,28 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpMatMul: Lower,
 	tensor.OpLinear: Lower,
 
-	// fp32: what loses accuracy or range in fp16.
+	// fp32: what loses accuracy or range in fp16. sum, softmax and
+	// log_softmax are PyTorch's fp32_set_opt_dtype ops; casting the input
+	// to fp32 gives the same values, as the kernels accumulate in fp32.
 	tensor.OpSum:          FP32,
-	tensor.OpMean:         FP32,
 	tensor.OpSoftmax:      FP32,
 	tensor.OpLogSoftmax:   FP32,
 	tensor.OpLayerNorm:    FP32,
 	tensor.OpMSELoss:      FP32,
 	tensor.OpCrossEntropy: FP32,
 
-	// Several floating inputs: the widest. (PyTorch's add, sub and mul are
-	// on no list but promote natively, which is the same.)
-	tensor.OpAdd:     Widest,
-	tensor.OpSub:     Widest,
-	tensor.OpMul:     Widest,
-	tensor.OpAddBias: Widest,
-
-	// On no list.
+	// On no list. add, sub and mul promote natively, which Keep does.
+	// mean is on no CUDA list either: its kernel accumulates and returns in
+	// fp32 whatever the input. A cast is autocast's own tool.
 	tensor.OpCast:    Keep,
+	tensor.OpAdd:     Keep,
+	tensor.OpSub:     Keep,
+	tensor.OpMul:     Keep,
+	tensor.OpAddBias: Keep,
 	tensor.OpScale:   Keep,
 	tensor.OpReLU:    Keep,
 	tensor.OpGELU:    Keep,
+	tensor.OpMean:    Keep,
 	tensor.OpDropout: Keep,
 }
 
@@ -145,10 +151,10 @@ func (r *Region) OpDType(op tensor.Op, in ...tensor.DType) tensor.DType {
 		return r.dtype
 	case FP32:
 		return tensor.Float32
-	case Widest:
-		return tensor.Widest(in...)
 	}
-	return in[0]
+	// Widest, and Keep: with fp16 and fp32 the only floating dtypes,
+	// PyTorch's promote list and its native promotion agree.
+	return tensor.Widest(in...)
 }
 
 // Cast returns x in dtype dt for an op: x itself when it already has dt.
