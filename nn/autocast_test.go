@@ -26,6 +26,7 @@ func tHalf(t testing.TB, d *vk.Device, vals []float32, shape ...int) *tensor.Ten
 func TestAutocast(t *testing.T) {
 	d := devtest.Open(t)
 	t.Run("MatchesCastInputs", func(t *testing.T) { autocastMatchesCastInputs(t, d) })
+	t.Run("FP32OnlyWithoutAutocast", func(t *testing.T) { fp32OnlyWithoutAutocast(t, d) })
 	t.Run("Nesting", func(t *testing.T) { autocastNesting(t, d) })
 	t.Run("WeightCache", func(t *testing.T) { autocastWeightCache(t, d) })
 	t.Run("MemoryFlat", func(t *testing.T) { autocastMemoryFlat(t, d) })
@@ -108,6 +109,64 @@ func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 		tSameBits(t, fmt.Sprintf("case %d (%s)", i, c.name), tRead(t, got.Value()), tRead(t, want.Value()))
 		on.Release()
 		off.Release()
+	}
+}
+
+// layer_norm and the losses have fp32 kernels only. Without autocast they
+// widen fp16 inputs to fp32 (PyTorch would run them in fp16): the same
+// bits, forward and gradient, as the inputs cast to fp32 by hand.
+func fp32OnlyWithoutAutocast(t *testing.T, d *vk.Device) {
+	x := tParam(t, d, "x", tRand(15, 8, 1, f16), 3, 5)
+	gamma := tParam(t, d, "gamma", tRand(5, 9, 1, f16), 5)
+	beta := tParam(t, d, "beta", tRand(5, 10, 1, f16), 5)
+	target := tHalf(t, d, tRand(15, 11, 1, f32), 3, 5)
+	labels := tInput(t, d, []float32{3, 0, 2}, 3)
+	cases := []struct {
+		name string
+		run  func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var
+	}{
+		{"layer_norm", func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var {
+			return g.Sum(g.LayerNorm(in(x), in(gamma), in(beta), 1e-5))
+		}},
+		{"mse_loss", func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var {
+			return g.MSELoss(in(x), g.Input(target), nn.Mean)
+		}},
+		{"cross_entropy", func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var {
+			return g.CrossEntropyLoss(in(x), labels, nn.Mean)
+		}},
+	}
+	for _, c := range cases {
+		// run returns the loss and x's gradient, with the fp16 inputs
+		// widened by the op or, when byHand, by the caller.
+		run := func(byHand bool) (loss, grad []float32) {
+			t.Helper()
+			for _, p := range []*nn.Param{x, gamma, beta} {
+				if err := p.ZeroGrad(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := nn.NewGraph(d, nn.Options{})
+			defer g.Release()
+			in := func(p *nn.Param) *nn.Var {
+				v := g.Cast(g.Param(p), f16)
+				if byHand {
+					v = g.Cast(v, f32)
+				}
+				return v
+			}
+			l := c.run(g, in)
+			if l.DType() != f32 {
+				t.Errorf("%s without autocast on fp16 inputs: %s, want float32", c.name, l.DType())
+			}
+			if err := g.Backward(l, nil); err != nil {
+				t.Fatal(err)
+			}
+			return tRead(t, l.Value()), tRead(t, x.Grad)
+		}
+		gotLoss, gotGrad := run(false)
+		wantLoss, wantGrad := run(true)
+		tSameBits(t, c.name+" value", gotLoss, wantLoss)
+		tSameBits(t, c.name+" gradient", gotGrad, wantGrad)
 	}
 }
 
