@@ -10,6 +10,8 @@ import (
 
 // The graph's ops. Each picks its dtype from the autocast policy in amp,
 // casts its inputs (recording the casts), computes, and records itself.
+// Ops on no list (scale, relu, gelu, dropout) ask too, so the table alone
+// decides: for them the cast is a no-op.
 
 func (g *Graph) dtypeFor(op tensor.Op, vs ...*Var) tensor.DType {
 	in := make([]tensor.DType, len(vs))
@@ -69,16 +71,19 @@ func (g *Graph) AddBias(x, bias *Var) *Var {
 
 // Scale returns s * x.
 func (g *Graph) Scale(x *Var, s float32) *Var {
+	x = g.cast(x, g.dtypeFor(tensor.OpScale, x))
 	return g.record(tensor.OpScale, tensor.Scale(x.t, s, x.DType()), attrs{f: s}, nil, x)
 }
 
 // ReLU returns max(x, 0).
 func (g *Graph) ReLU(x *Var) *Var {
+	x = g.cast(x, g.dtypeFor(tensor.OpReLU, x))
 	return g.record(tensor.OpReLU, tensor.ReLU(x.t, x.DType()), attrs{}, nil, x)
 }
 
 // GELU returns the tanh form of GELU.
 func (g *Graph) GELU(x *Var) *Var {
+	x = g.cast(x, g.dtypeFor(tensor.OpGELU, x))
 	return g.record(tensor.OpGELU, tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
 }
 
@@ -119,6 +124,7 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 	if p == 0 {
 		return x
 	}
+	x = g.cast(x, g.dtypeFor(tensor.OpDropout, x))
 	g.drops++
 	seed := g.seed*0x9E3779B9 + g.drops
 	return g.record(tensor.OpDropout, dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)
