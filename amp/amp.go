@@ -3,12 +3,16 @@
 //
 // The state is a value, not a package global: a Region is created by the
 // code that records a model's ops (nn's Graph) and passed along, so two
-// goroutines can train two models at once. Within a region, ops on the
-// lower-precision list (matmul, linear, bmm) run in the region's dtype
-// (fp16; bf16 later), ops on the fp32 list (softmax, norms, losses, sums,
-// exp, log, pow) run in fp32, and ops with several floating inputs run in
-// the widest of them. Other ops run in their input's dtype. The lists are
-// PyTorch's CUDA lists for the ops that exist here.
+// goroutines can train two models at once.
+//
+// The policy table is keyed by tensor.Op and holds PyTorch's CUDA lists
+// for the ops that exist here. Within a region, ops on the lower-precision
+// list (matmul, linear) run in the region's dtype (fp16; bf16 later), ops
+// on the fp32 list (sum, softmax, log_softmax, layer_norm and the losses)
+// run in fp32, and ops on the promote list (none yet) run in the widest of
+// their floating inputs. Every other op keeps its inputs' dtype, promoted
+// to the widest when there are several, as without autocast: so add of
+// fp16 and fp32 is fp32, as PyTorch's type promotion gives.
 package amp
 
 import (
@@ -22,13 +26,15 @@ import (
 type Policy uint8
 
 const (
-	// Keep runs the op in its inputs' dtype: ops on no list.
+	// Keep runs the op in its inputs' dtype (the widest of them): ops on no
+	// list.
 	Keep Policy = iota
 	// Lower runs the op in the region's dtype (fp16).
 	Lower
 	// FP32 runs the op in float32.
 	FP32
-	// Widest runs the op in the widest dtype of its floating inputs.
+	// Widest runs the op in the widest dtype of its floating inputs:
+	// PyTorch's promote list (addcmul, dot, ...), none of which exists yet.
 	Widest
 )
 
@@ -36,21 +42,42 @@ var policyNames = [...]string{"keep", "lower", "fp32", "widest"}
 
 func (p Policy) String() string { return policyNames[p] }
 
-// policies is the one table. Ops not in it keep their input's dtype.
-var policies = map[string]Policy{
+// policies is the one table. Every op has an entry, Keep included, so a
+// test can tell an op left out from an op kept (policy_test.go). The ops of
+// PyTorch's lists that do not exist here (bmm, mm, addmm, exp, log, pow,
+// nll_loss, ...) get entries when they are added.
+var policies = map[tensor.Op]Policy{
 	// Lower precision: the matrix products.
-	"matmul": Lower, "linear": Lower, "bmm": Lower, "mm": Lower, "addmm": Lower,
-	// fp32: what loses accuracy or range in fp16.
-	"softmax": FP32, "log_softmax": FP32, "layer_norm": FP32, "exp": FP32, "log": FP32,
-	"pow": FP32, "sum": FP32, "mean": FP32, "mse_loss": FP32, "cross_entropy": FP32,
-	"nll_loss": FP32, "sum_squares": FP32,
-	// Several floating inputs: the widest. (PyTorch's add, sub and mul are on
-	// no list but promote natively, which is the same.)
-	"add": Widest, "sub": Widest, "mul": Widest, "add_bias": Widest,
+	tensor.OpMatMul: Lower,
+	tensor.OpLinear: Lower,
+
+	// fp32: what loses accuracy or range in fp16. sum, softmax and
+	// log_softmax are PyTorch's fp32_set_opt_dtype ops; casting the input
+	// to fp32 gives the same values, as the kernels accumulate in fp32.
+	tensor.OpSum:          FP32,
+	tensor.OpSoftmax:      FP32,
+	tensor.OpLogSoftmax:   FP32,
+	tensor.OpLayerNorm:    FP32,
+	tensor.OpMSELoss:      FP32,
+	tensor.OpCrossEntropy: FP32,
+
+	// On no list. add, sub and mul promote natively, which Keep does.
+	// mean is on no CUDA list either: its kernel accumulates and returns in
+	// fp32 whatever the input. A cast is autocast's own tool.
+	tensor.OpCast:    Keep,
+	tensor.OpAdd:     Keep,
+	tensor.OpSub:     Keep,
+	tensor.OpMul:     Keep,
+	tensor.OpAddBias: Keep,
+	tensor.OpScale:   Keep,
+	tensor.OpReLU:    Keep,
+	tensor.OpGELU:    Keep,
+	tensor.OpMean:    Keep,
+	tensor.OpDropout: Keep,
 }
 
 // PolicyOf returns op's policy.
-func PolicyOf(op string) Policy { return policies[op] }
+func PolicyOf(op tensor.Op) Policy { return policies[op] }
 
 // Region is an autocast state. The zero value and nil are "autocast off".
 // Enter returns a nested region; Exit returns to the enclosing one. The
@@ -112,7 +139,7 @@ func (r *Region) DType() tensor.DType {
 // OpDType returns the dtype op computes in, given its floating inputs'
 // dtypes, under r. With autocast off, and for ops on no list, it is the
 // widest input dtype, as PyTorch's type promotion gives.
-func (r *Region) OpDType(op string, in ...tensor.DType) tensor.DType {
+func (r *Region) OpDType(op tensor.Op, in ...tensor.DType) tensor.DType {
 	if len(in) == 0 {
 		panic(&tensor.UsageError{Op: "amp.OpDType", Msg: fmt.Sprintf("%s has no inputs", op)})
 	}
@@ -124,10 +151,10 @@ func (r *Region) OpDType(op string, in ...tensor.DType) tensor.DType {
 		return r.dtype
 	case FP32:
 		return tensor.Float32
-	case Widest:
-		return tensor.Widest(in...)
 	}
-	return in[0]
+	// Widest, and Keep: with fp16 and fp32 the only floating dtypes,
+	// PyTorch's promote list and its native promotion agree.
+	return tensor.Widest(in...)
 }
 
 // Cast returns x in dtype dt for an op: x itself when it already has dt.

@@ -11,11 +11,11 @@ import (
 // it off.
 func Example() {
 	r := amp.New(true, tensor.Float16)
-	fmt.Println(r.OpDType("matmul", tensor.Float32, tensor.Float32))
-	fmt.Println(r.OpDType("softmax", tensor.Float16))
-	fmt.Println(r.OpDType("add", tensor.Float16, tensor.Float32))
+	fmt.Println(r.OpDType(tensor.OpMatMul, tensor.Float32, tensor.Float32))
+	fmt.Println(r.OpDType(tensor.OpSoftmax, tensor.Float16))
+	fmt.Println(r.OpDType(tensor.OpAdd, tensor.Float16, tensor.Float32))
 	inner := r.Enter(false, tensor.Float16)
-	fmt.Println(inner.OpDType("matmul", tensor.Float32, tensor.Float32))
+	fmt.Println(inner.OpDType(tensor.OpMatMul, tensor.Float32, tensor.Float32))
 	r = inner.Exit()
 	fmt.Println(r.Enabled())
 	// Output:

@@ -3,7 +3,6 @@ package nn_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/vkamp/vkamp/amp"
@@ -27,6 +26,7 @@ func tHalf(t testing.TB, d *vk.Device, vals []float32, shape ...int) *tensor.Ten
 func TestAutocast(t *testing.T) {
 	d := devtest.Open(t)
 	t.Run("MatchesCastInputs", func(t *testing.T) { autocastMatchesCastInputs(t, d) })
+	t.Run("FP32OnlyWithoutAutocast", func(t *testing.T) { fp32OnlyWithoutAutocast(t, d) })
 	t.Run("Nesting", func(t *testing.T) { autocastNesting(t, d) })
 	t.Run("WeightCache", func(t *testing.T) { autocastWeightCache(t, d) })
 	t.Run("MemoryFlat", func(t *testing.T) { autocastMemoryFlat(t, d) })
@@ -47,40 +47,41 @@ func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 	}
 	cases := []struct {
 		name   string
+		op     tensor.Op
 		policy amp.Policy
 		in     []input
 		casts  []tensor.DType // the dtype the policy chooses for each input
 		out    tensor.DType
-		op     func(g *nn.Graph, v []*nn.Var) *nn.Var
+		run    func(g *nn.Graph, v []*nn.Var) *nn.Var
 	}{
-		{"matmul", amp.Lower, []input{{t: x32()}, {t: tInput(t, d, tRand(20, 5, 1, f32), 5, 4)}}, []tensor.DType{f16, f16}, f16,
+		{"matmul", tensor.OpMatMul, amp.Lower, []input{{t: x32()}, {t: tInput(t, d, tRand(20, 5, 1, f32), 5, 4)}}, []tensor.DType{f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MatMul(v[0], v[1], false, false) }},
-		{"matmul of fp16 and fp32", amp.Lower, []input{{t: x16()}, {p: w}}, []tensor.DType{f16, f16}, f16,
+		{"matmul of fp16 and fp32", tensor.OpMatMul, amp.Lower, []input{{t: x16()}, {p: w}}, []tensor.DType{f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MatMul(v[0], v[1], false, true) }},
-		{"linear", amp.Lower, []input{{t: x32()}, {p: w}, {p: b}}, []tensor.DType{f16, f16, f16}, f16,
+		{"linear", tensor.OpLinear, amp.Lower, []input{{t: x32()}, {p: w}, {p: b}}, []tensor.DType{f16, f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Linear(v[0], v[1], v[2]) }},
-		{"add fp16 + fp32", amp.Widest, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
+		{"add fp16 + fp32", tensor.OpAdd, amp.Keep, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Add(v[0], v[1]) }},
-		{"add fp16 + fp16", amp.Widest, []input{{t: x16()}, {t: x16()}}, []tensor.DType{f16, f16}, f16,
+		{"add fp16 + fp16", tensor.OpAdd, amp.Keep, []input{{t: x16()}, {t: x16()}}, []tensor.DType{f16, f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Add(v[0], v[1]) }},
-		{"mean", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+		{"mean", tensor.OpMean, amp.Keep, []input{{t: x16()}}, []tensor.DType{f16}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Mean(v[0]) }},
-		{"sum", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+		{"sum", tensor.OpSum, amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.Sum(v[0]) }},
-		{"mse_loss", amp.FP32, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
+		{"mse_loss", tensor.OpMSELoss, amp.FP32, []input{{t: x16()}, {t: x32()}}, []tensor.DType{f32, f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.MSELoss(v[0], v[1], nn.Mean) }},
-		{"cross_entropy", amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
+		{"cross_entropy", tensor.OpCrossEntropy, amp.FP32, []input{{t: x16()}}, []tensor.DType{f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.CrossEntropyLoss(v[0], labels, nn.Mean) }},
-		{"layer_norm", amp.FP32, []input{{t: x16()}, {t: tHalf(t, d, tRand(5, 6, 1, f32), 5)}, {t: tInput(t, d, tRand(5, 7, 1, f32), 5)}},
+		{"layer_norm", tensor.OpLayerNorm, amp.FP32, []input{{t: x16()}, {t: tHalf(t, d, tRand(5, 6, 1, f32), 5)}, {t: tInput(t, d, tRand(5, 7, 1, f32), 5)}},
 			[]tensor.DType{f32, f32, f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.LayerNorm(v[0], v[1], v[2], 1e-5) }},
-		{"relu fp16", amp.Keep, []input{{t: x16()}}, []tensor.DType{f16}, f16,
+		{"relu fp16", tensor.OpReLU, amp.Keep, []input{{t: x16()}}, []tensor.DType{f16}, f16,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.ReLU(v[0]) }},
-		{"relu fp32", amp.Keep, []input{{t: x32()}}, []tensor.DType{f32}, f32,
+		{"relu fp32", tensor.OpReLU, amp.Keep, []input{{t: x32()}}, []tensor.DType{f32}, f32,
 			func(g *nn.Graph, v []*nn.Var) *nn.Var { return g.ReLU(v[0]) }},
 	}
 	for i, c := range cases {
-		if got := amp.PolicyOf(strings.Fields(c.name)[0]); got != c.policy {
+		if got := amp.PolicyOf(c.op); got != c.policy {
 			t.Errorf("case %d (%s): policy %s, want %s", i, c.name, got, c.policy)
 		}
 		vars := func(g *nn.Graph) []*nn.Var {
@@ -95,19 +96,77 @@ func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 			return vs
 		}
 		on := nn.NewGraph(d, nn.Options{Autocast: true})
-		got := c.op(on, vars(on))
+		got := c.run(on, vars(on))
 		off := nn.NewGraph(d, nn.Options{})
 		vs := vars(off)
 		for j := range vs {
 			vs[j] = off.Cast(vs[j], c.casts[j])
 		}
-		want := c.op(off, vs)
+		want := c.run(off, vs)
 		if got.DType() != c.out || want.DType() != c.out {
 			t.Errorf("case %d (%s): dtype %s under autocast, %s without; want %s", i, c.name, got.DType(), want.DType(), c.out)
 		}
 		tSameBits(t, fmt.Sprintf("case %d (%s)", i, c.name), tRead(t, got.Value()), tRead(t, want.Value()))
 		on.Release()
 		off.Release()
+	}
+}
+
+// layer_norm and the losses have fp32 kernels only. Without autocast they
+// widen fp16 inputs to fp32 (PyTorch would run them in fp16): the same
+// bits, forward and gradient, as the inputs cast to fp32 by hand.
+func fp32OnlyWithoutAutocast(t *testing.T, d *vk.Device) {
+	x := tParam(t, d, "x", tRand(15, 8, 1, f16), 3, 5)
+	gamma := tParam(t, d, "gamma", tRand(5, 9, 1, f16), 5)
+	beta := tParam(t, d, "beta", tRand(5, 10, 1, f16), 5)
+	target := tHalf(t, d, tRand(15, 11, 1, f32), 3, 5)
+	labels := tInput(t, d, []float32{3, 0, 2}, 3)
+	cases := []struct {
+		name string
+		run  func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var
+	}{
+		{"layer_norm", func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var {
+			return g.Sum(g.LayerNorm(in(x), in(gamma), in(beta), 1e-5))
+		}},
+		{"mse_loss", func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var {
+			return g.MSELoss(in(x), g.Input(target), nn.Mean)
+		}},
+		{"cross_entropy", func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var {
+			return g.CrossEntropyLoss(in(x), labels, nn.Mean)
+		}},
+	}
+	for _, c := range cases {
+		// run returns the loss and x's gradient, with the fp16 inputs
+		// widened by the op or, when byHand, by the caller.
+		run := func(byHand bool) (loss, grad []float32) {
+			t.Helper()
+			for _, p := range []*nn.Param{x, gamma, beta} {
+				if err := p.ZeroGrad(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := nn.NewGraph(d, nn.Options{})
+			defer g.Release()
+			in := func(p *nn.Param) *nn.Var {
+				v := g.Cast(g.Param(p), f16)
+				if byHand {
+					v = g.Cast(v, f32)
+				}
+				return v
+			}
+			l := c.run(g, in)
+			if l.DType() != f32 {
+				t.Errorf("%s without autocast on fp16 inputs: %s, want float32", c.name, l.DType())
+			}
+			if err := g.Backward(l, nil); err != nil {
+				t.Fatal(err)
+			}
+			return tRead(t, l.Value()), tRead(t, x.Grad)
+		}
+		gotLoss, gotGrad := run(false)
+		wantLoss, wantGrad := run(true)
+		tSameBits(t, c.name+" value", gotLoss, wantLoss)
+		tSameBits(t, c.name+" gradient", gotGrad, wantGrad)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/tensor"
 )
@@ -35,9 +37,9 @@ func TestCheckGradsPanics(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			good := rules["scale"]
-			rules["scale"] = c.bad
-			defer func() { rules["scale"] = good }()
+			good := rules[tensor.OpScale]
+			rules[tensor.OpScale] = c.bad
+			defer func() { rules[tensor.OpScale] = good }()
 
 			p := NewParam(d, "p", make([]float32, 12), 3, 4)
 			defer p.Close()
@@ -65,17 +67,24 @@ func TestCheckGradsPanics(t *testing.T) {
 	}
 }
 
-// Every op that records a node has a rule, and every rule belongs to an op
-// of the graph: the table and the ops cannot drift apart silently.
+// Every op of the graph has a backward rule or is listed in noBackward,
+// not both, and every rule belongs to an op: the table and the ops cannot
+// drift apart silently.
 func TestRulesTable(t *testing.T) {
-	want := []string{"cast", "matmul", "linear", "add", "sub", "mul", "add_bias", "scale", "relu", "gelu",
-		"sum", "mean", "dropout", "mse_loss", "cross_entropy", "layer_norm"}
-	if len(rules) != len(want) {
-		t.Errorf("%d rules, want %d", len(rules), len(want))
-	}
-	for _, op := range want {
-		if rules[op] == nil {
-			t.Errorf("no rule for %s", op)
+	isOp := map[tensor.Op]bool{}
+	for _, op := range tensor.Ops() {
+		isOp[op] = true
+		_, ok := rules[op]
+		if noBackward[op] {
+			require.False(t, ok, "%s has a backward rule and is in noBackward", op)
+			continue
 		}
+		require.True(t, ok, "%s has no backward rule (add one, or list it in noBackward)", op)
+	}
+	for op := range rules {
+		require.True(t, isOp[op], "a backward rule for %s, which is no op of tensor.Ops", op)
+	}
+	for op := range noBackward {
+		require.True(t, isOp[op], "noBackward lists %s, which is no op of tensor.Ops", op)
 	}
 }

@@ -46,7 +46,7 @@ func (v *Var) Shape() []int { return v.t.Shape() }
 // node is one recorded op: its inputs, output and what its backward rule
 // needs.
 type node struct {
-	op     string
+	op     tensor.Op
 	inputs []*Var
 	out    *Var
 	saved  []*tensor.Tensor
@@ -120,7 +120,7 @@ func (g *Graph) keep(t *tensor.Tensor) *tensor.Tensor { return g.temps.Track(t) 
 
 // record makes the output var of an op and, when a gradient is needed,
 // records the node for Backward.
-func (g *Graph) record(op string, out *tensor.Tensor, a attrs, saved []*tensor.Tensor, inputs ...*Var) *Var {
+func (g *Graph) record(op tensor.Op, out *tensor.Tensor, a attrs, saved []*tensor.Tensor, inputs ...*Var) *Var {
 	g.keep(out)
 	v := &Var{g: g, t: out}
 	if g.noGrad {
@@ -128,13 +128,13 @@ func (g *Graph) record(op string, out *tensor.Tensor, a attrs, saved []*tensor.T
 	}
 	for _, in := range inputs {
 		if in.g != g {
-			panic(&tensor.UsageError{Op: op, Msg: "var from another graph"})
+			panic(&tensor.UsageError{Op: op.String(), Msg: "var from another graph"})
 		}
 		v.needsGrad = v.needsGrad || in.needsGrad
 	}
 	if v.needsGrad {
 		if _, ok := rules[op]; !ok {
-			panic(&tensor.UsageError{Op: op, Msg: "no backward rule"})
+			panic(&tensor.UsageError{Op: op.String(), Msg: "no backward rule"})
 		}
 		g.nodes = append(g.nodes, &node{op: op, inputs: inputs, out: v, saved: saved, attr: a})
 	}
@@ -153,11 +153,11 @@ func (g *Graph) cast(v *Var, dt tensor.DType) *Var {
 		out := &Var{g: g, t: t}
 		if !g.noGrad && v.needsGrad {
 			out.needsGrad = true
-			g.nodes = append(g.nodes, &node{op: "cast", inputs: []*Var{v}, out: out})
+			g.nodes = append(g.nodes, &node{op: tensor.OpCast, inputs: []*Var{v}, out: out})
 		}
 		return out
 	}
-	return g.record("cast", t, attrs{}, nil, v)
+	return g.record(tensor.OpCast, t, attrs{}, nil, v)
 }
 
 // Cast returns v converted to dt; its gradient is converted back.
@@ -215,22 +215,22 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 // only where the input needs none), each of its input's shape and dtype.
 func (g *Graph) checkGrads(n *node, grads []*tensor.Tensor) {
 	if len(grads) != len(n.inputs) {
-		panic(&tensor.UsageError{Op: n.op, Msg: fmt.Sprintf("backward rule gave %d gradients for %d inputs", len(grads), len(n.inputs))})
+		panic(&tensor.UsageError{Op: n.op.String(), Msg: fmt.Sprintf("backward rule gave %d gradients for %d inputs", len(grads), len(n.inputs))})
 	}
 	for i, gr := range grads {
 		in := n.inputs[i]
 		if gr == nil {
 			if in.needsGrad {
-				panic(&tensor.UsageError{Op: n.op, Msg: fmt.Sprintf("backward rule gave no gradient for input %d, which needs one", i)})
+				panic(&tensor.UsageError{Op: n.op.String(), Msg: fmt.Sprintf("backward rule gave no gradient for input %d, which needs one", i)})
 			}
 			continue
 		}
 		g.keep(gr)
 		if !slices.Equal(gr.Shape(), in.Shape()) {
-			panic(&tensor.ShapeError{Op: n.op + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
+			panic(&tensor.ShapeError{Op: n.op.String() + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
 		}
 		if gr.DType() != in.DType() {
-			panic(&tensor.DTypeError{Op: n.op + " backward", Got: gr.DType(), Want: in.DType().String()})
+			panic(&tensor.DTypeError{Op: n.op.String() + " backward", Got: gr.DType(), Want: in.DType().String()})
 		}
 	}
 }

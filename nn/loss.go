@@ -24,21 +24,38 @@ func checkReduction(op string, r Reduction) {
 	}
 }
 
+// fp32Only is dtypeFor for the ops whose kernels exist in fp32 only
+// (layer_norm and the losses). Under autocast the policy's choice is taken
+// and must be fp32: a table edited to lower one of these panics here
+// rather than feed fp16 to an fp32 kernel. Without autocast fp16 inputs are
+// widened too (PyTorch would run fp16), as there is no fp16 kernel.
+func (g *Graph) fp32Only(op tensor.Op, vs ...*Var) tensor.DType {
+	if !g.amp.Enabled() {
+		return tensor.Float32
+	}
+	dt := g.dtypeFor(op, vs...)
+	if dt != tensor.Float32 {
+		panic(&tensor.DTypeError{Op: op.String(), Got: dt, Want: "float32 (the autocast policy chose a dtype this op has no kernel for)"})
+	}
+	return dt
+}
+
 // MSELoss returns the mean (or sum) of (pred - target)^2 over all elements,
-// computed in fp32 whatever the inputs.
+// computed in fp32 whatever the inputs, as the autocast policy says.
 func (g *Graph) MSELoss(pred, target *Var, r Reduction) *Var {
 	checkReduction("MSELoss", r)
 	sameShape("MSELoss", pred.t, target.t)
-	pred, target = g.cast(pred, tensor.Float32), g.cast(target, tensor.Float32)
-	diff := g.keep(tensor.Sub(pred.t, target.t, tensor.Float32))
-	sq := g.keep(tensor.Mul(diff, diff, tensor.Float32))
+	dt := g.fp32Only(tensor.OpMSELoss, pred, target)
+	pred, target = g.cast(pred, dt), g.cast(target, dt)
+	diff := g.keep(tensor.Sub(pred.t, target.t, dt))
+	sq := g.keep(tensor.Mul(diff, diff, dt))
 	var out *tensor.Tensor
 	if r == Sum {
 		out = tensor.Sum(sq)
 	} else {
 		out = tensor.Mean(sq)
 	}
-	return g.record("mse_loss", out, attrs{n: int(r)}, []*tensor.Tensor{diff}, pred, target)
+	return g.record(tensor.OpMSELoss, out, attrs{n: int(r)}, []*tensor.Tensor{diff}, pred, target)
 }
 
 // d/dpred = 2 (pred - target) / N for the mean, without the 1/N for the sum.
@@ -60,7 +77,8 @@ func mseBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 
 // CrossEntropyLoss returns the cross-entropy of logits [N, C] against class
 // labels [N] (class indices stored as Float32), from the log-softmax and the
-// negative log-likelihood fused, in fp32. A label out of range gives NaN.
+// negative log-likelihood fused, in fp32 (the autocast policy's dtype). A
+// label out of range gives NaN.
 func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction) *Var {
 	checkReduction("CrossEntropyLoss", r)
 	s := logits.Shape()
@@ -70,7 +88,7 @@ func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction
 	if labels.DType() != tensor.Float32 {
 		panic(&tensor.DTypeError{Op: "CrossEntropyLoss", Got: labels.DType(), Want: "float32 labels"})
 	}
-	logits = g.cast(logits, tensor.Float32)
+	logits = g.cast(logits, g.fp32Only(tensor.OpCrossEntropy, logits))
 	logp := g.keep(tensor.LogSoftmax(logits.t))
 	losses := g.keep(tensor.New(g.dev, tensor.Float32, s[0]))
 	run(losses, "nll", nil, kernelsGroups(g, s[0]), []uint32{uint32(s[0]), uint32(s[1])}, logp, labels, losses)
@@ -80,7 +98,7 @@ func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction
 	} else {
 		out = tensor.Mean(losses)
 	}
-	return g.record("cross_entropy", out, attrs{n: int(r)}, []*tensor.Tensor{logp, labels}, logits)
+	return g.record(tensor.OpCrossEntropy, out, attrs{n: int(r)}, []*tensor.Tensor{logp, labels}, logits)
 }
 
 func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
@@ -97,17 +115,18 @@ func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 }
 
 // LayerNorm normalises x over its last axis and applies gamma and beta (each
-// [C]), in fp32.
+// [C]), in fp32 (the autocast policy's dtype).
 func (g *Graph) LayerNorm(x, gamma, beta *Var, eps float32) *Var {
 	rows, cols := lastDim(x.t)
 	if gamma.t.Len() != cols || beta.t.Len() != cols {
 		panic(&tensor.ShapeError{Op: "LayerNorm", A: x.Shape(), B: gamma.Shape(), Msg: "gamma and beta must match the last axis"})
 	}
-	x, gamma, beta = g.cast(x, tensor.Float32), g.cast(gamma, tensor.Float32), g.cast(beta, tensor.Float32)
-	y := tensor.New(g.dev, tensor.Float32, x.Shape()...)
+	dt := g.fp32Only(tensor.OpLayerNorm, x, gamma, beta)
+	x, gamma, beta = g.cast(x, dt), g.cast(gamma, dt), g.cast(beta, dt)
+	y := tensor.New(g.dev, dt, x.Shape()...)
 	stats := g.keep(tensor.New(g.dev, tensor.Float32, rows, 2))
 	run(y, "layer_norm", rowLocal(g, cols), rowsGrid(rows), []uint32{uint32(rows), uint32(cols), math.Float32bits(eps)}, x.t, gamma.t, beta.t, y, stats)
-	return g.record("layer_norm", y, attrs{}, []*tensor.Tensor{stats}, x, gamma, beta)
+	return g.record(tensor.OpLayerNorm, y, attrs{}, []*tensor.Tensor{stats}, x, gamma, beta)
 }
 
 func layerNormBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {

@@ -10,8 +10,10 @@ import (
 
 // The graph's ops. Each picks its dtype from the autocast policy in amp,
 // casts its inputs (recording the casts), computes, and records itself.
+// Ops on no list (scale, relu, gelu, dropout) ask too, so the table alone
+// decides: for them the cast is a no-op.
 
-func (g *Graph) dtypeFor(op string, vs ...*Var) tensor.DType {
+func (g *Graph) dtypeFor(op tensor.Op, vs ...*Var) tensor.DType {
 	in := make([]tensor.DType, len(vs))
 	for i, v := range vs {
 		in[i] = v.DType()
@@ -22,10 +24,10 @@ func (g *Graph) dtypeFor(op string, vs ...*Var) tensor.DType {
 // MatMul returns op(a) op(b) for 2-D a and b, with op a transpose when the
 // flag is set. It runs in fp16 under autocast (fp32 accumulation).
 func (g *Graph) MatMul(a, b *Var, transA, transB bool) *Var {
-	dt := g.dtypeFor("matmul", a, b)
+	dt := g.dtypeFor(tensor.OpMatMul, a, b)
 	a, b = g.cast(a, dt), g.cast(b, dt)
 	out := tensor.MatMul(a.t, b.t, tensor.MatMulOpts{TransA: transA, TransB: transB, Out: dt})
-	return g.record("matmul", out, attrs{transA: transA, transB: transB}, nil, a, b)
+	return g.record(tensor.OpMatMul, out, attrs{transA: transA, transB: transB}, nil, a, b)
 }
 
 // Linear returns x w^T + b for x [batch, in], w [out, in] and b [out] (b may
@@ -35,7 +37,7 @@ func (g *Graph) Linear(x, w, b *Var) *Var {
 	if b != nil {
 		vs = append(vs, b)
 	}
-	dt := g.dtypeFor("linear", vs...)
+	dt := g.dtypeFor(tensor.OpLinear, vs...)
 	for i := range vs {
 		vs[i] = g.cast(vs[i], dt)
 	}
@@ -44,65 +46,70 @@ func (g *Graph) Linear(x, w, b *Var) *Var {
 		o.Bias = vs[2].t
 	}
 	out := tensor.MatMul(vs[0].t, vs[1].t, o)
-	return g.record("linear", out, attrs{}, nil, vs...)
+	return g.record(tensor.OpLinear, out, attrs{}, nil, vs...)
 }
 
-func (g *Graph) binary(op string, a, b *Var, f func(a, b *tensor.Tensor, dt tensor.DType) *tensor.Tensor) *Var {
+func (g *Graph) binary(op tensor.Op, a, b *Var, f func(a, b *tensor.Tensor, dt tensor.DType) *tensor.Tensor) *Var {
 	dt := g.dtypeFor(op, a, b)
 	a, b = g.cast(a, dt), g.cast(b, dt)
 	return g.record(op, f(a.t, b.t, dt), attrs{}, nil, a, b)
 }
 
 // Add returns a + b (same shapes), in the wider dtype.
-func (g *Graph) Add(a, b *Var) *Var { return g.binary("add", a, b, tensor.Add) }
+func (g *Graph) Add(a, b *Var) *Var { return g.binary(tensor.OpAdd, a, b, tensor.Add) }
 
 // Sub returns a - b.
-func (g *Graph) Sub(a, b *Var) *Var { return g.binary("sub", a, b, tensor.Sub) }
+func (g *Graph) Sub(a, b *Var) *Var { return g.binary(tensor.OpSub, a, b, tensor.Sub) }
 
 // Mul returns a * b elementwise.
-func (g *Graph) Mul(a, b *Var) *Var { return g.binary("mul", a, b, tensor.Mul) }
+func (g *Graph) Mul(a, b *Var) *Var { return g.binary(tensor.OpMul, a, b, tensor.Mul) }
 
 // AddBias returns x + bias, bias [N] broadcast over x [..., N].
-func (g *Graph) AddBias(x, bias *Var) *Var { return g.binary("add_bias", x, bias, tensor.AddBias) }
+func (g *Graph) AddBias(x, bias *Var) *Var {
+	return g.binary(tensor.OpAddBias, x, bias, tensor.AddBias)
+}
 
 // Scale returns s * x.
 func (g *Graph) Scale(x *Var, s float32) *Var {
-	return g.record("scale", tensor.Scale(x.t, s, x.DType()), attrs{f: s}, nil, x)
+	x = g.cast(x, g.dtypeFor(tensor.OpScale, x))
+	return g.record(tensor.OpScale, tensor.Scale(x.t, s, x.DType()), attrs{f: s}, nil, x)
 }
 
 // ReLU returns max(x, 0).
 func (g *Graph) ReLU(x *Var) *Var {
-	return g.record("relu", tensor.ReLU(x.t, x.DType()), attrs{}, nil, x)
+	x = g.cast(x, g.dtypeFor(tensor.OpReLU, x))
+	return g.record(tensor.OpReLU, tensor.ReLU(x.t, x.DType()), attrs{}, nil, x)
 }
 
 // GELU returns the tanh form of GELU.
 func (g *Graph) GELU(x *Var) *Var {
-	return g.record("gelu", tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
+	x = g.cast(x, g.dtypeFor(tensor.OpGELU, x))
+	return g.record(tensor.OpGELU, tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
 }
 
 // Sum returns the sum of all elements, in fp32.
 func (g *Graph) Sum(x *Var) *Var {
-	x = g.cast(x, g.dtypeFor("sum", x))
-	return g.record("sum", tensor.Sum(x.t), attrs{n: x.t.Len()}, nil, x)
+	x = g.cast(x, g.dtypeFor(tensor.OpSum, x))
+	return g.record(tensor.OpSum, tensor.Sum(x.t), attrs{n: x.t.Len()}, nil, x)
 }
 
 // Mean returns the mean of all elements, in fp32.
 func (g *Graph) Mean(x *Var) *Var {
-	x = g.cast(x, g.dtypeFor("mean", x))
-	return g.record("mean", tensor.Mean(x.t), attrs{n: x.t.Len()}, nil, x)
+	x = g.cast(x, g.dtypeFor(tensor.OpMean, x))
+	return g.record(tensor.OpMean, tensor.Mean(x.t), attrs{n: x.t.Len()}, nil, x)
 }
 
 // Softmax returns the row-wise softmax over the last axis, in fp32. It has
 // no backward rule yet: use CrossEntropy for training.
 func (g *Graph) Softmax(x *Var) *Var {
-	x = g.cast(x, g.dtypeFor("softmax", x))
+	x = g.cast(x, g.dtypeFor(tensor.OpSoftmax, x))
 	return g.keepVar(tensor.Softmax(x.t))
 }
 
 // LogSoftmax returns the row-wise log-softmax over the last axis, in fp32,
 // without a backward rule (see Softmax).
 func (g *Graph) LogSoftmax(x *Var) *Var {
-	x = g.cast(x, g.dtypeFor("log_softmax", x))
+	x = g.cast(x, g.dtypeFor(tensor.OpLogSoftmax, x))
 	return g.keepVar(tensor.LogSoftmax(x.t))
 }
 
@@ -117,9 +124,10 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 	if p == 0 {
 		return x
 	}
+	x = g.cast(x, g.dtypeFor(tensor.OpDropout, x))
 	g.drops++
 	seed := g.seed*0x9E3779B9 + g.drops
-	return g.record("dropout", dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)
+	return g.record(tensor.OpDropout, dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)
 }
 
 func dropout(x *tensor.Tensor, p float32, seed uint32) *tensor.Tensor {

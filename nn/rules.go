@@ -9,27 +9,35 @@ import (
 // the count, shapes and dtypes (Graph.checkGrads).
 type rule func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor
 
-// rules is the one table of backward rules, keyed by op.
-var rules map[string]rule
+// rules is the one table of backward rules, keyed by op. Every op of
+// tensor.Ops has a rule or is in noBackward (TestRulesTable walks them).
+var rules map[tensor.Op]rule
+
+// noBackward are the ops without a backward rule yet: they record no node,
+// so they cannot be trained through.
+var noBackward = map[tensor.Op]bool{
+	tensor.OpSoftmax:    true,
+	tensor.OpLogSoftmax: true,
+}
 
 func init() {
-	rules = map[string]rule{
-		"cast":          castBack,
-		"matmul":        matmulBack,
-		"linear":        linearBack,
-		"add":           func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{dy, dy} },
-		"sub":           subBack,
-		"mul":           mulBack,
-		"add_bias":      addBiasBack,
-		"scale":         scaleBack,
-		"relu":          reluBack,
-		"gelu":          geluBack,
-		"sum":           reduceBack,
-		"mean":          reduceBack,
-		"dropout":       dropoutBack,
-		"mse_loss":      mseBack,
-		"cross_entropy": crossEntropyBack,
-		"layer_norm":    layerNormBack,
+	rules = map[tensor.Op]rule{
+		tensor.OpCast:         castBack,
+		tensor.OpMatMul:       matmulBack,
+		tensor.OpLinear:       linearBack,
+		tensor.OpAdd:          func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{dy, dy} },
+		tensor.OpSub:          subBack,
+		tensor.OpMul:          mulBack,
+		tensor.OpAddBias:      addBiasBack,
+		tensor.OpScale:        scaleBack,
+		tensor.OpReLU:         reluBack,
+		tensor.OpGELU:         geluBack,
+		tensor.OpSum:          reduceBack,
+		tensor.OpMean:         reduceBack,
+		tensor.OpDropout:      dropoutBack,
+		tensor.OpMSELoss:      mseBack,
+		tensor.OpCrossEntropy: crossEntropyBack,
+		tensor.OpLayerNorm:    layerNormBack,
 	}
 }
 
@@ -130,7 +138,7 @@ func geluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 // Sum and mean spread the upstream scalar gradient over the input.
 func reduceBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	alpha := float32(1)
-	if n.op == "mean" {
+	if n.op == tensor.OpMean {
 		alpha = 1 / float32(n.attr.n)
 	}
 	x := n.inputs[0].t

@@ -1,0 +1,66 @@
+package amp
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// Every op of the graph has an explicit policy, Keep included: an op added
+// to tensor without a decision here fails, rather than keep its input's
+// dtype by default. And every entry is an op.
+func TestPolicyTableCoversOps(t *testing.T) {
+	ops := tensor.Ops()
+	for _, op := range ops {
+		_, ok := policies[op]
+		require.True(t, ok, "op %s has no autocast policy (add one, Keep if it is on no list)", op)
+	}
+	require.Len(t, policies, len(ops), "an entry of the policy table is not an op of tensor.Ops")
+}
+
+// The table follows PyTorch's CUDA lists for the ops that exist here.
+func TestPolicyLists(t *testing.T) {
+	want := map[tensor.Op]Policy{
+		tensor.OpMatMul: Lower, tensor.OpLinear: Lower,
+		tensor.OpSum: FP32, tensor.OpSoftmax: FP32, tensor.OpLogSoftmax: FP32, tensor.OpLayerNorm: FP32,
+		tensor.OpMSELoss: FP32, tensor.OpCrossEntropy: FP32,
+	}
+	for _, op := range tensor.Ops() {
+		p, ok := want[op]
+		if !ok {
+			p = Keep
+		}
+		require.Equal(t, p, PolicyOf(op), "policy of %s", op)
+	}
+}
+
+// Under autocast, Keep promotes as without autocast (add of fp16 and fp32
+// is fp32); Lower and FP32 ignore the inputs; with autocast off every op
+// runs in the widest input dtype.
+func TestOpDType(t *testing.T) {
+	f16, f32 := tensor.Float16, tensor.Float32
+	on := New(true, f16)
+	var none *Region // nil: autocast off
+	cases := []struct {
+		op      tensor.Op
+		in      []tensor.DType
+		on, off tensor.DType
+	}{
+		{tensor.OpMatMul, []tensor.DType{f32, f32}, f16, f32},
+		{tensor.OpLinear, []tensor.DType{f16, f32, f32}, f16, f32},
+		{tensor.OpSum, []tensor.DType{f16}, f32, f16},
+		{tensor.OpLayerNorm, []tensor.DType{f16, f16, f16}, f32, f16},
+		{tensor.OpAdd, []tensor.DType{f16, f32}, f32, f32},
+		{tensor.OpAdd, []tensor.DType{f16, f16}, f16, f16},
+		{tensor.OpAddBias, []tensor.DType{f32, f16}, f32, f32},
+		{tensor.OpReLU, []tensor.DType{f16}, f16, f16},
+		{tensor.OpMean, []tensor.DType{f16}, f16, f16},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.on, on.OpDType(c.op, c.in...), "%s%v under autocast", c.op, c.in)
+		require.Equal(t, c.off, none.OpDType(c.op, c.in...), "%s%v without autocast", c.op, c.in)
+	}
+	require.PanicsWithError(t, "tensor: amp.OpDType: layer_norm has no inputs", func() { on.OpDType(tensor.OpLayerNorm) })
+}

@@ -1,0 +1,78 @@
+package tensor
+
+import "fmt"
+
+// Op names a differentiable op of the graph (package nn). Autocast's policy
+// table (package amp) and nn's backward-rule table are both keyed by it, so
+// an entry for an op that does not exist does not compile, and a test can
+// walk Ops to find an op that one of the tables forgot.
+type Op uint16
+
+// The ops of the graph. The zero Op is none of them, so a forgotten field
+// does not read as a cast.
+const (
+	opNone Op = iota
+
+	OpCast         // dtype conversion; its gradient is the cast back
+	OpMatMul       // matrix product, optionally transposed
+	OpLinear       // x w^T + b
+	OpAdd          // a + b
+	OpSub          // a - b
+	OpMul          // a * b, elementwise
+	OpAddBias      // x + bias over the last axis
+	OpScale        // s * x
+	OpReLU         // max(x, 0)
+	OpGELU         // GELU, tanh form
+	OpSum          // sum of all elements
+	OpMean         // mean of all elements
+	OpSoftmax      // softmax over the last axis
+	OpLogSoftmax   // log-softmax over the last axis
+	OpDropout      // dropout
+	OpMSELoss      // mean squared error
+	OpCrossEntropy // log-softmax and negative log-likelihood, fused
+	OpLayerNorm    // layer normalisation over the last axis
+
+	numOps // keep last: Ops and String cover every op before it
+)
+
+// opNames are PyTorch's names, as errors print them. Indexed by Op, sized by
+// numOps, so an op added without a name is an empty string that the tests
+// catch.
+var opNames = [numOps]string{
+	OpCast:         "cast",
+	OpMatMul:       "matmul",
+	OpLinear:       "linear",
+	OpAdd:          "add",
+	OpSub:          "sub",
+	OpMul:          "mul",
+	OpAddBias:      "add_bias",
+	OpScale:        "scale",
+	OpReLU:         "relu",
+	OpGELU:         "gelu",
+	OpSum:          "sum",
+	OpMean:         "mean",
+	OpSoftmax:      "softmax",
+	OpLogSoftmax:   "log_softmax",
+	OpDropout:      "dropout",
+	OpMSELoss:      "mse_loss",
+	OpCrossEntropy: "cross_entropy",
+	OpLayerNorm:    "layer_norm",
+}
+
+// String returns the op's snake-case name ("matmul", "layer_norm"), or
+// Op(n) for a value that is no op.
+func (op Op) String() string {
+	if op > opNone && op < numOps {
+		return opNames[op]
+	}
+	return fmt.Sprintf("Op(%d)", uint16(op))
+}
+
+// Ops returns every op, in declaration order, for tests that walk them.
+func Ops() []Op {
+	ops := make([]Op, 0, numOps-1)
+	for op := opNone + 1; op < numOps; op++ {
+		ops = append(ops, op)
+	}
+	return ops
+}
