@@ -9,15 +9,26 @@ import (
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
 )
 
-// DType is the element type of a tensor: a code that travels unchanged down
-// to the kernels, which switch on it (shaders/include/dtype.glsl).
+// DType is the element type of a tensor, a code that travels unchanged down
+// to the kernels, which switch on it (shaders/include/dtype.glsl):
+//
+//   - Float32: IEEE 754 binary32.
+//   - Float16: IEEE 754 binary16 (5 exponent bits, 11-bit significand).
+//   - BFloat16: bfloat16, the top half of a binary32 (8 exponent bits,
+//     8-bit significand): fp32's range at lower precision.
+//   - Int32: two's complement 32-bit integers, for indices and class
+//     labels; arithmetic ops refuse them.
+//
+// 16-bit elements are stored two per 32-bit word, low half first, and a
+// tensor's storage is rounded up to whole words.
 type DType uint8
 
+// The dtypes.
 const (
 	Float32  DType = iota // IEEE 754 binary32
-	Float16               // IEEE 754 binary16: 5 exponent bits, 11-bit significand
-	BFloat16              // bfloat16, the top half of a binary32: 8 exponent bits, 8-bit significand
-	Int32                 // two's complement 32-bit integer: indices and class labels, not arithmetic
+	Float16               // IEEE 754 binary16
+	BFloat16              // bfloat16: the top half of a binary32
+	Int32                 // two's complement 32-bit integer
 )
 
 var dtypeNames = [...]string{"float32", "float16", "bfloat16", "int32"}

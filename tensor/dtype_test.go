@@ -157,7 +157,7 @@ func dtConvert(v float32, from, to tensor.DType) float32 {
 // that each pair's kernel and the half-word ends are exercised.
 func TestCastPairs(t *testing.T) {
 	d := devtest.Open(t)
-	base := []float32{0, -0.0, 1, -1, 1.5, -2.5, 3.999, 65504, 70000, -1e6, 0.1, 1e-6, 257, 16777217,
+	base := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1.5, -2.5, 3.999, 65504, 70000, -1e6, 0.1, 1e-6, 257, 16777217,
 		float32(math.Inf(1)), float32(math.NaN()), 6e-8, -123.456, 2049, 1 + 0x1p-8}
 	for _, n := range []int{1, len(base) - 1, 1001} {
 		v := make([]float32, n)
