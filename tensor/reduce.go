@@ -7,9 +7,10 @@ import (
 
 // Reductions take a Float32, Float16 or BFloat16 input (Int32 panics with a
 // *DTypeError), accumulate in fp32 and return Float32 tensors whatever the
-// input dtype. They are deterministic: each has a fixed reduction tree that depends
-// only on the shape and the device's workgroup size, and no float atomics, so
-// the same input gives the same bits on the same device every run.
+// input dtype. They are deterministic: each has a fixed reduction tree that
+// depends only on the shape and the device's workgroup size, and no float
+// atomics, so the same input gives the same bits on the same device every
+// run.
 
 const (
 	// perInvocation is the number of elements each invocation of a tree
