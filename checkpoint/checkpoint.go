@@ -81,28 +81,35 @@ func Save(path string, ts []Named, meta map[string]string) error {
 	return nil
 }
 
-// hostBytes waits for t and returns its elements as stored in a file.
+// hostBytes waits for t and returns its elements as stored in a file:
+// little-endian, as on the device.
 func hostBytes(t *tensor.Tensor) ([]byte, error) {
-	if t.DType() == tensor.Float16 {
+	var raw []byte
+	switch t.DType() {
+	case tensor.Float16:
 		v, err := t.Float16s()
-		if err != nil {
-			return nil, err
+		for _, h := range v {
+			raw = binary.LittleEndian.AppendUint16(raw, h.Bits())
 		}
-		raw := make([]byte, 2*len(v))
-		for i, h := range v {
-			binary.LittleEndian.PutUint16(raw[2*i:], h.Bits())
+		return raw, err
+	case tensor.BFloat16:
+		v, err := t.BFloat16Bits()
+		for _, h := range v {
+			raw = binary.LittleEndian.AppendUint16(raw, h)
 		}
-		return raw, nil
+		return raw, err
+	case tensor.Int32:
+		v, err := t.Int32s()
+		for _, i := range v {
+			raw = binary.LittleEndian.AppendUint32(raw, uint32(i))
+		}
+		return raw, err
 	}
 	v, err := t.Float32s()
-	if err != nil {
-		return nil, err
+	for _, f := range v {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
 	}
-	raw := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f))
-	}
-	return raw, nil
+	return raw, err
 }
 
 // Read reads and validates the safetensors file at path.
@@ -156,10 +163,7 @@ func Load(path string, ts []Named) error {
 			problems = append(problems, fmt.Sprintf("missing %q", n.Name))
 			continue
 		}
-		switch dt := n.T.DType(); {
-		case h.DType == tensor.BFloat16:
-			problems = append(problems, fmt.Sprintf("%q: dtype %s in the file is unsupported", n.Name, h.DType))
-		case h.DType != dt:
+		if dt := n.T.DType(); h.DType != dt {
 			problems = append(problems, fmt.Sprintf("%q: dtype %s in the file, %s in the tensor", n.Name, h.DType, dt))
 		}
 		if s := n.T.Shape(); !slices.Equal(h.Shape, s) {

@@ -114,6 +114,49 @@ func TestSaveRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSaveBFloat16Int32 saves and loads bf16 (an odd count, so the device
+// holds half a padding word) and int32 tensors: the file holds BF16 and I32
+// elements bit for bit.
+func TestSaveBFloat16Int32(t *testing.T) {
+	d := devtest.Open(t)
+	bf := []uint16{0x3f80, 0xffc1, 0x0001}
+	ints := []int32{math.MinInt32, -1, math.MaxInt32, 7}
+	var rawB, rawI []byte
+	for _, b := range bf {
+		rawB = binary.LittleEndian.AppendUint16(rawB, b)
+	}
+	for _, i := range ints {
+		rawI = binary.LittleEndian.AppendUint32(rawI, uint32(i))
+	}
+	ts := []Named{{"b", tensor.FromBFloat16(d, bf, 3)}, {"i", tensor.FromInt32(d, ints, 2, 2)}}
+	path := filepath.Join(t.TempDir(), "bi.safetensors")
+	if err := Save(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := f.Tensors["b"]; h.DType != tensor.BFloat16 || !bytes.Equal(h.Data, rawB) {
+		t.Errorf("b: read %s % x, want bfloat16 % x", h.DType, h.Data, rawB)
+	}
+	if h := f.Tensors["i"]; h.DType != tensor.Int32 || !bytes.Equal(h.Data, rawI) {
+		t.Errorf("i: read %s % x, want int32 % x", h.DType, h.Data, rawI)
+	}
+	loaded := []Named{{"b", tensor.New(d, tensor.BFloat16, 3)}, {"i", tensor.New(d, tensor.Int32, 2, 2)}}
+	if err := Load(path, loaded); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]byte{rawB, rawI} {
+		if got := deviceBytes(t, loaded[i].T); !bytes.Equal(got, want) {
+			t.Errorf("%s: loaded % x, want % x", loaded[i].Name, got, want)
+		}
+	}
+	for _, n := range append(ts, loaded...) {
+		n.T.Release()
+	}
+}
+
 // TestSaveFormat decodes a saved file byte by byte, without this package's
 // reader.
 func TestSaveFormat(t *testing.T) {
@@ -218,16 +261,23 @@ func TestLoadMismatch(t *testing.T) {
 		t.Errorf("extra names: %v", err)
 	}
 
-	// A bf16 tensor is read but not loaded.
+	// A bf16 tensor loads into a bf16 tensor, not into an fp16 one.
 	bf := filepath.Join(dir, "bf16.safetensors")
 	if err := os.WriteFile(bf, st(`{"b":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}`, []byte{0x80, 0x3f}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b16 := tensor.FromFloat16(d, []float16.Float16{0}, 1)
+	h16 := tensor.FromFloat16(d, []float16.Float16{0}, 1)
+	defer h16.Release()
+	err = Load(bf, []Named{{"b", h16}})
+	if !errors.As(err, &me) || !slices.Equal(me.Problems, []string{`"b": dtype bfloat16 in the file, float16 in the tensor`}) {
+		t.Errorf("bf16 into fp16: %v", err)
+	}
+	b16 := tensor.Zeros(d, tensor.BFloat16, 1)
 	defer b16.Release()
-	err = Load(bf, []Named{{"b", b16}})
-	if !errors.As(err, &me) || !slices.Equal(me.Problems, []string{`"b": dtype bfloat16 in the file is unsupported`}) {
+	if err := Load(bf, []Named{{"b", b16}}); err != nil {
 		t.Errorf("bf16: %v", err)
+	} else if v, err := b16.Float32s(); err != nil || v[0] != 1 {
+		t.Errorf("bf16 loaded as %v, %v; want [1]", v, err)
 	}
 
 	// Errors of Read pass through.

@@ -13,8 +13,7 @@
 // little-endian, back to back in the order given to Save, and the header is
 // padded with spaces to a multiple of 8 bytes, as the reference
 // implementation writes it, so files load in PyTorch, JAX or NumPy.
-// F32 and F16 are read and written; BF16 is read (Read returns its bytes)
-// but Load refuses it, since no kernel uses it yet.
+// F32, F16, BF16 and I32, the four tensor dtypes, are read and written.
 //
 // # Host and device
 //

@@ -22,8 +22,8 @@ const MaxHeader = 100 << 20
 const metaKey = "__metadata__"
 
 var (
-	dtypeName = map[tensor.DType]string{tensor.Float32: "F32", tensor.Float16: "F16", tensor.BFloat16: "BF16"}
-	nameDType = map[string]tensor.DType{"F32": tensor.Float32, "F16": tensor.Float16, "BF16": tensor.BFloat16}
+	dtypeName = map[tensor.DType]string{tensor.Float32: "F32", tensor.Float16: "F16", tensor.BFloat16: "BF16", tensor.Int32: "I32"}
+	nameDType = map[string]tensor.DType{"F32": tensor.Float32, "F16": tensor.Float16, "BF16": tensor.BFloat16, "I32": tensor.Int32}
 )
 
 // entry is one tensor in a header; its data are the size bytes at begin.

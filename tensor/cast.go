@@ -1,38 +1,80 @@
 package tensor
 
-import "github.com/vkamp/vkamp/vk"
+import (
+	"math"
 
-// Cast returns t converted to dtype dt (a copy when dt is t's dtype).
-// fp32 -> fp16 rounds to nearest even, overflowing to inf; fp16 -> fp32 is
-// exact.
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// Cast returns t converted to dtype dt (a copy when dt is t's dtype), for
+// any two of the four dtypes, with vkamp's own integer code on every device:
+//   - to Float16 or BFloat16: round to nearest even, overflowing to inf; NaN
+//     stays NaN, quiet, with its sign and top payload bits;
+//   - Float16 or BFloat16 to Float32: exact (from BFloat16, a shift that
+//     keeps NaN payloads);
+//   - a float to Int32: toward zero, saturating at the int32 range, NaN
+//     giving 0;
+//   - Int32 to a float: round to nearest even, once (no double rounding
+//     through fp32 for the 16-bit dtypes).
 func Cast(t *Tensor, dt DType) *Tensor {
 	sameDevice("Cast", t)
-	if !dt.supported() {
-		panic(&DTypeError{Op: "Cast", Got: dt, Want: "float32 or float16"})
+	if !dt.valid() {
+		panic(&DTypeError{Op: "Cast", Got: dt, Want: "float32, float16, bfloat16 or int32"})
 	}
 	out := newOut(t.dev, dt, t.shape, t)
-	n := uint32(t.n)
-	switch {
-	case t.dtype == Float32 && dt == Float16:
-		launch(out, "cast_f32_f16", nil, groups1D(out, (t.n+1)/2), []uint32{n}, t, out)
-	case t.dtype == Float16 && dt == Float32:
-		launch(out, "cast_f16_f32", nil, groups1D(out, t.n), []uint32{n}, t, out)
-	case dt == Float16:
-		launch(out, "copy16", nil, groups1D(out, (t.n+1)/2), []uint32{n}, t, out)
-	default:
-		launch(out, "copy32", nil, groups1D(out, t.n), []uint32{n}, t, out)
+	if out.err != nil {
+		return out
 	}
+	d, n := out.dev, uint32(t.n)
+	var err error
+	switch from := t.dtype; {
+	case from == Float32 && dt == Float16:
+		err = kernels.CastF32F16(d, pairs(out), kernels.CastF32F16Spec{}, kernels.CastF32F16Push{N: n},
+			kernels.CastF32F16Bind{Src: t.buf, Dst: out.buf})
+	case from == Float16 && dt == Float32:
+		err = kernels.CastF16F32(d, groups1D(out, t.n), kernels.CastF16F32Spec{}, kernels.CastF16F32Push{N: n},
+			kernels.CastF16F32Bind{Src: t.buf, Dst: out.buf})
+	case from == dt && !dt.wide():
+		err = kernels.Copy16(d, pairs(out), kernels.Copy16Spec{}, kernels.Copy16Push{N: n},
+			kernels.Copy16Bind{Src: t.buf, Dst: out.buf})
+	case from == dt:
+		err = kernels.Copy32(d, groups1D(out, t.n), kernels.Copy32Spec{}, kernels.Copy32Push{N: n},
+			kernels.Copy32Bind{Src: t.buf, Dst: out.buf})
+	default:
+		err = kernels.Cast(d, pairs(out), kernels.CastSpec{In0DT: from.code(), OutDT: dt.code()}, kernels.CastPush{N: n},
+			kernels.CastBind{Src: t.buf, Dst: out.buf})
+	}
+	launched(out, err)
 	return out
 }
 
-// Fill sets every element of t to v (rounded to t's dtype) and returns t.
+// Fill sets every element of t to v, converted to t's dtype as Cast
+// converts a Float32 (for Int32: toward zero, saturating, NaN giving 0),
+// and returns t.
 func Fill(t *Tensor, v float32) *Tensor {
 	sameDevice("Fill", t)
+	if t.err != nil {
+		return t
+	}
+	var word uint32
+	switch t.dtype {
+	case Float32:
+		word = math.Float32bits(v)
+	case Float16:
+		word = uint32(f16bits(v))
+	case BFloat16:
+		word = uint32(bf16bits(v))
+	case Int32:
+		word = uint32(toInt32(v))
+	}
 	n := uint32(t.n)
-	if t.dtype == Float16 {
-		launch(t, "fill16", nil, groups1D(t, (t.n+1)/2), []uint32{n, uint32(f16bits(v))}, t)
+	if t.dtype.wide() {
+		launched(t, kernels.Fill32(t.dev, groups1D(t, t.n), kernels.Fill32Spec{}, kernels.Fill32Push{N: n, Value: word},
+			kernels.Fill32Bind{Dst: t.buf}))
 	} else {
-		launch(t, "fill32", nil, groups1D(t, t.n), []uint32{n, f32bits(v)}, t)
+		launched(t, kernels.Fill16(t.dev, pairs(t), kernels.Fill16Spec{}, kernels.Fill16Push{N: n, Value: word},
+			kernels.Fill16Bind{Dst: t.buf}))
 	}
 	return t
 }
@@ -40,7 +82,7 @@ func Fill(t *Tensor, v float32) *Tensor {
 // Zeros returns a tensor of zeros.
 func Zeros(d *vk.Device, dt DType, shape ...int) *Tensor { return Fill(New(d, dt, shape...), 0) }
 
-// Full returns a tensor with every element v.
+// Full returns a tensor with every element v, converted as Fill converts.
 func Full(d *vk.Device, dt DType, v float32, shape ...int) *Tensor {
 	return Fill(New(d, dt, shape...), v)
 }

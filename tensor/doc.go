@@ -1,12 +1,16 @@
 // Package tensor holds dense, row-major tensors on a Vulkan device and the
 // ops that run vkamp's kernels on them: matmul with fp32 accumulation,
-// elementwise ops and their backward kernels, reductions in fp32, casts.
+// elementwise ops and their backward kernels, reductions in fp32, casts,
+// row selection by index.
 //
-// A tensor has a dtype (Float32 or Float16; BFloat16 is reserved) and a
-// shape. Ops record work and return a new tensor at once; reading values
-// (Float32s, Item) waits for the device. fp16 values are rounded by vkamp's
-// own integer code, the same on every device: to nearest even, overflowing
-// to inf.
+// A tensor has a dtype and a shape. The dtypes are Float32, Float16,
+// BFloat16 (16-bit ones stored two per 32-bit word where the device lacks
+// 16-bit storage) and Int32, for indices and labels. Arithmetic ops take the
+// floating dtypes in any mix and compute in fp32; an Int32 operand panics.
+// Ops record work and return a new tensor at once; reading values
+// (Float32s, Item) waits for the device. 16-bit values are rounded by
+// vkamp's own integer code, the same on every device: to nearest even,
+// overflowing to inf.
 //
 // Misuse is a programmer error and panics with a typed value: a
 // *ShapeError naming the op and both shapes, a *DTypeError, or a

@@ -1,49 +1,54 @@
 package tensor
 
 import (
-	"math"
 	"slices"
+
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
-// Elementwise ops take Float32 or Float16 inputs in any mix, compute in fp32
-// and store in the output dtype the caller names (fp16 rounds to nearest
-// even). One kernel per op serves every dtype combination: the dtypes are
-// specialization constants 1 (first input), 2 (second input) and 3 (output).
+// Elementwise ops take Float32, Float16 or BFloat16 inputs in any mix,
+// compute in fp32 and store in the floating output dtype the caller names
+// (16-bit outputs round to nearest even). An Int32 input or output panics
+// with a *DTypeError. One kernel per op serves every dtype combination: the
+// dtype codes are specialization constants, folded by the driver.
 
 // Add returns a + b. a and b must have the same shape.
-func Add(a, b *Tensor, out DType) *Tensor { return binaryOp("Add", "add", a, b, 0, out) }
+func Add(a, b *Tensor, out DType) *Tensor { return binaryOp("Add", kernels.Add, a, b, 0, out) }
 
 // Sub returns a - b. a and b must have the same shape.
-func Sub(a, b *Tensor, out DType) *Tensor { return binaryOp("Sub", "sub", a, b, 0, out) }
+func Sub(a, b *Tensor, out DType) *Tensor { return binaryOp("Sub", kernels.Sub, a, b, 0, out) }
 
 // Mul returns the elementwise product a * b. a and b must have the same shape.
-func Mul(a, b *Tensor, out DType) *Tensor { return binaryOp("Mul", "mul", a, b, 0, out) }
+func Mul(a, b *Tensor, out DType) *Tensor { return binaryOp("Mul", kernels.Mul, a, b, 0, out) }
 
 // Axpy returns alpha*x + y. x and y must have the same shape.
 func Axpy(alpha float32, x, y *Tensor, out DType) *Tensor {
-	return binaryOp("Axpy", "axpy", x, y, alpha, out)
+	return binaryOp("Axpy", kernels.Axpy, x, y, alpha, out)
 }
 
 // ReLUBackward returns the gradient of ReLU at x given the output gradient
 // dy: dy where x > 0, else 0, and NaN where x is NaN.
 func ReLUBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("ReLUBackward", "relu_backward", dy, x, 0, out)
+	return binaryOp("ReLUBackward", kernels.ReluBackward, dy, x, 0, out)
 }
 
 // GELUBackward returns dy * GELU'(x), the derivative of the tanh form.
 func GELUBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("GELUBackward", "gelu_backward", dy, x, 0, out)
+	return binaryOp("GELUBackward", kernels.GeluBackward, dy, x, 0, out)
 }
 
 // Scale returns s*a.
-func Scale(a *Tensor, s float32, out DType) *Tensor { return unaryOp("Scale", "scale", a, s, out) }
+func Scale(a *Tensor, s float32, out DType) *Tensor {
+	return unaryOp("Scale", kernels.Scale, a, s, out)
+}
 
 // ReLU returns max(x, 0); NaN stays NaN.
-func ReLU(x *Tensor, out DType) *Tensor { return unaryOp("ReLU", "relu", x, 0, out) }
+func ReLU(x *Tensor, out DType) *Tensor { return unaryOp("ReLU", kernels.Relu, x, 0, out) }
 
 // GELU returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the tanh
 // approximation of the Gaussian error linear unit.
-func GELU(x *Tensor, out DType) *Tensor { return unaryOp("GELU", "gelu", x, 0, out) }
+func GELU(x *Tensor, out DType) *Tensor { return unaryOp("GELU", kernels.Gelu, x, 0, out) }
 
 // AddBias returns x + bias with bias, of shape [N], added to every row of x,
 // of shape [..., N].
@@ -57,48 +62,58 @@ func AddBias(x, bias *Tensor, out DType) *Tensor {
 	if len(bias.shape) != 1 || bias.shape[0] != n {
 		shapePanic(op, x.shape, bias.shape, "bias must have shape [%d], the last dimension of x", n)
 	}
-	checkOut(op, out)
+	checkFloating(op, out, x, bias)
 	o := newOut(x.dev, out, x.shape, x, bias)
-	launch(o, "add_bias", dtypeSpec(out, x, bias), pairs(o), []uint32{uint32(x.n), uint32(n)}, x, bias, o)
+	if o.err != nil {
+		return o
+	}
+	s := kernels.AddBiasSpec{In0DT: x.dtype.code(), In1DT: bias.dtype.code(), OutDT: out.code()}
+	launched(o, kernels.AddBias(o.dev, pairs(o), s, kernels.AddBiasPush{N: uint32(x.n), Cols: uint32(n)},
+		kernels.AddBiasBind{X: x.buf, Bias: bias.buf, D: o.buf}))
 	return o
 }
 
-func binaryOp(op, kernel string, a, b *Tensor, alpha float32, out DType) *Tensor {
+// The binary and unary kernels (shaders/include/binary.glsl, unary.glsl)
+// share one interface, so each generated launcher's spec and bindings
+// convert from these.
+type (
+	binarySpec = struct {
+		LocalSizeX          uint32
+		In0DT, In1DT, OutDT kernels.DType
+	}
+	binaryBind = struct{ A, B, D *vk.Buffer }
+	unarySpec  = struct {
+		LocalSizeX   uint32
+		In0DT, OutDT kernels.DType
+	}
+	unaryBind = struct{ A, D *vk.Buffer }
+)
+
+func binaryOp[S ~binarySpec, B ~binaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+	a, b *Tensor, alpha float32, out DType) *Tensor {
 	sameDevice(op, a, b)
 	if !slices.Equal(a.shape, b.shape) {
 		shapePanic(op, a.shape, b.shape, "shapes must be equal")
 	}
-	checkOut(op, out)
+	checkFloating(op, out, a, b)
 	o := newOut(a.dev, out, a.shape, a, b)
-	launch(o, kernel, dtypeSpec(out, a, b), pairs(o), []uint32{uint32(a.n), math.Float32bits(alpha)}, a, b, o)
+	if o.err != nil {
+		return o
+	}
+	s := S(binarySpec{In0DT: a.dtype.code(), In1DT: b.dtype.code(), OutDT: out.code()})
+	launched(o, k(o.dev, pairs(o), s, kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, B(binaryBind{A: a.buf, B: b.buf, D: o.buf})))
 	return o
 }
 
-func unaryOp(op, kernel string, a *Tensor, alpha float32, out DType) *Tensor {
+func unaryOp[S ~unarySpec, B ~unaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+	a *Tensor, alpha float32, out DType) *Tensor {
 	sameDevice(op, a)
-	checkOut(op, out)
+	checkFloating(op, out, a)
 	o := newOut(a.dev, out, a.shape, a)
-	launch(o, kernel, dtypeSpec(out, a), pairs(o), []uint32{uint32(a.n), math.Float32bits(alpha)}, a, o)
+	if o.err != nil {
+		return o
+	}
+	s := S(unarySpec{In0DT: a.dtype.code(), OutDT: out.code()})
+	launched(o, k(o.dev, pairs(o), s, kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, B(unaryBind{A: a.buf, D: o.buf})))
 	return o
 }
-
-// checkOut panics unless an op can produce dtype dt. Inputs need no check:
-// New accepts only dtypes every kernel reads.
-func checkOut(op string, dt DType) {
-	if !dt.supported() {
-		panic(&DTypeError{Op: op, Got: dt, Want: "float32 or float16 output"})
-	}
-}
-
-// dtypeSpec sets the dtype constants: inputs from id 1 on, the output at 3.
-func dtypeSpec(out DType, in ...*Tensor) map[uint32]uint32 {
-	spec := map[uint32]uint32{3: dtypeBit(out)}
-	for i, t := range in {
-		spec[uint32(1+i)] = dtypeBit(t.dtype)
-	}
-	return spec
-}
-
-// pairs is the grid of an elementwise kernel: one invocation per two
-// elements, so that each fp16 output word has one writer.
-func pairs(o *Tensor) [3]uint32 { return groups1D(o, (o.n+1)/2) }

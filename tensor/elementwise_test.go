@@ -61,14 +61,14 @@ var ewOps = []ewOp{
 		ref: func(a, _ []float32, out tensor.DType) []float64 { return ref.GELU(a, out) }},
 }
 
-// ewCombos lists the (a, b, out) dtypes of an op: all eight for binary ops,
-// the four with b unused for unary ones.
+// ewCombos lists the (a, b, out) dtypes of an op: all 27 for binary ops,
+// the nine with b unused for unary ones.
 func ewCombos(unary bool) [][3]tensor.DType {
 	var c [][3]tensor.DType
 	for _, a := range opDTypes {
 		for _, b := range opDTypes {
 			for _, o := range opDTypes {
-				if !unary || b == tensor.Float32 {
+				if !unary || b == opDTypes[0] {
 					c = append(c, [3]tensor.DType{a, b, o})
 				}
 			}
@@ -159,21 +159,30 @@ func ewSpecials(t *testing.T, d *vk.Device) {
 }
 
 // ewPanics checks the typed panics of misuse: their messages name the op and
-// both shapes.
+// both shapes, or the op and the dtype. Every op refuses Int32, in and out.
 func ewPanics(t *testing.T, d *vk.Device) {
 	a, _ := opRand(t, d, 1, 1, tensor.Float32, 2, 3)
 	b, _ := opRand(t, d, 2, 1, tensor.Float16, 3, 2)
 	bias, _ := opRand(t, d, 3, 1, tensor.Float32, 2)
+	ints := tensor.Zeros(d, tensor.Int32, 2, 3)
+	t.Cleanup(ints.Release)
 	for _, op := range ewOps {
+		opPanics[*tensor.DTypeError](t, op.name+" into int32", func() { op.dev(a, a, tensor.Int32) }, op.name, "int32")
+		opPanics[*tensor.DTypeError](t, op.name+" of int32", func() { op.dev(ints, a, tensor.Float32) }, op.name, "int32")
+		opPanics[*tensor.DTypeError](t, op.name+" into DType(9)", func() { op.dev(a, a, tensor.DType(9)) }, op.name, "DType(9)")
 		if op.unary {
 			continue
 		}
 		opPanics[*tensor.ShapeError](t, op.name, func() { op.dev(a, b, tensor.Float32) }, op.name, "[2 3]", "[3 2]")
-		opPanics[*tensor.DTypeError](t, op.name+" bfloat16", func() { op.dev(a, a, tensor.BFloat16) }, op.name, "bfloat16")
+		opPanics[*tensor.DTypeError](t, op.name+" with int32", func() { op.dev(a, ints, tensor.Float32) }, op.name, "int32")
 	}
 	opPanics[*tensor.ShapeError](t, "AddBias", func() { tensor.AddBias(a, bias, tensor.Float32) }, "AddBias", "[2 3]", "[2]")
 	opPanics[*tensor.ShapeError](t, "AddBias 2-D bias", func() { tensor.AddBias(b, a, tensor.Float32) }, "AddBias", "[3 2]", "[2 3]")
-	opPanics[*tensor.DTypeError](t, "GELU bfloat16", func() { tensor.GELU(a, tensor.BFloat16) }, "GELU", "bfloat16")
+	intBias := tensor.Zeros(d, tensor.Int32, 3)
+	t.Cleanup(intBias.Release)
+	opPanics[*tensor.DTypeError](t, "AddBias int32 bias", func() { tensor.AddBias(a, intBias, tensor.Float32) }, "AddBias", "int32")
+	bias3, _ := opRand(t, d, 5, 1, tensor.BFloat16, 3)
+	opPanics[*tensor.DTypeError](t, "AddBias into int32", func() { tensor.AddBias(a, bias3, tensor.Int32) }, "AddBias", "int32")
 	released, _ := opRand(t, d, 4, 1, tensor.Float32, 2, 3)
 	released.Release()
 	opPanics[*tensor.UsageError](t, "released", func() { tensor.Add(a, released, tensor.Float32) }, "Add", "released")

@@ -29,3 +29,23 @@ func Example() {
 	// Tensor(float16[2 2]) [4 5 10 11] <nil>
 	// [0.2689 0.7311 0.2689 0.7311] <nil>
 }
+
+// An embedding lookup: rows of a bf16 table picked by int32 indices. The
+// out-of-range index 7 gives a row of NaN.
+func ExampleIndexSelect() {
+	d, err := vk.Open(vk.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	var s tensor.Scope
+	defer s.Release()
+	table := s.Track(tensor.Cast(s.Track(tensor.FromFloat32(d, []float32{1, 2, 3, 4, 5, 6.01}, 3, 2)), tensor.BFloat16))
+	idx := s.Track(tensor.FromInt32(d, []int32{2, 0, 7}, 3))
+	rows := s.Track(tensor.IndexSelect(table, idx))
+	v, err := rows.Float32s()
+	fmt.Println(rows, v, err)
+	// Output:
+	// Tensor(bfloat16[3 2]) [5 6 1 2 NaN NaN] <nil>
+}

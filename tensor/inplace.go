@@ -1,7 +1,9 @@
 package tensor
 
 import (
-	"github.com/vkamp/vkamp/internal/kernels"
+	"fmt"
+
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 )
 
 // In-place ops update a tensor that outlives the step, such as a weight.
@@ -30,12 +32,12 @@ func AxpyUnless(alpha float32, x, y, flag *Tensor) error {
 			return t.err
 		}
 	}
-	return inplace(y, "axpy_unless", nil, kernels.Groups(y.dev, y.n), []uint32{uint32(y.n), f32bits(alpha)}, x, y, flag)
-}
-
-// inplace records a kernel that updates a live tensor, returning failures.
-func inplace(y *Tensor, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) error {
-	return run(y.dev, op, spec, groups, push, bind...)
+	err := kernels.AxpyUnless(y.dev, groups1D(y, y.n), kernels.AxpyUnlessSpec{},
+		kernels.AxpyUnlessPush{N: uint32(y.n), Alpha: alpha}, kernels.AxpyUnlessBind{X: x.buf, Y: y.buf, Flag: flag.buf})
+	if err != nil {
+		return fmt.Errorf("tensor: %w", err)
+	}
+	return nil
 }
 
 func equalShape(a, b []int) bool {

@@ -3,9 +3,15 @@ package tensor
 import (
 	"fmt"
 
-	"github.com/vkamp/vkamp/internal/kernels"
+	oldkernels "github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
+
+// Ops launch their kernels through the typed launchers of
+// tensor/internal/kernels, generated from the SPIR-V: an op makes its output
+// with newOut, returns it at once if it carries an error (its buffers may be
+// missing), and else passes the launcher's error to launched.
 
 // sameDevice panics unless every tensor is live and on the first's device.
 func sameDevice(op string, ts ...*Tensor) {
@@ -17,27 +23,12 @@ func sameDevice(op string, ts ...*Tensor) {
 	}
 }
 
-// launch records kernel op over out and args (bound in the order args then
-// out, or as the caller lists them in bufs). Failures go into out's error.
-func launch(out *Tensor, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) {
-	if out.err != nil {
-		return
+// launched records err, returned by a kernel launcher, into out: out then
+// carries it, and its memory is released.
+func launched(out *Tensor, err error) {
+	if err != nil && out.err == nil {
+		out.fail(fmt.Errorf("tensor: %w", err))
 	}
-	if err := run(out.dev, op, spec, groups, push, bind...); err != nil {
-		out.fail(err)
-	}
-}
-
-// run records kernel op over the tensors' buffers.
-func run(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) error {
-	bufs := make([]*vk.Buffer, len(bind))
-	for i, t := range bind {
-		bufs[i] = t.buf
-	}
-	if err := kernels.Run(d, op, spec, groups, kernels.Push(push...), bufs...); err != nil {
-		return fmt.Errorf("tensor: %s: %w", op, err)
-	}
-	return nil
 }
 
 // fail turns out into a carrier of err, releasing its memory.
@@ -52,10 +43,30 @@ func (t *Tensor) fail(err error) {
 // groups1D is the grid for a grid-stride kernel over n items.
 func groups1D(out *Tensor, n int) [3]uint32 { return kernels.Groups(out.dev, n) }
 
-// dtypeBit is a specialization constant value: 1 for Float16, 0 for Float32.
-func dtypeBit(d DType) uint32 {
-	if d == Float16 {
-		return 1
+// pairs is the grid of an elementwise kernel: one invocation per two
+// elements, so that each 16-bit output word has one writer.
+func pairs(o *Tensor) [3]uint32 { return groups1D(o, (o.n+1)/2) }
+
+// launch records kernel op over out and the tensors bind through the
+// untyped path, with hand-written constant ids and push words. Only the
+// matmul files use it still; it goes when they move to the typed launchers.
+func launch(out *Tensor, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) {
+	if out.err != nil {
+		return
 	}
-	return 0
+	if err := run(out.dev, op, spec, groups, push, bind...); err != nil {
+		out.fail(err)
+	}
+}
+
+// run records kernel op over the tensors' buffers, for launch.
+func run(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) error {
+	bufs := make([]*vk.Buffer, len(bind))
+	for i, t := range bind {
+		bufs[i] = t.buf
+	}
+	if err := oldkernels.Run(d, op, spec, groups, oldkernels.Push(push...), bufs...); err != nil {
+		return fmt.Errorf("tensor: %s: %w", op, err)
+	}
+	return nil
 }

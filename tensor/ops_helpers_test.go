@@ -16,7 +16,9 @@ import (
 // Helpers of the elementwise and reduction tests. Names carry an "op" prefix
 // so they cannot clash with other test files of package tensor_test.
 
-var opDTypes = []tensor.DType{tensor.Float32, tensor.Float16}
+// opDTypes are the floating dtypes, which every elementwise op and reduction
+// takes in any mix.
+var opDTypes = []tensor.DType{tensor.Float32, tensor.Float16, tensor.BFloat16}
 
 // opShapes cover single elements, thin, tall and odd sizes.
 var opShapes = [][]int{{1}, {1, 1}, {7}, {1, 1000}, {1000, 1}, {33, 7}, {7, 33}, {257, 3}, {2, 3, 5}, {4, 257}}
@@ -27,13 +29,20 @@ func opInput(t testing.TB, d *vk.Device, vals []float32, dt tensor.DType, shape 
 	t.Helper()
 	held := ref.RoundAll(vals, dt)
 	var x *tensor.Tensor
-	if dt == tensor.Float16 {
+	switch dt {
+	case tensor.Float16:
 		h := make([]float16.Float16, len(vals))
 		for i, v := range vals {
 			h[i] = float16.Fromfloat32(v)
 		}
 		x = tensor.FromFloat16(d, h, shape...)
-	} else {
+	case tensor.BFloat16:
+		h := make([]uint16, len(vals))
+		for i, v := range vals {
+			h[i] = ref.F32ToBF16(v)
+		}
+		x = tensor.FromBFloat16(d, h, shape...)
+	default:
 		x = tensor.FromFloat32(d, held, shape...)
 	}
 	if err := x.Err(); err != nil {

@@ -1,15 +1,16 @@
 package tensor
 
 import (
-	"math"
-
-	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
-// Reductions accumulate in fp32 and return Float32 tensors whatever the input
-// dtype. They are deterministic: each has a fixed reduction tree that depends
-// only on the shape and the device's workgroup size, and no float atomics, so
-// the same input gives the same bits on the same device every run.
+// Reductions take a Float32, Float16 or BFloat16 input (Int32 panics with a
+// *DTypeError), accumulate in fp32 and return Float32 tensors whatever the
+// input dtype. They are deterministic: each has a fixed reduction tree that
+// depends only on the shape and the device's workgroup size, and no float
+// atomics, so the same input gives the same bits on the same device every
+// run.
 
 const (
 	// perInvocation is the number of elements each invocation of a tree
@@ -22,45 +23,52 @@ const (
 )
 
 // Sum returns the sum of all elements of x, with shape [1].
-func Sum(x *Tensor) *Tensor { return whole("Sum", x, "sum_rows", "sum_rows", false) }
+func Sum(x *Tensor) *Tensor { return whole("Sum", x, sumRows, sumRows, false) }
 
 // Mean returns the mean of all elements of x, with shape [1].
-func Mean(x *Tensor) *Tensor { return whole("Mean", x, "sum_rows", "sum_rows", true) }
+func Mean(x *Tensor) *Tensor { return whole("Mean", x, sumRows, sumRows, true) }
 
 // SumSquares returns the sum of the squares of all elements of x, with shape
 // [1], as gradient norms need.
 func SumSquares(x *Tensor) *Tensor {
-	return whole("SumSquares", x, "sumsq_rows", "sum_rows", false)
+	return whole("SumSquares", x, sumsqRows, sumRows, false)
 }
 
 // Max returns the largest element of x, with shape [1]; NaN if x has one.
-func Max(x *Tensor) *Tensor { return whole("Max", x, "max_rows", "max_rows", false) }
+func Max(x *Tensor) *Tensor { return whole("Max", x, maxRows, maxRows, false) }
 
 // SumAxis returns the sum of x over axis, which is removed from the shape (a
 // 1-D x gives shape [1], as Sum does). A negative axis counts from the end.
-func SumAxis(x *Tensor, axis int) *Tensor { return alongAxis("SumAxis", x, axis, "sum", false) }
+func SumAxis(x *Tensor, axis int) *Tensor {
+	return alongAxis("SumAxis", x, axis, sumRows, sumCols, false)
+}
 
 // MeanAxis is SumAxis divided by the length of axis.
-func MeanAxis(x *Tensor, axis int) *Tensor { return alongAxis("MeanAxis", x, axis, "sum", true) }
+func MeanAxis(x *Tensor, axis int) *Tensor {
+	return alongAxis("MeanAxis", x, axis, sumRows, sumCols, true)
+}
 
 // MaxAxis returns the maximum of x over axis, removed from the shape as in
 // SumAxis; NaN wins.
-func MaxAxis(x *Tensor, axis int) *Tensor { return alongAxis("MaxAxis", x, axis, "max", false) }
+func MaxAxis(x *Tensor, axis int) *Tensor {
+	return alongAxis("MaxAxis", x, axis, maxRows, maxCols, false)
+}
 
 // Softmax returns exp(x - m) / sum(exp(x - m)) over the last axis, m being
 // the row max, as a Float32 tensor of x's shape. A row holding NaN or +inf
 // gives NaN, as the formula does.
-func Softmax(x *Tensor) *Tensor { return softmax("Softmax", "softmax", x) }
+func Softmax(x *Tensor) *Tensor { return softmax("Softmax", softmaxRows, x) }
 
 // LogSoftmax returns (x - m) - log(sum(exp(x - m))) over the last axis, m
 // being the row max, as a Float32 tensor of x's shape.
-func LogSoftmax(x *Tensor) *Tensor { return softmax("LogSoftmax", "log_softmax", x) }
+func LogSoftmax(x *Tensor) *Tensor { return softmax("LogSoftmax", logSoftmaxRows, x) }
 
 // whole reduces all of x: in one workgroup when x is small, else in a first
 // pass of up to maxPartials workgroups over contiguous chunks and a second
 // pass over their partial results.
-func whole(op string, x *Tensor, first, second string, mean bool) *Tensor {
+func whole(op string, x *Tensor, first, second rowsKernel, mean bool) *Tensor {
 	sameDevice(op, x)
+	checkFloating(op, Float32, x)
 	out := newOut(x.dev, Float32, []int{1}, x)
 	scale := float32(1)
 	if mean {
@@ -90,8 +98,9 @@ func whole(op string, x *Tensor, first, second string, mean bool) *Tensor {
 // alongAxis reduces x over one axis: with the row kernel when the axis is
 // the last (or all later axes have length 1), else with one invocation per
 // output looping over the axis.
-func alongAxis(op string, x *Tensor, axis int, kind string, mean bool) *Tensor {
+func alongAxis(op string, x *Tensor, axis int, rowsK rowsKernel, colsK colsKernel, mean bool) *Tensor {
 	sameDevice(op, x)
+	checkFloating(op, Float32, x)
 	ax := checkAxis(op, x, axis)
 	outer, k, inner := 1, x.shape[ax], 1
 	for _, s := range x.shape[:ax] {
@@ -110,33 +119,72 @@ func alongAxis(op string, x *Tensor, axis int, kind string, mean bool) *Tensor {
 		scale = float32(1 / float64(k))
 	}
 	if inner == 1 {
-		rows(out, kind+"_rows", x, outer, k, x.n, scale)
+		rows(out, rowsK, x, outer, k, x.n, scale)
 		return out
 	}
-	spec := map[uint32]uint32{1: dtypeBit(x.dtype)}
-	push := []uint32{uint32(outer), uint32(k), uint32(inner), math.Float32bits(scale)}
-	launch(out, kind+"_cols", spec, groups1D(out, outer*inner), push, x, out)
+	if out.err == nil {
+		p := kernels.ColsPush{Outer: uint32(outer), K: uint32(k), Inner: uint32(inner), Scale: scale}
+		launched(out, colsK(out.dev, groups1D(out, outer*inner), xSpec{In0DT: x.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
+	}
 	return out
 }
 
-func softmax(op, kernel string, x *Tensor) *Tensor {
+func softmax(op string, k softmaxKernel, x *Tensor) *Tensor {
 	sameDevice(op, x)
+	checkFloating(op, Float32, x)
 	cols := 1
 	if len(x.shape) > 0 {
 		cols = x.shape[len(x.shape)-1]
 	}
 	out := newOut(x.dev, Float32, x.shape, x)
+	if out.err != nil {
+		return out
+	}
 	r := x.n / cols
 	seg := segment(out, cols)
-	launch(out, kernel, reduceSpec(out, x), rowGroups(out, r, seg), []uint32{uint32(r), uint32(cols), uint32(seg)}, x, out)
+	p := kernels.SoftmaxPush{Rows: uint32(r), Cols: uint32(cols), Seg: uint32(seg)}
+	launched(out, k(out.dev, rowGroups(out, r, seg), reduceSpec(out, x), p, xyBind{X: x.buf, Y: out.buf}))
 	return out
 }
 
 // rows records the row kernel: out[r] = scale * reduce(x[r*cols : min((r+1)*cols, n)]).
-func rows(out *Tensor, kernel string, x *Tensor, r, cols, n int, scale float32) {
+func rows(out *Tensor, k rowsKernel, x *Tensor, r, cols, n int, scale float32) {
+	if out.err != nil {
+		return
+	}
 	seg := segment(out, cols)
-	push := []uint32{uint32(r), uint32(cols), uint32(n), uint32(seg), math.Float32bits(scale)}
-	launch(out, kernel, reduceSpec(out, x), rowGroups(out, r, seg), push, x, out)
+	p := kernels.RowsPush{Rows: uint32(r), Cols: uint32(cols), N: uint32(n), Seg: uint32(seg), Scale: scale}
+	launched(out, k(out.dev, rowGroups(out, r, seg), reduceSpec(out, x), p, xyBind{X: x.buf, Y: out.buf}))
+}
+
+// The reduction kernels of one family (rows.glsl, cols.glsl, softmax.glsl)
+// share one interface; these function types hold any of them, converted by
+// asKernel so that whole can take two different ones.
+type (
+	xSpec = struct {
+		LocalSizeX uint32
+		In0DT      kernels.DType
+	}
+	xyBind        = struct{ X, Y *vk.Buffer }
+	rowsKernel    = func(*vk.Device, [3]uint32, xSpec, kernels.RowsPush, xyBind) error
+	colsKernel    = func(*vk.Device, [3]uint32, xSpec, kernels.ColsPush, xyBind) error
+	softmaxKernel = func(*vk.Device, [3]uint32, xSpec, kernels.SoftmaxPush, xyBind) error
+)
+
+var (
+	sumRows        = asKernel(kernels.SumRows)
+	sumsqRows      = asKernel(kernels.SumsqRows)
+	maxRows        = asKernel(kernels.MaxRows)
+	sumCols        = asKernel(kernels.SumCols)
+	maxCols        = asKernel(kernels.MaxCols)
+	softmaxRows    = asKernel(kernels.Softmax)
+	logSoftmaxRows = asKernel(kernels.LogSoftmax)
+)
+
+// asKernel turns a generated launcher whose spec and bindings are an xSpec
+// and an xyBind into a plain function of those.
+func asKernel[S ~xSpec, P any, B ~xyBind](k func(*vk.Device, [3]uint32, S, P, B) error) func(*vk.Device, [3]uint32, xSpec, P, xyBind) error {
+	return func(d *vk.Device, g [3]uint32, s xSpec, p P, b xyBind) error { return k(d, g, S(s), p, B(b)) }
 }
 
 // reduceLocal is the workgroup size of tree reductions: the elementwise size
@@ -160,8 +208,10 @@ func segment(t *Tensor, cols int) int {
 	return s
 }
 
-func reduceSpec(out, x *Tensor) map[uint32]uint32 {
-	return map[uint32]uint32{0: uint32(reduceLocal(out)), 1: dtypeBit(x.dtype)}
+// reduceSpec is the spec of a tree reduction: its workgroup size and x's
+// dtype.
+func reduceSpec(out, x *Tensor) xSpec {
+	return xSpec{LocalSizeX: uint32(reduceLocal(out)), In0DT: x.dtype.code()}
 }
 
 // rowGroups is the grid of a row kernel: one workgroup per local/seg rows,

@@ -217,6 +217,17 @@ func rdPanics(t *testing.T, d *vk.Device) {
 	y, _ := opRand(t, d, 2, 1, tensor.Float16, 4)
 	y.Release()
 	opPanics[*tensor.UsageError](t, "Softmax released", func() { tensor.Softmax(y) }, "Softmax", "released")
+	ints := tensor.Zeros(d, tensor.Int32, 2, 3)
+	t.Cleanup(ints.Release)
+	for name, op := range map[string]func(*tensor.Tensor) *tensor.Tensor{
+		"Sum": tensor.Sum, "Mean": tensor.Mean, "SumSquares": tensor.SumSquares, "Max": tensor.Max,
+		"Softmax": tensor.Softmax, "LogSoftmax": tensor.LogSoftmax,
+		"SumAxis":  func(x *tensor.Tensor) *tensor.Tensor { return tensor.SumAxis(x, 0) },
+		"MeanAxis": func(x *tensor.Tensor) *tensor.Tensor { return tensor.MeanAxis(x, 1) },
+		"MaxAxis":  func(x *tensor.Tensor) *tensor.Tensor { return tensor.MaxAxis(x, 0) },
+	} {
+		opPanics[*tensor.DTypeError](t, name+" of int32", func() { op(ints) }, name, "int32")
+	}
 }
 
 // rdProperty checks identities that need no reference on random small

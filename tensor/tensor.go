@@ -1,13 +1,10 @@
 package tensor
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
-
-	"github.com/x448/float16"
 
 	"github.com/vkamp/vkamp/vk"
 )
@@ -50,8 +47,8 @@ func New(d *vk.Device, dt DType, shape ...int) *Tensor {
 	if d == nil {
 		usagePanic("New", "nil device")
 	}
-	if !dt.supported() {
-		panic(&DTypeError{Op: "New", Got: dt, Want: "float32 or float16"})
+	if !dt.valid() {
+		panic(&DTypeError{Op: "New", Got: dt, Want: "float32, float16, bfloat16 or int32"})
 	}
 	n := checkShape("New", shape)
 	t := &Tensor{dev: d, dtype: dt, shape: slices.Clone(shape), n: n}
@@ -71,102 +68,6 @@ func newOut(d *vk.Device, dt DType, shape []int, inputs ...*Tensor) *Tensor {
 		}
 	}
 	return New(d, dt, shape...)
-}
-
-// FromFloat32 returns a Float32 tensor holding data.
-func FromFloat32(d *vk.Device, data []float32, shape ...int) *Tensor {
-	if n := checkShape("FromFloat32", shape); n != len(data) {
-		shapePanic("FromFloat32", shape, []int{len(data)}, "shape holds %d elements, data %d", n, len(data))
-	}
-	t := New(d, Float32, shape...)
-	raw := make([]byte, Float32.bytes(len(data)))
-	for i, v := range data {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-	}
-	t.write(raw)
-	return t
-}
-
-// FromFloat16 returns a Float16 tensor holding data.
-func FromFloat16(d *vk.Device, data []float16.Float16, shape ...int) *Tensor {
-	if n := checkShape("FromFloat16", shape); n != len(data) {
-		shapePanic("FromFloat16", shape, []int{len(data)}, "shape holds %d elements, data %d", n, len(data))
-	}
-	t := New(d, Float16, shape...)
-	raw := make([]byte, Float16.bytes(len(data)))
-	for i, v := range data {
-		binary.LittleEndian.PutUint16(raw[2*i:], v.Bits())
-	}
-	t.write(raw)
-	return t
-}
-
-func (t *Tensor) write(raw []byte) {
-	if t.err == nil {
-		if err := t.buf.Write(0, raw); err != nil {
-			t.err = fmt.Errorf("tensor: upload: %w", err)
-		}
-	}
-}
-
-// Float32s waits for the tensor's value and returns it as float32s (fp16
-// values convert exactly).
-func (t *Tensor) Float32s() ([]float32, error) {
-	raw, err := t.raw("Float32s")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, t.n)
-	if t.dtype == Float32 {
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-	} else {
-		for i := range out {
-			out[i] = float16.Frombits(binary.LittleEndian.Uint16(raw[2*i:])).Float32()
-		}
-	}
-	return out, nil
-}
-
-// Float16s waits for a Float16 tensor's value and returns it.
-func (t *Tensor) Float16s() ([]float16.Float16, error) {
-	if t.dtype != Float16 {
-		panic(&DTypeError{Op: "Float16s", Got: t.dtype, Want: "float16"})
-	}
-	raw, err := t.raw("Float16s")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float16.Float16, t.n)
-	for i := range out {
-		out[i] = float16.Frombits(binary.LittleEndian.Uint16(raw[2*i:]))
-	}
-	return out, nil
-}
-
-// Item waits for a one-element tensor's value.
-func (t *Tensor) Item() (float32, error) {
-	if t.n != 1 {
-		shapePanic("Item", t.shape, []int{1}, "not a one-element tensor")
-	}
-	v, err := t.Float32s()
-	if err != nil {
-		return 0, err
-	}
-	return v[0], nil
-}
-
-func (t *Tensor) raw(op string) ([]byte, error) {
-	t.live(op)
-	if t.err != nil {
-		return nil, t.err
-	}
-	raw := make([]byte, t.dtype.bytes(t.n))
-	if err := t.buf.Read(0, raw); err != nil {
-		return nil, fmt.Errorf("tensor: read %s%v: %w", t.dtype, t.shape, err)
-	}
-	return raw, nil
 }
 
 // live panics if t is nil or released.

@@ -13,7 +13,8 @@ import (
 	"github.com/vkamp/vkamp/tensor"
 )
 
-// Unit is the unit roundoff of a dtype: 2^-24 for fp32, 2^-11 for fp16.
+// Unit is the unit roundoff of a dtype: 2^-24 for fp32, 2^-11 for fp16,
+// 2^-8 for bf16.
 func Unit(dt tensor.DType) float64 {
 	switch dt {
 	case tensor.Float16:
@@ -31,10 +32,14 @@ func Tol(out tensor.DType, k int) float64 {
 	return 2 * (Unit(out) + float64(max(k, 1))*Unit(tensor.Float32))
 }
 
-// Round returns v rounded to dt, as the device stores it.
+// Round returns v rounded to dt, as the device stores a result computed in
+// fp32: to fp32, then to the 16-bit dtype.
 func Round(v float64, dt tensor.DType) float64 {
-	if dt == tensor.Float16 {
+	switch dt {
+	case tensor.Float16:
 		return float64(float16.Fromfloat32(float32(v)).Float32())
+	case tensor.BFloat16:
+		return float64(BF16ToF32(F32ToBF16(float32(v))))
 	}
 	return float64(float32(v))
 }

@@ -280,6 +280,41 @@ func BroadcastScale(d *vk.Device, groups [3]uint32, s BroadcastScaleSpec, p Broa
 	return run(d, k, groups, push[:], b.X, b.S, b.Out)
 }
 
+// CastSpec holds the specialization constants of cast.comp. A zero field
+// takes the shader's default.
+type CastSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// CastPush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type CastPush struct {
+	N uint32 // offset 0
+}
+
+func (p *CastPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+}
+
+// CastBind names the bindings of cast.comp.
+type CastBind struct {
+	Src *vk.Buffer // binding 0: read
+	Dst *vk.Buffer // binding 1: written
+}
+
+// Cast records cast.comp on d over groups workgroups.
+func Cast(d *vk.Device, groups [3]uint32, s CastSpec, p CastPush, b CastBind) error {
+	k := key{op: "cast"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Src, b.Dst)
+}
+
 // CastF16F32Spec holds the specialization constants of cast_f16_f32.comp. A zero field
 // takes the shader's default.
 type CastF16F32Spec struct {
@@ -630,6 +665,44 @@ func GeluBackward(d *vk.Device, groups [3]uint32, s GeluBackwardSpec, p EwisePus
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// IndexSelectSpec holds the specialization constants of index_select.comp. A zero field
+// takes the shader's default.
+type IndexSelectSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// IndexSelectPush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type IndexSelectPush struct {
+	N    uint32 // offset 0
+	Cols uint32 // offset 4
+	Rows uint32 // offset 8
+}
+
+func (p *IndexSelectPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], p.Rows)
+}
+
+// IndexSelectBind names the bindings of index_select.comp.
+type IndexSelectBind struct {
+	X   *vk.Buffer // binding 0: read
+	Idx *vk.Buffer // binding 1: read
+	D   *vk.Buffer // binding 2: written
+}
+
+// IndexSelect records index_select.comp on d over groups workgroups.
+func IndexSelect(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelectPush, b IndexSelectBind) error {
+	k := key{op: "index_select"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
 }
 
 // LayerNormSpec holds the specialization constants of layer_norm.comp. A zero field

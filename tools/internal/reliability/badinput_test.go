@@ -429,16 +429,16 @@ func badInputs() []badInput {
 			_, err := e.z(2).Float16s()
 			return err
 		}},
-		{"New bfloat16", dtypePanic, nil, []string{"New", "bfloat16"}, func(e *env) error {
-			e.keep(tensor.New(e.d, tensor.BFloat16, 2))
+		{"New of an unknown dtype", dtypePanic, nil, []string{"New", "DType(7)"}, func(e *env) error {
+			e.keep(tensor.New(e.d, tensor.DType(7), 2))
 			return nil
 		}},
 		{"Cast to an unknown dtype", dtypePanic, nil, []string{"Cast", "DType(9)"}, func(e *env) error {
 			e.keep(tensor.Cast(e.z(2), tensor.DType(9)))
 			return nil
 		}},
-		{"Add into bfloat16", dtypePanic, nil, []string{"Add", "bfloat16"}, func(e *env) error {
-			e.keep(tensor.Add(e.z(2), e.z(2), tensor.BFloat16))
+		{"Add into int32", dtypePanic, nil, []string{"Add", "int32"}, func(e *env) error {
+			e.keep(tensor.Add(e.z(2), e.z(2), tensor.Int32))
 			return nil
 		}},
 		{"AxpyUnless fp16", dtypePanic, nil, []string{"AxpyUnless", "float16"}, func(e *env) error {

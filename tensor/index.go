@@ -1,0 +1,38 @@
+package tensor
+
+import "github.com/vkamp/vkamp/tensor/internal/kernels"
+
+// IndexSelect returns the rows of x picked by idx: x has shape [N, ...] and
+// a floating dtype, idx is an Int32 tensor of shape [M], and the result has
+// shape [M, ...] and x's dtype, with row i a bit-exact copy of row idx[i] of
+// x (an embedding lookup's forward). An index outside [0, N) gives a row of
+// quiet NaN, so that a bad index shows in the values instead of reading
+// other memory; a scalar x (rank 0) panics with a *ShapeError, a 2-D idx
+// too, and an Int32 x or a floating idx with a *DTypeError.
+func IndexSelect(x, idx *Tensor) *Tensor {
+	const op = "IndexSelect"
+	sameDevice(op, x, idx)
+	if len(x.shape) == 0 {
+		shapePanic(op, x.shape, idx.shape, "x has no rows to select")
+	}
+	if len(idx.shape) != 1 {
+		shapePanic(op, x.shape, idx.shape, "idx must be 1-D")
+	}
+	if !x.dtype.floating() {
+		panic(&DTypeError{Op: op, Got: x.dtype, Want: wantFloating + " x"})
+	}
+	if idx.dtype != Int32 {
+		panic(&DTypeError{Op: op, Got: idx.dtype, Want: "int32 indices"})
+	}
+	rows := x.shape[0]
+	cols := x.n / rows
+	shape := append([]int{idx.n}, x.shape[1:]...)
+	out := newOut(x.dev, x.dtype, shape, x, idx)
+	if out.err != nil {
+		return out
+	}
+	p := kernels.IndexSelectPush{N: uint32(out.n), Cols: uint32(cols), Rows: uint32(rows)}
+	launched(out, kernels.IndexSelect(out.dev, pairs(out), kernels.IndexSelectSpec{In0DT: x.dtype.code()}, p,
+		kernels.IndexSelectBind{X: x.buf, Idx: idx.buf, D: out.buf}))
+	return out
+}
