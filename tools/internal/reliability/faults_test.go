@@ -81,7 +81,7 @@ var kinds = []kind{
 // intact on yet another device, where training resumed from it ends with
 // the uninterrupted run's weights, bit for bit.
 func TestFaultsDuringTraining(t *testing.T) {
-	train, test, err := mnist.Load("../../testdata/mnist")
+	train, test, err := mnist.Load("../../../testdata/mnist")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 func load(t testing.TB) (*mnist.Set, *mnist.Set) {
 	t.Helper()
-	train, test, err := mnist.Load("../../testdata/mnist")
+	train, test, err := mnist.Load("../../../testdata/mnist")
 	if err != nil {
 		t.Fatal(err)
 	}
