@@ -1,10 +1,8 @@
 package checkpoint
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -65,7 +63,7 @@ func Save(path string, ts []Named, meta map[string]string) error {
 			return err
 		}
 		for _, n := range ts {
-			raw, err := hostBytes(n.T)
+			raw, err := n.T.Bytes()
 			if err != nil {
 				return fmt.Errorf("tensor %q: %w", n.Name, err)
 			}
@@ -79,30 +77,6 @@ func Save(path string, ts []Named, meta map[string]string) error {
 		return fmt.Errorf("checkpoint: save %s: %w", path, err)
 	}
 	return nil
-}
-
-// hostBytes waits for t and returns its elements as stored in a file.
-func hostBytes(t *tensor.Tensor) ([]byte, error) {
-	if t.DType() == tensor.Float16 {
-		v, err := t.Float16s()
-		if err != nil {
-			return nil, err
-		}
-		raw := make([]byte, 2*len(v))
-		for i, h := range v {
-			binary.LittleEndian.PutUint16(raw[2*i:], h.Bits())
-		}
-		return raw, nil
-	}
-	v, err := t.Float32s()
-	if err != nil {
-		return nil, err
-	}
-	raw := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f))
-	}
-	return raw, nil
 }
 
 // Read reads and validates the safetensors file at path.
@@ -167,8 +141,6 @@ func Load(path string, ts []Named) error {
 		}
 		if err := n.T.Err(); err != nil {
 			problems = append(problems, fmt.Sprintf("%q: the tensor carries an error: %v", n.Name, err))
-		} else if n.T.Buffer() == nil {
-			problems = append(problems, fmt.Sprintf("%q: the tensor was released", n.Name))
 		}
 	}
 	var extra []string
@@ -185,7 +157,7 @@ func Load(path string, ts []Named) error {
 		return &MismatchError{Path: path, Problems: problems}
 	}
 	for _, n := range ts {
-		if err := n.T.Buffer().Write(0, f.Tensors[n.Name].Data); err != nil {
+		if err := n.T.SetBytes(f.Tensors[n.Name].Data); err != nil {
 			return fmt.Errorf("checkpoint: load %s: upload %q: %w", path, n.Name, err)
 		}
 	}
