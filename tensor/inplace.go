@@ -1,7 +1,7 @@
 package tensor
 
 import (
-	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 )
 
 // In-place ops update a tensor that outlives the step, such as a weight.

@@ -3,7 +3,7 @@ package tensor
 import (
 	"fmt"
 
-	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
 

@@ -3,7 +3,7 @@ package tensor
 import (
 	"math"
 
-	"github.com/vkamp/vkamp/internal/kernels"
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 )
 
 // Reductions accumulate in fp32 and return Float32 tensors whatever the input
