@@ -101,7 +101,12 @@ func (s *OptimizerState) moment(m, i int) *Tensor {
 // Moments returns moment m (0 or 1) of every parameter: SGD's momentum
 // buffers, or Adam's first and second moments. It is nil for a moment the
 // state does not keep. The tensors belong to the state.
-func (s *OptimizerState) Moments(m int) []*Tensor { return s.moments[m] }
+func (s *OptimizerState) Moments(m int) []*Tensor {
+	if m < 0 || m >= len(s.moments) {
+		usagePanic("Moments", "moment %d: want 0 or 1", m)
+	}
+	return s.moments[m]
+}
 
 // Steps returns the number of steps taken, skipped ones not counted,
 // waiting for the device.
