@@ -1,10 +1,8 @@
 package checkpoint
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -65,7 +63,7 @@ func Save(path string, ts []Named, meta map[string]string) error {
 			return err
 		}
 		for _, n := range ts {
-			raw, err := hostBytes(n.T)
+			raw, err := n.T.Bytes()
 			if err != nil {
 				return fmt.Errorf("tensor %q: %w", n.Name, err)
 			}
@@ -79,37 +77,6 @@ func Save(path string, ts []Named, meta map[string]string) error {
 		return fmt.Errorf("checkpoint: save %s: %w", path, err)
 	}
 	return nil
-}
-
-// hostBytes waits for t and returns its elements as stored in a file:
-// little-endian, as on the device.
-func hostBytes(t *tensor.Tensor) ([]byte, error) {
-	var raw []byte
-	switch t.DType() {
-	case tensor.Float16:
-		v, err := t.Float16s()
-		for _, h := range v {
-			raw = binary.LittleEndian.AppendUint16(raw, h.Bits())
-		}
-		return raw, err
-	case tensor.BFloat16:
-		v, err := t.BFloat16Bits()
-		for _, h := range v {
-			raw = binary.LittleEndian.AppendUint16(raw, h)
-		}
-		return raw, err
-	case tensor.Int32:
-		v, err := t.Int32s()
-		for _, i := range v {
-			raw = binary.LittleEndian.AppendUint32(raw, uint32(i))
-		}
-		return raw, err
-	}
-	v, err := t.Float32s()
-	for _, f := range v {
-		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
-	}
-	return raw, err
 }
 
 // Read reads and validates the safetensors file at path.
@@ -171,8 +138,6 @@ func Load(path string, ts []Named) error {
 		}
 		if err := n.T.Err(); err != nil {
 			problems = append(problems, fmt.Sprintf("%q: the tensor carries an error: %v", n.Name, err))
-		} else if n.T.Buffer() == nil {
-			problems = append(problems, fmt.Sprintf("%q: the tensor was released", n.Name))
 		}
 	}
 	var extra []string
@@ -189,7 +154,7 @@ func Load(path string, ts []Named) error {
 		return &MismatchError{Path: path, Problems: problems}
 	}
 	for _, n := range ts {
-		if err := n.T.Buffer().Write(0, f.Tensors[n.Name].Data); err != nil {
+		if err := n.T.SetBytes(f.Tensors[n.Name].Data); err != nil {
 			return fmt.Errorf("checkpoint: load %s: upload %q: %w", path, n.Name, err)
 		}
 	}

@@ -59,7 +59,7 @@ func fixture(t *testing.T, d *vk.Device) ([]Named, [][]byte) {
 // deviceBytes reads a tensor back as a file would hold it.
 func deviceBytes(t *testing.T, x *tensor.Tensor) []byte {
 	t.Helper()
-	b, err := hostBytes(x)
+	b, err := x.Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +217,7 @@ func TestLoadMismatch(t *testing.T) {
 	if err := Save(path, ts, nil); err != nil {
 		t.Fatal(err)
 	}
-	failed := tensor.New(d, tensor.Float32)
-	failed.Fail(errors.New("x"))
+	failed := failedTensor(t, tensor.Float32)
 	// Sentinels: a Load that fails must leave every tensor as it was.
 	w := tensor.FromFloat32(d, make([]float32, 12), 4, 3)
 	h := tensor.FromFloat32(d, make([]float32, 12), 2, 6)
@@ -237,7 +236,7 @@ func TestLoadMismatch(t *testing.T) {
 		`"w": shape [3 4] in the file, [4 3] in the tensor`,
 		`"h": dtype float16 in the file, float32 in the tensor`,
 		`missing "bias"`,
-		`"step": the tensor carries an error: x`,
+		`"step": the tensor carries an error: ` + failed.Err().Error(),
 		`"w" given twice`,
 	}
 	if me.Path != path || !slices.Equal(me.Problems, want) {
@@ -316,12 +315,11 @@ func TestSaveFailureKeepsOldFile(t *testing.T) {
 	}
 	old, _ := os.ReadFile(path)
 
-	boom := errors.New("x")
-	bad := tensor.New(d, tensor.Float16, 1024)
-	bad.Fail(boom)
+	bad := failedTensor(t, tensor.Float16, 1024)
+	defer bad.Release()
 	err := Save(path, append(slices.Clone(ts), Named{"bad", bad}), nil)
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `tensor "bad"`) {
-		t.Errorf("error %v, want one wrapping %v", err, boom)
+	if !errors.Is(err, vk.ErrOutOfDeviceMemory) || !strings.Contains(err.Error(), `tensor "bad"`) {
+		t.Errorf("error %v, want one wrapping %v", err, vk.ErrOutOfDeviceMemory)
 	}
 	checkOnly(t, dir, path, old)
 
@@ -340,6 +338,21 @@ func TestSaveFailureKeepsOldFile(t *testing.T) {
 		}
 	}
 	checkOnly(t, dir, path, old)
+}
+
+// failedTensor returns a tensor that carries an error, as one whose memory
+// could not be allocated: it is made on a fresh device whose first memory
+// allocation fails.
+func failedTensor(t *testing.T, dt tensor.DType, shape ...int) *tensor.Tensor {
+	t.Helper()
+	d := devtest.Open(t)
+	d.InjectFaults(vk.Faults{AllocN: 1})
+	x := tensor.New(d, dt, shape...)
+	d.InjectFaults(vk.Faults{})
+	if !errors.Is(x.Err(), vk.ErrOutOfDeviceMemory) {
+		t.Fatalf("tensor on a device whose allocation fails: error %v", x.Err())
+	}
+	return x
 }
 
 // checkOnly checks that dir holds only path, with the bytes want.

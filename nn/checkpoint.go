@@ -32,7 +32,7 @@ func (o *optimizer) optimizerBase() *optimizer { return o }
 func (o *optimizer) stateTensors() []checkpoint.Named {
 	var ts []checkpoint.Named
 	for m, suffix := range []string{".m1", ".m2"} {
-		for i, s := range o.states[m] {
+		for i, s := range o.moments(m) {
 			if s != nil {
 				ts = append(ts, checkpoint.Named{Name: o.params[i].Name + suffix, T: s})
 			}
@@ -186,6 +186,9 @@ func LoadCheckpoint(dir string, params []*Param, opt Stateful) (map[string]json.
 	if v, ok := hyper.(interface{ validate() error }); ok && err == nil {
 		err = v.validate()
 	}
+	if err == nil {
+		err = o.fits(hyper)
+	}
 	if err != nil {
 		restore()
 		return nil, fmt.Errorf("nn: checkpoint %s: optimizer settings: %w", dir, err)
@@ -202,6 +205,16 @@ func LoadCheckpoint(dir string, params []*Param, opt Stateful) (map[string]json.
 		return nil, err
 	}
 	return st.Extra, nil
+}
+
+// fits checks that settings loaded from a file need no state that the
+// optimizer does not keep: an SGD made without momentum has no buffers
+// for one.
+func (o *optimizer) fits(hyper any) error {
+	if h, ok := hyper.(*SGDOptions); ok && h.Momentum != 0 && o.moments(0) == nil {
+		return fmt.Errorf("momentum %g, but the optimizer was made without momentum buffers", h.Momentum)
+	}
+	return nil
 }
 
 // matches checks a file against the tensors it must fill.

@@ -320,6 +320,28 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	if _, err := nn.LoadCheckpoint(t.TempDir(), b.params, b.opt); !errors.Is(err, nn.ErrNoCheckpoint) {
 		t.Errorf("empty directory: %v, want ErrNoCheckpoint", err)
 	}
+
+	// An SGD made without momentum has no buffers for one that a state.json
+	// could claim.
+	plain := nn.SGDOptions{LR: 0.1}
+	sgdDir := t.TempDir()
+	p := newRig(t, d, 1, "fc", 3, sgdMaker(plain))
+	p.train(1)
+	if err := nn.SaveCheckpoint(sgdDir, p.params, p.opt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := editState(hyper("Momentum", 0.9))(sgdDir); err != nil {
+		t.Fatal(err)
+	}
+	q := newRig(t, d, 2, "fc", 3, sgdMaker(plain))
+	before := q.state()
+	if _, err := nn.LoadCheckpoint(sgdDir, q.params, q.opt); err == nil || !strings.Contains(err.Error(), "momentum") {
+		t.Errorf("momentum claimed by state.json: %v, want an error naming it", err)
+	}
+	sameState(t, "after a claimed momentum", q.state(), before)
+	if err := q.opt.Step(); err != nil { // still a plain SGD
+		t.Fatal(err)
+	}
 }
 
 // A save that fails half-way leaves the previous version loadable and no
@@ -334,22 +356,23 @@ func checkpointFailedSave(t *testing.T, d *vk.Device) {
 	saved := a.state()
 	a.train(1)
 
-	// A parameter that carries an error fails the model file.
-	bad := nn.NewParam(d, a.params[1].Name, make([]float32, 3), 3)
-	bad.Value.Fail(errors.New("device lost, say"))
+	// A parameter that carries an error (its memory could not be
+	// allocated) fails the model file.
+	bad := failedParam(t, a.params[1].Name, 3)
 	defer bad.Close()
 	params := slices.Clone(a.params)
 	params[1] = bad
 	err := nn.SaveCheckpoint(dir, params, a.opt, nil)
-	if err == nil || !strings.Contains(err.Error(), "device lost, say") {
+	if !errors.Is(err, vk.ErrOutOfDeviceMemory) {
 		t.Errorf("save with a failed parameter: %v, want its error", err)
 	}
-	// A moment buffer that carries an error fails the optimizer file.
-	c := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
-	m1, _ := nn.Moments(c.opt)
-	m1[0].Fail(errors.New("moment lost"))
-	if err := nn.SaveCheckpoint(dir, c.params, c.opt, nil); err == nil {
-		t.Error("save with a failed moment: no error")
+	// Moments that cannot be read (their device is lost) fail the
+	// optimizer file.
+	lost := devtest.Open(t)
+	c := newRig(t, lost, 1, "fc", 3, adamMaker(ckptAdam))
+	loseDevice(t, lost)
+	if err := nn.SaveCheckpoint(dir, a.params, c.opt, nil); !errors.Is(err, vk.ErrDeviceLost) {
+		t.Errorf("save with unreadable moments: %v, want %v", err, vk.ErrDeviceLost)
 	}
 	if names := dirNames(t, dir); !slices.Equal(names, []string{"LATEST", "step-1"}) {
 		t.Errorf("after failed saves the directory holds %v, want LATEST and step-1", names)
@@ -360,6 +383,31 @@ func checkpointFailedSave(t *testing.T, d *vk.Device) {
 		t.Fatal(err)
 	}
 	sameState(t, "loaded after failed saves", b.state(), saved)
+}
+
+// failedParam returns a parameter whose value carries an error, as one
+// whose memory could not be allocated: it is made on a fresh device whose
+// first memory allocation fails.
+func failedParam(t *testing.T, name string, n int) *nn.Param {
+	t.Helper()
+	d := devtest.Open(t)
+	d.InjectFaults(vk.Faults{AllocN: 1})
+	p := nn.NewParam(d, name, make([]float32, n), n)
+	d.InjectFaults(vk.Faults{})
+	if !errors.Is(p.Value.Err(), vk.ErrOutOfDeviceMemory) {
+		t.Fatalf("parameter on a device whose allocation fails: error %v", p.Value.Err())
+	}
+	return p
+}
+
+// loseDevice makes d lost, as a device whose submit fails stays.
+func loseDevice(t *testing.T, d *vk.Device) {
+	t.Helper()
+	d.InjectFaults(vk.Faults{SubmitN: 1})
+	tensor.Zeros(d, tensor.Float32, 1).Release() // work to submit
+	if err := d.Wait(); !errors.Is(err, vk.ErrDeviceLost) {
+		t.Fatalf("wait with a failing submit: %v", err)
+	}
 }
 
 // dirNames lists dir, sorted.

@@ -7,5 +7,5 @@ import "github.com/vkamp/vkamp/tensor"
 // unused.
 func Moments(opt Stateful) (m1, m2 []*tensor.Tensor) {
 	o := opt.optimizerBase()
-	return o.states[0], o.states[1]
+	return o.moments(0), o.moments(1)
 }

@@ -2,9 +2,7 @@ package nn
 
 import (
 	"fmt"
-	"math"
 
-	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor"
 )
 
@@ -67,10 +65,10 @@ func mseBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	}
 	var dp, dt *tensor.Tensor
 	if need(n, 0) {
-		dp = broadcastScale(diff, dy, alpha, true, tensor.Float32)
+		dp = tensor.ScaleByItem(diff, dy, alpha, tensor.Float32)
 	}
 	if need(n, 1) {
-		dt = broadcastScale(diff, dy, -alpha, true, tensor.Float32)
+		dt = tensor.ScaleByItem(diff, dy, -alpha, tensor.Float32)
 	}
 	return []*tensor.Tensor{dp, dt}
 }
@@ -90,8 +88,7 @@ func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction
 	}
 	logits = g.cast(logits, g.fp32Only(tensor.OpCrossEntropy, logits))
 	logp := g.keep(tensor.LogSoftmax(logits.t))
-	losses := g.keep(tensor.New(g.dev, tensor.Float32, s[0]))
-	run(losses, "nll", nil, kernelsGroups(g, s[0]), []uint32{uint32(s[0]), uint32(s[1])}, logp, labels, losses)
+	losses := g.keep(tensor.NLL(logp, labels))
 	var out *tensor.Tensor
 	if r == Sum {
 		out = tensor.Sum(losses)
@@ -103,55 +100,29 @@ func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction
 
 func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	logp, labels := n.saved[0], n.saved[1]
-	rows, cols := lastDim(logp)
+	rows, _ := lastDim(logp)
 	alpha := float32(1)
 	if Reduction(n.attr.n) == Mean {
 		alpha /= float32(rows)
 	}
-	out := tensor.New(g.dev, tensor.Float32, rows, cols)
-	run(out, "cross_entropy_backward", map[uint32]uint32{3: 0}, pairs(g.dev, rows*cols),
-		[]uint32{uint32(rows), uint32(cols), math.Float32bits(alpha)}, logp, labels, dy, out)
-	return []*tensor.Tensor{out}
+	return []*tensor.Tensor{tensor.CrossEntropyBackward(logp, labels, dy, alpha)}
 }
 
 // LayerNorm normalises x over its last axis and applies gamma and beta (each
 // [C]), in fp32 (the autocast policy's dtype).
 func (g *Graph) LayerNorm(x, gamma, beta *Var, eps float32) *Var {
-	rows, cols := lastDim(x.t)
+	_, cols := lastDim(x.t)
 	if gamma.t.Len() != cols || beta.t.Len() != cols {
 		panic(&tensor.ShapeError{Op: "LayerNorm", A: x.Shape(), B: gamma.Shape(), Msg: "gamma and beta must match the last axis"})
 	}
 	dt := g.fp32Only(tensor.OpLayerNorm, x, gamma, beta)
 	x, gamma, beta = g.cast(x, dt), g.cast(gamma, dt), g.cast(beta, dt)
-	y := tensor.New(g.dev, dt, x.Shape()...)
-	stats := g.keep(tensor.New(g.dev, tensor.Float32, rows, 2))
-	run(y, "layer_norm", rowLocal(g, cols), rowsGrid(rows), []uint32{uint32(rows), uint32(cols), math.Float32bits(eps)}, x.t, gamma.t, beta.t, y, stats)
+	y, stats := tensor.LayerNorm(x.t, gamma.t, beta.t, eps)
+	g.keep(stats)
 	return g.record(tensor.OpLayerNorm, y, attrs{}, []*tensor.Tensor{stats}, x, gamma, beta)
 }
 
 func layerNormBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
-	x, gamma := n.inputs[0].t, n.inputs[1].t
-	rows, cols := lastDim(x)
-	dx := tensor.New(g.dev, tensor.Float32, x.Shape()...)
-	dyx := g.keep(tensor.New(g.dev, tensor.Float32, rows, cols))
-	run(dx, "layer_norm_backward", rowLocal(g, cols), rowsGrid(rows), []uint32{uint32(rows), uint32(cols)}, dy, x, gamma, n.saved[0], dx, dyx)
-	dy2 := dy
-	if len(dy.Shape()) != 2 {
-		dy2 = g.keep(tensor.Reshape(dy, rows, cols))
-	}
-	return []*tensor.Tensor{dx, tensor.SumAxis(dyx, 0), tensor.SumAxis(dy2, 0)}
-}
-
-func kernelsGroups(g *Graph, n int) [3]uint32 { return pairs(g.dev, 2*n) }
-
-// rowLocal sets the workgroup size of a kernel with one workgroup per row:
-// the smallest power of two that covers the row, within the device's size.
-// A full workgroup over a short row spends its time in barriers (on
-// SwiftShader, 30 ms a dispatch for rows of 16).
-func rowLocal(g *Graph, cols int) map[uint32]uint32 {
-	local, n := kernels.LocalSize(g.dev), uint32(1)
-	for n < uint32(cols) && 2*n <= local {
-		n *= 2
-	}
-	return map[uint32]uint32{0: n}
+	dx, dgamma, dbeta := tensor.LayerNormBackward(dy, n.inputs[0].t, n.inputs[1].t, n.saved[0])
+	return []*tensor.Tensor{dx, dgamma, dbeta}
 }

@@ -1,10 +1,8 @@
 package nn
 
 import (
-	"math"
 	"slices"
 
-	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor"
 )
 
@@ -127,27 +125,7 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 	x = g.cast(x, g.dtypeFor(tensor.OpDropout, x))
 	g.drops++
 	seed := g.seed*0x9E3779B9 + g.drops
-	return g.record(tensor.OpDropout, dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)
-}
-
-func dropout(x *tensor.Tensor, p float32, seed uint32) *tensor.Tensor {
-	out := tensor.New(x.Device(), x.DType(), x.Shape()...)
-	threshold := uint32(math.Min(float64(p)*4294967296.0, 4294967295))
-	spec := map[uint32]uint32{1: bit(x.DType()), 3: bit(x.DType())}
-	return run(out, "dropout", spec, pairs(x.Device(), x.Len()),
-		[]uint32{uint32(x.Len()), seed, threshold, math.Float32bits(1 / (1 - p))}, x, out)
-}
-
-// broadcastScale returns alpha * s[0] * x (or alpha * s[0] in x's shape when
-// withX is false), in dtype dt.
-func broadcastScale(x, s *tensor.Tensor, alpha float32, withX bool, dt tensor.DType) *tensor.Tensor {
-	out := tensor.New(x.Device(), dt, x.Shape()...)
-	spec := map[uint32]uint32{1: bit(x.DType()), 3: bit(dt), 4: 0}
-	if !withX {
-		spec[4] = 1 // NO_X
-	}
-	return run(out, "broadcast_scale", spec, pairs(x.Device(), x.Len()),
-		[]uint32{uint32(x.Len()), math.Float32bits(alpha)}, x, s, out)
+	return g.record(tensor.OpDropout, tensor.Dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)
 }
 
 func lastDim(t *tensor.Tensor) (rows, cols int) {
@@ -161,5 +139,3 @@ func sameShape(op string, a, b *tensor.Tensor) {
 		panic(&tensor.ShapeError{Op: op, A: a.Shape(), B: b.Shape(), Msg: "shapes must be equal"})
 	}
 }
-
-var _ = kernels.Groups

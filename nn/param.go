@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -28,14 +27,12 @@ func (p *Param) accumulate(g *tensor.Tensor) error {
 	if err := g.Err(); err != nil {
 		return fmt.Errorf("nn: gradient of %s: %w", p.Name, err)
 	}
-	n := g.Len()
-	return dispatch(p.Grad.Device(), "accumulate", map[uint32]uint32{1: bit(g.DType())},
-		pairs(p.Grad.Device(), n), []uint32{uint32(n)}, g, p.Grad)
+	return tensor.Accumulate(p.Grad, g)
 }
 
 // ZeroGrad sets the gradient to zero, keeping its memory.
 func (p *Param) ZeroGrad() error {
-	return p.Grad.Device().Fill(p.Grad.Buffer(), 0, 4*int64(p.Grad.Len()), 0)
+	return p.Grad.Zero()
 }
 
 // Close releases the value and the gradient.
@@ -170,5 +167,3 @@ func Close(m Module) error {
 	}
 	return nil
 }
-
-var _ = kernels.Groups

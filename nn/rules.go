@@ -142,11 +142,11 @@ func reduceBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 		alpha = 1 / float32(n.attr.n)
 	}
 	x := n.inputs[0].t
-	return []*tensor.Tensor{broadcastScale(x, dy, alpha, false, x.DType())}
+	return []*tensor.Tensor{tensor.BroadcastItem(dy, alpha, x.DType(), x.Shape()...)}
 }
 
 func dropoutBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
-	return []*tensor.Tensor{dropout(dy, n.attr.f, n.attr.seed)}
+	return []*tensor.Tensor{tensor.Dropout(dy, n.attr.f, n.attr.seed)}
 }
 
 // reshaped copies t into a tensor of another shape with the same elements.

@@ -1,16 +1,13 @@
 package scaler
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 
-	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor"
-	"github.com/vkamp/vkamp/vk"
 )
 
 // Optimizer is what the scaler needs of an optimizer: the fp32 gradients it
@@ -71,26 +68,24 @@ const foundRing = 8
 type optState struct {
 	stage   stage
 	found   [foundRing]*tensor.Tensor
-	gen     atomic.Uint64 // iterations this optimizer took part in; Skipped.Value reads it unlocked
-	checked bool          // an inf check ran since the last Update
-	table   *table
+	gen     atomic.Uint64     // iterations this optimizer took part in; Skipped.Value reads it unlocked
+	checked bool              // an inf check ran since the last Update
+	table   tensor.BlockTable // how the unscale reaches the optimizer's gradients
 }
 
 // Scaler scales losses and unscales gradients. Create it with New.
 type Scaler struct {
-	mu          sync.Mutex
-	disabled    bool
-	growth      float64
-	backoff     float64
-	interval    int
-	minScale    float64
-	maxScale    float64
-	initScale   float64
-	initTracker int
+	mu        sync.Mutex
+	disabled  bool
+	growth    float64
+	backoff   float64
+	interval  int
+	minScale  float64
+	maxScale  float64
+	initScale float64
 
-	dev   *vk.Device
-	state *vk.Buffer // [scale, inv_scale, tracker, found_inf, overflows] as 32-bit words
-	opts  map[Optimizer]*optState
+	ls   *tensor.LossScale // scale, tracker, inf flag and overflow count; on the device from the first Scale
+	opts map[Optimizer]*optState
 }
 
 // New returns a scaler, or an error for invalid options.
@@ -126,6 +121,9 @@ func New(o Options) (*Scaler, error) {
 	if !finite(s.minScale) || s.minScale < 0 || !finite(s.maxScale) || s.maxScale < 0 ||
 		(s.maxScale > 0 && s.maxScale < s.minScale) || s.minScale > math.MaxFloat32 || s.maxScale > math.MaxFloat32 {
 		return nil, fmt.Errorf("%w: MinScale %g and MaxScale %g must be finite, >= 0, and Max >= Min", ErrOptions, s.minScale, s.maxScale)
+	}
+	if !s.disabled {
+		s.ls = tensor.NewLossScale(s.initScale, 0)
 	}
 	return s, nil
 }
@@ -163,38 +161,6 @@ func checkInterval(n int) error {
 // Enabled reports whether the scaler scales; a disabled one passes through.
 func (s *Scaler) Enabled() bool { return !s.disabled }
 
-// invScale is float32(1 / float64(scale)), as PyTorch computes inv_scale.
-func invScale(scale float64) float32 { return float32(1 / float64(float32(scale))) }
-
-// ensure creates the device state on d at the first Scale.
-func (s *Scaler) ensure(d *vk.Device) error {
-	if s.state != nil {
-		if s.dev != d {
-			return fmt.Errorf("scaler: tensor on another device than the first scaled loss")
-		}
-		return nil
-	}
-	b, err := d.Alloc(20)
-	if err != nil {
-		return fmt.Errorf("scaler: state: %w", err)
-	}
-	if err := b.Write(0, stateWords(s.initScale, s.initTracker, 0)); err != nil {
-		b.Free()
-		return fmt.Errorf("scaler: state: %w", err)
-	}
-	s.dev, s.state = d, b
-	return nil
-}
-
-func stateWords(scale float64, tracker int, found float32) []byte {
-	b := make([]byte, 20)
-	binary.LittleEndian.PutUint32(b[0:], math.Float32bits(float32(scale)))
-	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(invScale(scale)))
-	binary.LittleEndian.PutUint32(b[8:], uint32(int32(tracker)))
-	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(found))
-	return b
-}
-
 // Scale returns loss multiplied by the current scale, for the backward pass.
 // A disabled scaler returns loss itself. The result has loss's dtype; on
 // failure it carries the error, like any tensor.
@@ -207,29 +173,7 @@ func (s *Scaler) Scale(loss *tensor.Tensor) *tensor.Tensor {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := loss.Device()
-	out := tensor.New(d, loss.DType(), loss.Shape()...)
-	if err := loss.Err(); err != nil {
-		out.Fail(err)
-		return out
-	}
-	if out.Err() != nil {
-		return out
-	}
-	if err := s.ensure(d); err != nil {
-		out.Fail(err)
-		return out
-	}
-	spec := map[uint32]uint32{1: 0, 3: 0}
-	if loss.DType() == tensor.Float16 {
-		spec[1], spec[3] = 1, 1
-	}
-	err := dispatch(d, "scale_by", spec, kernels.Groups(d, (loss.Len()+1)/2), kernels.Push(uint32(loss.Len())),
-		loss.Buffer(), s.state, out.Buffer())
-	if err != nil {
-		out.Fail(fmt.Errorf("scaler: scale: %w", err))
-	}
-	return out
+	return s.ls.Scale(loss)
 }
 
 // Seed returns the current scale as a one-element tensor of like's dtype:
@@ -246,8 +190,4 @@ func (s *Scaler) Seed(like *tensor.Tensor) *tensor.Tensor {
 	}
 	defer one.Release()
 	return s.Scale(one)
-}
-
-func dispatch(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []byte, bufs ...*vk.Buffer) error {
-	return kernels.Run(d, op, spec, groups, push, bufs...)
 }

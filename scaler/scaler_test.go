@@ -94,7 +94,7 @@ func writeFloats(g *tensor.Tensor, v []float32) error {
 		b := math.Float32bits(x)
 		raw[4*i], raw[4*i+1], raw[4*i+2], raw[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
 	}
-	return g.Buffer().Write(0, raw)
+	return g.SetBytes(raw)
 }
 
 // pyUpdate is PyTorch's _amp_update_scale_ on the host, for comparison.

@@ -72,12 +72,9 @@ func (s *Scaler) LoadStateDict(data []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != nil {
-		if err := s.state.Write(0, stateWords(*sd.Scale, int(tracker), 0)[:16]); err != nil { // keeps the overflow count
-			return fmt.Errorf("scaler: load state: %w", err)
-		}
+	if err := s.ls.Load(*sd.Scale, int(tracker)); err != nil { // keeps the overflow count
+		return fmt.Errorf("scaler: load state: %w", err)
 	}
-	s.initScale, s.initTracker = *sd.Scale, int(tracker)
 	s.growth, s.backoff, s.interval = *sd.GrowthFactor, *sd.BackoffFactor, int(interval)
 	return nil
 }

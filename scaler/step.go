@@ -1,13 +1,10 @@
 package scaler
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 
-	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor"
 )
 
@@ -32,11 +29,12 @@ func (s *Scaler) Unscale(opt Optimizer) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.unscale(opt, false)
+	return s.unscale(opt)
 }
 
-func (s *Scaler) unscale(opt Optimizer, checkOnly bool) error {
-	if s.state == nil {
+func (s *Scaler) unscale(opt Optimizer) error {
+	d := s.ls.Device()
+	if d == nil {
 		return ErrNotScaled
 	}
 	st, err := s.stateOf(opt)
@@ -50,14 +48,16 @@ func (s *Scaler) unscale(opt Optimizer, checkOnly bool) error {
 		return ErrAfterStep
 	}
 	grads := opt.Gradients()
+	checked := false
 	for i, g := range grads {
 		if g == nil {
 			continue
 		}
-		if g.DType() == tensor.Float16 && !checkOnly {
+		checked = true
+		if g.DType() == tensor.Float16 {
 			return fmt.Errorf("%w (gradient %d)", ErrFP16Gradients, i)
 		}
-		if g.Device() != s.dev {
+		if g.Device() != d {
 			return fmt.Errorf("scaler: gradient %d is on another device than the scaled loss", i)
 		}
 		if err := g.Err(); err != nil {
@@ -66,29 +66,18 @@ func (s *Scaler) unscale(opt Optimizer, checkOnly bool) error {
 	}
 	if st.found[0] == nil { // all at once, so memory is flat from the first step
 		for i := range st.found {
-			st.found[i] = tensor.New(s.dev, tensor.Float32, 1)
+			st.found[i] = tensor.New(d, tensor.Float32, 1)
 			if err := st.found[i].Err(); err != nil {
 				return err
 			}
 		}
 	}
 	found := st.found[st.gen.Add(1)%foundRing]
-	if err := s.dev.Fill(found.Buffer(), 0, 4, 0); err != nil {
+	if err := s.ls.Unscale(grads, found, &st.table); err != nil {
 		return fmt.Errorf("scaler: unscale: %w", err)
 	}
-	tab, err := s.tableFor(st, grads)
-	if err != nil {
-		return err
-	}
-	for _, g := range tab.groups {
-		groups := [3]uint32{uint32(min(g.chunks, 65535)), uint32((g.chunks + 65534) / 65535), 1}
-		err := dispatch(s.dev, "unscale_check", nil, groups, kernels.Push(uint32(g.chunks)), g.data, g.table, s.state, found.Buffer())
-		if err != nil {
-			return fmt.Errorf("scaler: unscale: %w", err)
-		}
-	}
 	st.stage = unscaled
-	st.checked = len(tab.groups) > 0
+	st.checked = checked
 	return nil
 }
 
@@ -111,7 +100,7 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 		return Skipped{}, ErrSteppedTwice
 	}
 	if st.stage == ready {
-		if err := s.unscale(opt, false); err != nil {
+		if err := s.unscale(opt); err != nil {
 			return Skipped{}, err
 		}
 	}
@@ -176,7 +165,7 @@ func (s *Scaler) Update() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == nil {
+	if s.ls.Device() == nil {
 		return ErrNotScaled
 	}
 	checked := false
@@ -186,13 +175,9 @@ func (s *Scaler) Update() error {
 	if !checked {
 		return fmt.Errorf("%w prior to Update", ErrNoInfChecks)
 	}
-	push := make([]byte, 20)
-	binary.LittleEndian.PutUint32(push[0:], math.Float32bits(float32(s.growth)))
-	binary.LittleEndian.PutUint32(push[4:], math.Float32bits(float32(s.backoff)))
-	binary.LittleEndian.PutUint32(push[8:], uint32(int32(s.interval)))
-	binary.LittleEndian.PutUint32(push[12:], math.Float32bits(float32(s.minScale)))
-	binary.LittleEndian.PutUint32(push[16:], math.Float32bits(float32(s.maxScale)))
-	if err := dispatch(s.dev, "scale_update", nil, [3]uint32{1, 1, 1}, push, s.state); err != nil {
+	err := s.ls.Update(tensor.ScaleUpdate{Growth: float32(s.growth), Backoff: float32(s.backoff), Interval: s.interval,
+		MinScale: float32(s.minScale), MaxScale: float32(s.maxScale)})
+	if err != nil {
 		return fmt.Errorf("scaler: update: %w", err)
 	}
 	s.resetStages()
@@ -210,14 +195,10 @@ func (s *Scaler) UpdateTo(v float64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == nil {
+	if s.ls.Device() == nil {
 		return ErrNotScaled
 	}
-	w := stateWords(v, 0, 0)
-	if err := s.state.Write(0, w[:8]); err != nil {
-		return fmt.Errorf("scaler: update to %g: %w", v, err)
-	}
-	if err := s.state.Write(12, w[12:]); err != nil {
+	if err := s.ls.SetScale(v); err != nil {
 		return fmt.Errorf("scaler: update to %g: %w", v, err)
 	}
 	s.resetStages()
@@ -232,14 +213,11 @@ func (s *Scaler) resetStages() {
 
 // readState waits for the device and returns the scale and tracker.
 func (s *Scaler) readState() (float64, int, error) {
-	if s.state == nil {
-		return s.initScale, s.initTracker, nil
-	}
-	b := make([]byte, 12)
-	if err := s.state.Read(0, b); err != nil {
+	scale, tracker, err := s.ls.State()
+	if err != nil {
 		return 0, 0, fmt.Errorf("scaler: read state: %w", err)
 	}
-	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), int(int32(binary.LittleEndian.Uint32(b[8:]))), nil
+	return scale, tracker, nil
 }
 
 // Overflows returns how many Updates found an inf or NaN (and so backed off
@@ -251,14 +229,11 @@ func (s *Scaler) Overflows() (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == nil {
-		return 0, nil
-	}
-	var b [4]byte
-	if err := s.state.Read(16, b[:]); err != nil {
+	n, err := s.ls.Overflows()
+	if err != nil {
 		return 0, fmt.Errorf("scaler: read state: %w", err)
 	}
-	return int(binary.LittleEndian.Uint32(b[:])), nil
+	return n, nil
 }
 
 // Close releases the scaler's device memory. It is idempotent.
@@ -270,13 +245,8 @@ func (s *Scaler) Close() error {
 			f.Release()
 			st.found[i] = nil
 		}
-		st.table.free()
-		st.table = nil
+		st.table.Close()
 	}
 	s.opts = map[Optimizer]*optState{}
-	if s.state != nil {
-		s.state.Free()
-		s.state = nil
-	}
-	return nil
+	return s.ls.Close()
 }

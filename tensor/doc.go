@@ -1,7 +1,10 @@
 // Package tensor holds dense, row-major tensors on a Vulkan device and the
 // ops that run vkamp's kernels on them: matmul with fp32 accumulation,
 // elementwise ops and their backward kernels, reductions in fp32, casts,
-// row selection by index.
+// row selection by index, and the ops of training: dropout, cross-entropy and layer normalisation
+// with their backward passes, the fused optimizer updates (OptimizerState)
+// and dynamic loss scaling (LossScale). It is the only package that
+// launches a kernel.
 //
 // A tensor has a dtype and a shape. The dtypes are Float32, Float16,
 // BFloat16 (16-bit ones stored two per 32-bit word where the device lacks
@@ -17,7 +20,8 @@
 // *UsageError (nil, released or mixed-device tensors). Failures of the
 // device or of memory do not panic: the tensor that could not be made
 // carries the error, every tensor computed from it carries it too, and the
-// read returns it. In-place ops (AxpyUnless) return errors instead, so a
+// read returns it. In-place ops (AxpyUnless, Accumulate, SetBytes, Zero,
+// the optimizer steps, LossScale.Unscale) return errors instead, so a
 // weight never becomes an error carrier.
 //
 // Memory is explicit: Release a tensor, or track a step's temporaries in a

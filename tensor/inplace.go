@@ -51,12 +51,3 @@ func equalShape(a, b []int) bool {
 	}
 	return true
 }
-
-// Fail makes t carry err, releasing its memory, for packages that run their
-// own kernels to produce t: reading t, or anything computed from it, then
-// returns err.
-func (t *Tensor) Fail(err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.fail(err)
-}

@@ -3,7 +3,6 @@ package tensor
 import (
 	"fmt"
 
-	oldkernels "github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -65,7 +64,7 @@ func run(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push
 	for i, t := range bind {
 		bufs[i] = t.buf
 	}
-	if err := oldkernels.Run(d, op, spec, groups, oldkernels.Push(push...), bufs...); err != nil {
+	if err := kernels.Run(d, op, spec, groups, kernels.Push(push...), bufs...); err != nil {
 		return fmt.Errorf("tensor: %s: %w", op, err)
 	}
 	return nil

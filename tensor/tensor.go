@@ -116,8 +116,4 @@ func (t *Tensor) Shape() []int { return slices.Clone(t.shape) }
 // Len returns the number of elements.
 func (t *Tensor) Len() int { return t.n }
 
-// Buffer returns the tensor's device memory, for packages that run their own
-// kernels on tensors. It is nil when the tensor carries an error.
-func (t *Tensor) Buffer() *vk.Buffer { return t.buf }
-
 func (t *Tensor) String() string { return fmt.Sprintf("Tensor(%s%v)", t.dtype, t.shape) }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
-	"github.com/vkamp/vkamp/internal/kernels"
 	"github.com/vkamp/vkamp/shaders"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -40,7 +39,7 @@ func alloc(t testing.TB, d *vk.Device, n int64) *vk.Buffer {
 
 func kernel(t testing.TB, d *vk.Device, op string) *vk.Kernel {
 	t.Helper()
-	k, err := kernels.Get(d, op)
+	k, err := buildKernel(d, op)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func kernel(t testing.TB, d *vk.Device, op string) *vk.Kernel {
 func fill32(t testing.TB, d *vk.Device, b *vk.Buffer, value uint32) {
 	t.Helper()
 	n := int(b.Size() / 4)
-	if err := d.Dispatch(kernel(t, d, "fill32"), kernels.Groups(d, n), kernels.Push(uint32(n), value), b); err != nil {
+	if err := d.Dispatch(kernel(t, d, "fill32"), groups(d, n), push(uint32(n), value), b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,7 +59,7 @@ func fill32(t testing.TB, d *vk.Device, b *vk.Buffer, value uint32) {
 func copy32(t testing.TB, d *vk.Device, src, dst *vk.Buffer) {
 	t.Helper()
 	n := int(src.Size() / 4)
-	if err := d.Dispatch(kernel(t, d, "copy32"), kernels.Groups(d, n), kernels.Push(uint32(n)), src, dst); err != nil {
+	if err := d.Dispatch(kernel(t, d, "copy32"), groups(d, n), push(uint32(n)), src, dst); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -276,14 +275,14 @@ func TestDependentChain(t *testing.T) {
 		out[j] = alloc(t, d, 4*words)
 	}
 	fill, cp := kernel(t, d, "fill32"), kernel(t, d, "copy32")
-	groups := kernels.Groups(d, words)
+	grid := groups(d, words)
 	before := d.Stats()
 	for i := range steps {
 		var err error
 		if i%2 == 0 {
-			err = d.Dispatch(fill, groups, kernels.Push(words, uint32(i)), a)
+			err = d.Dispatch(fill, grid, push(words, uint32(i)), a)
 		} else {
-			err = d.Dispatch(cp, groups, kernels.Push(words), a, out[i/2])
+			err = d.Dispatch(cp, grid, push(words), a, out[i/2])
 		}
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
@@ -353,15 +352,15 @@ func TestErrors(t *testing.T) {
 
 	fill, cp := kernel(t, d, "fill32"), kernel(t, d, "copy32")
 	g := [3]uint32{1, 1, 1}
-	wantErr(t, "Dispatch with no buffers", d.Dispatch(fill, g, kernels.Push(16, 0)), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch with 2 buffers for 1", d.Dispatch(fill, g, kernels.Push(16, 0), b, b), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch with 1 buffer for 2", d.Dispatch(cp, g, kernels.Push(16), b), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch with short push", d.Dispatch(fill, g, kernels.Push(16), b), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch with long push", d.Dispatch(cp, g, kernels.Push(16, 0), b, b), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch with no buffers", d.Dispatch(fill, g, push(16, 0)), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch with 2 buffers for 1", d.Dispatch(fill, g, push(16, 0), b, b), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch with 1 buffer for 2", d.Dispatch(cp, g, push(16), b), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch with short push", d.Dispatch(fill, g, push(16), b), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch with long push", d.Dispatch(cp, g, push(16, 0), b, b), vk.ErrInvalidArgument)
 	wantErr(t, "Dispatch with nil push", d.Dispatch(cp, g, nil, b, b), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch with nil kernel", d.Dispatch(nil, g, kernels.Push(16, 0), b), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch of 0 groups", d.Dispatch(fill, [3]uint32{0, 1, 1}, kernels.Push(16, 0), b), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch with nil buffer", d.Dispatch(fill, g, kernels.Push(16, 0), nil), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch with nil kernel", d.Dispatch(nil, g, push(16, 0), b), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch of 0 groups", d.Dispatch(fill, [3]uint32{0, 1, 1}, push(16, 0), b), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch with nil buffer", d.Dispatch(fill, g, push(16, 0), nil), vk.ErrInvalidArgument)
 
 	info := d.Info()
 	var heap uint64
@@ -374,7 +373,7 @@ func TestErrors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("alloc %d bytes: %v", over, err)
 		}
-		wantErr(t, "Dispatch over maxStorageBufferRange", d.Dispatch(fill, g, kernels.Push(16, 0), big), vk.ErrInvalidArgument)
+		wantErr(t, "Dispatch over maxStorageBufferRange", d.Dispatch(fill, g, push(16, 0), big), vk.ErrInvalidArgument)
 		big.Free()
 	} else {
 		t.Logf("maxStorageBufferRange %d is not below the largest allocation %d: the over-range binding case does not apply",
@@ -391,7 +390,7 @@ func TestErrors(t *testing.T) {
 	}
 	wantErr(t, "Read of freed buffer", freed.Read(0, make([]byte, 4)), vk.ErrInvalidArgument)
 	wantErr(t, "Write of freed buffer", freed.Write(0, make([]byte, 4)), vk.ErrInvalidArgument)
-	wantErr(t, "Dispatch of freed buffer", d.Dispatch(fill, g, kernels.Push(16, 0), freed), vk.ErrInvalidArgument)
+	wantErr(t, "Dispatch of freed buffer", d.Dispatch(fill, g, push(16, 0), freed), vk.ErrInvalidArgument)
 	wantErr(t, "Copy from freed buffer", d.Copy(b, 0, freed, 0, 4), vk.ErrInvalidArgument)
 	wantErr(t, "Fill of freed buffer", d.Fill(freed, 0, 4, 0), vk.ErrInvalidArgument)
 	wantErr(t, "unaligned Fill", d.Fill(b, 2, 4, 0), vk.ErrInvalidArgument)
@@ -409,8 +408,8 @@ func TestErrors(t *testing.T) {
 	}
 	_, err = d.Alloc(64)
 	wantErr(t, "Alloc after Close", err, vk.ErrClosed)
-	wantErr(t, "Dispatch after Close", d.Dispatch(fill, g, kernels.Push(16, 0), live), vk.ErrClosed)
-	_, err = kernels.Get(d, "copy16")
+	wantErr(t, "Dispatch after Close", d.Dispatch(fill, g, push(16, 0), live), vk.ErrClosed)
+	_, err = buildKernel(d, "copy16")
 	wantErr(t, "Kernel after Close", err, vk.ErrClosed)
 	_, err = d.Kernel(vk.KernelSource{Name: "x", SPIRV: []byte{3, 2, 0x23, 7}})
 	wantErr(t, "Kernel(src) after Close", err, vk.ErrClosed)
@@ -465,7 +464,7 @@ func TestKernelCache(t *testing.T) {
 	t.Logf("device %s (%s), tier %s", d.Info().Name, d.Info().DriverName, d.Tier())
 	k1, k2 := kernel(t, d, "fill32"), kernel(t, d, "fill32")
 	if k1 != k2 {
-		t.Errorf("kernels.Get twice gave %p and %p", k1, k2)
+		t.Errorf("buildKernel twice gave %p and %p", k1, k2)
 	}
 	if p := d.Stats().Pipelines; p != 1 {
 		t.Errorf("%d pipelines, want 1", p)
@@ -619,14 +618,14 @@ func BenchmarkCopy(b *testing.B) {
 	src, dst := alloc(b, d, size), alloc(b, d, size)
 	k := kernel(b, d, "copy32")
 	n := size / 4
-	groups, push := kernels.Groups(d, n), kernels.Push(uint32(n))
+	grid, pc := groups(d, n), push(uint32(n))
 	fill32(b, d, src, 1)
 	if err := d.Wait(); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(size)
 	for b.Loop() {
-		if err := d.Dispatch(k, groups, push, src, dst); err != nil {
+		if err := d.Dispatch(k, grid, pc, src, dst); err != nil {
 			b.Fatal(err)
 		}
 		if err := d.Wait(); err != nil {
@@ -775,7 +774,7 @@ func TestTexels(t *testing.T) {
 	copyTexels := func(src, dst *vk.Buffer) {
 		t.Helper()
 		n := int(src.Size() / 16)
-		if err := d.Dispatch(k, kernels.Groups(d, n), kernels.Push(uint32(n)), src, dst); err != nil {
+		if err := d.Dispatch(k, groups(d, n), push(uint32(n)), src, dst); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -141,9 +142,13 @@ func readAll(t testing.TB, ps []*nn.Param) [][]float32 {
 	return out
 }
 
-func plantInf(t testing.TB, g interface{ Buffer() *vk.Buffer }) {
-	inf := []byte{0x00, 0x00, 0x80, 0x7F} // +inf, little-endian
-	if err := g.Buffer().Write(4*100, inf); err != nil {
+func plantInf(t testing.TB, g *tensor.Tensor) {
+	raw, err := g.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(raw[4*100:], []byte{0x00, 0x00, 0x80, 0x7F}) // +inf, little-endian
+	if err := g.SetBytes(raw); err != nil {
 		t.Fatal(err)
 	}
 }

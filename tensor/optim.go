@@ -1,0 +1,232 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+)
+
+// The fused optimizer updates: one dispatch per group of memory blocks
+// updates every parameter, reached through a block table (blocktable.go).
+// Each update reads a flag and skips itself on the device when it is set,
+// so a gradient scaler never makes a step wait for the host.
+
+// optChunk is the number of elements one workgroup of sgd or adam updates.
+const optChunk = 8192
+
+// optLayout is the table of sgd.comp and adam.comp (shaders/include/
+// optim.glsl): per chunk, the word offsets of the parameter, its gradient
+// and its two moments, then the element count.
+var optLayout = tableLayout{
+	name:  "optimizer",
+	cols:  4,
+	entry: 32,
+	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
+		n := row[0].n
+		for done := 0; done < n; done += optChunk {
+			for _, off := range first {
+				raw = binary.LittleEndian.AppendUint32(raw, uint32(off+int64(done)))
+			}
+			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(optChunk, n-done)))
+			raw = append(raw, make([]byte, 12)...)
+		}
+		return raw
+	},
+}
+
+// OptimizerState is what a fused optimizer keeps on the device for a fixed
+// list of Float32 parameters: the moment tensors of each parameter, a count
+// of the steps taken, and the block tables through which one dispatch per
+// group of memory blocks updates every parameter. The parameters and their
+// gradients stay the caller's. An OptimizerState is not safe for
+// concurrent use.
+type OptimizerState struct {
+	values, grads []*Tensor
+	moments       [2][]*Tensor // per parameter; nil slices past the state's moments
+	cells         []*Tensor    // per parameter: value, gradient, moments (the table's rows)
+	steps         *Tensor      // one uint32 word (as Float32 storage): the steps taken
+	never         *Tensor      // an always-zero flag, for steps that are not skipped
+	table         blockTable
+}
+
+// NewOptimizerState returns the state of an optimizer over the parameters
+// values with gradients grads (Float32, pairwise of one shape, on one
+// device), with moments (0, 1 or 2) zero moment tensors per parameter and
+// a step count of 0. Misuse panics; a failed allocation is returned, with
+// everything made so far released.
+func NewOptimizerState(values, grads []*Tensor, moments int) (*OptimizerState, error) {
+	const op = "NewOptimizerState"
+	if len(values) == 0 || len(values) != len(grads) || moments < 0 || moments > 2 {
+		usagePanic(op, "%d values, %d gradients and %d moments: want as many gradients as values, at least one, and 0 to 2 moments",
+			len(values), len(grads), moments)
+	}
+	sameDevice(op, append(append([]*Tensor{}, values...), grads...)...)
+	for i, v := range values {
+		checkFloat32(op, v, grads[i])
+		if !slices.Equal(v.shape, grads[i].shape) {
+			shapePanic(op, v.shape, grads[i].shape, "parameter %d and its gradient differ", i)
+		}
+	}
+	d := values[0].dev
+	s := &OptimizerState{values: values, grads: grads}
+	var made []*Tensor
+	keep := func(t *Tensor) *Tensor { made = append(made, t); return t }
+	for m := range moments {
+		for _, v := range values {
+			s.moments[m] = append(s.moments[m], keep(Zeros(d, Float32, v.shape...)))
+		}
+	}
+	s.steps, s.never = keep(Zeros(d, Float32, 1)), keep(Zeros(d, Float32, 1))
+	if err := firstErr(made...); err != nil {
+		for _, t := range made {
+			t.Release()
+		}
+		return nil, fmt.Errorf("tensor: %s: %w", op, err)
+	}
+	for i := range values {
+		s.cells = append(s.cells, values[i], grads[i], s.moment(0, i), s.moment(1, i))
+	}
+	return s, nil
+}
+
+func (s *OptimizerState) moment(m, i int) *Tensor {
+	if s.moments[m] == nil {
+		return nil
+	}
+	return s.moments[m][i]
+}
+
+// Moments returns moment m (0 or 1) of every parameter: SGD's momentum
+// buffers, or Adam's first and second moments. It is nil for a moment the
+// state does not keep. The tensors belong to the state.
+func (s *OptimizerState) Moments(m int) []*Tensor {
+	if m < 0 || m >= len(s.moments) {
+		usagePanic("Moments", "moment %d: want 0 or 1", m)
+	}
+	return s.moments[m]
+}
+
+// Steps returns the number of steps taken, skipped ones not counted,
+// waiting for the device.
+func (s *OptimizerState) Steps() (int, error) {
+	raw, err := s.steps.raw("Steps")
+	if err != nil {
+		return 0, err
+	}
+	return int(binary.LittleEndian.Uint32(raw)), nil
+}
+
+// SetSteps sets the step count (from a checkpoint). n must fit in 32 bits.
+func (s *OptimizerState) SetSteps(n int) error {
+	if n < 0 || n > 1<<32-1 {
+		usagePanic("SetSteps", "step count %d does not fit in 32 bits", n)
+	}
+	return s.steps.SetBytes(binary.LittleEndian.AppendUint32(nil, uint32(n)))
+}
+
+// SGDConfig is one SGD step with PyTorch's formulas: weight decay, then
+// momentum with dampening (the first step starts the buffer at the
+// gradient), optionally Nesterov.
+type SGDConfig struct {
+	LR, Momentum, Dampening, WeightDecay float32
+	Nesterov                             bool
+}
+
+// SGDStep records an SGD step over every parameter unless skip, a
+// one-element Float32 tensor, is non-zero when the step runs on the device
+// (nil: never skipped). A skipped step changes nothing, not even the step
+// count. With a momentum the state must keep one moment or more. Like
+// every in-place op it returns errors (a gradient's or skip's, or a failed
+// recording) and never makes a parameter carry one.
+func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
+	if c.Momentum != 0 && s.moments[0] == nil {
+		usagePanic("SGDStep", "a momentum needs an OptimizerState with a moment")
+	}
+	p := kernels.SgdPush{Lr: c.LR, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay, Nesterov: boolWord(c.Nesterov)}
+	return s.step("SGDStep", skip, func(g *blockGroup, flag *Tensor) error {
+		p.Nchunks = uint32(g.chunks)
+		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{}, p, kernels.SgdBind{
+			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf})
+	})
+}
+
+// AdamConfig is one Adam step with PyTorch's formulas and bias correction;
+// Decoupled makes it AdamW (weight decay applied to the weight).
+type AdamConfig struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float32
+	Decoupled                          bool
+}
+
+// AdamStep records an Adam step over every parameter unless skip is
+// non-zero when it runs, as SGDStep does. The state must keep two moments.
+func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
+	if s.moments[1] == nil {
+		usagePanic("AdamStep", "Adam needs an OptimizerState with two moments")
+	}
+	p := kernels.AdamPush{Lr: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay, Decoupled: boolWord(c.Decoupled)}
+	return s.step("AdamStep", skip, func(g *blockGroup, flag *Tensor) error {
+		p.Nchunks = uint32(g.chunks)
+		return kernels.Adam(flag.dev, g.grid(), kernels.AdamSpec{}, p, kernels.AdamBind{
+			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3]})
+	})
+}
+
+// step records update over every group of the table, then the step count.
+func (s *OptimizerState) step(op string, skip *Tensor, update func(g *blockGroup, flag *Tensor) error) error {
+	if s == nil || s.steps == nil {
+		usagePanic(op, "closed or zero OptimizerState")
+	}
+	if skip == nil {
+		skip = s.never
+	}
+	sameDevice(op, skip, s.steps)
+	checkItem(op, skip)
+	for _, c := range s.cells {
+		if c != nil {
+			c.live(op)
+		}
+	}
+	if err := firstErr(skip); err != nil {
+		return err
+	}
+	if err := firstErr(s.cells...); err != nil {
+		return err
+	}
+	if err := s.table.update(s.steps.dev, &optLayout, s.cells); err != nil {
+		return err
+	}
+	for i := range s.table.groups {
+		if err := update(&s.table.groups[i], skip); err != nil {
+			return opErr(op, err)
+		}
+	}
+	return opErr(op, kernels.StepCount(skip.dev, [3]uint32{1, 1, 1}, kernels.StepCountSpec{},
+		kernels.StepCountBind{Found: skip.buf, Steps: s.steps.buf}))
+}
+
+// Close releases the moments, the step count and the tables (not the
+// parameters or gradients). It is idempotent and safe on a nil state.
+func (s *OptimizerState) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.table.free()
+	for m := range s.moments {
+		for _, t := range s.moments[m] {
+			t.Release()
+		}
+	}
+	s.steps.Release()
+	s.never.Release()
+	return nil
+}
+
+// boolWord is a bool as a push-constant word.
+func boolWord(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}

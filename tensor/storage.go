@@ -1,0 +1,49 @@
+package tensor
+
+import "fmt"
+
+// A tensor's storage as bytes, for files and tests: the elements row-major
+// and little-endian, Len()*DType().Size() bytes (fp16 as its 16-bit
+// pattern), as safetensors files hold them.
+
+// Bytes waits for the tensor's value and returns its storage.
+func (t *Tensor) Bytes() ([]byte, error) {
+	raw, err := t.raw("Bytes")
+	if err != nil {
+		return nil, err
+	}
+	return raw[:t.n*t.dtype.Size()], nil
+}
+
+// SetBytes overwrites the tensor's value with data, its storage as Bytes
+// returns it, in order with the work already recorded. It panics unless
+// data holds exactly Len()*DType().Size() bytes. It is an in-place update:
+// it returns the error the tensor carries, or the failure, and never makes
+// the tensor carry one.
+func (t *Tensor) SetBytes(data []byte) error {
+	t.live("SetBytes")
+	if want := t.n * t.dtype.Size(); len(data) != want {
+		usagePanic("SetBytes", "%d bytes for %d elements of %s (%d bytes)", len(data), t.n, t.dtype, want)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if err := t.buf.Write(0, data); err != nil {
+		return fmt.Errorf("tensor: set bytes of %s%v: %w", t.dtype, t.shape, err)
+	}
+	return nil
+}
+
+// Zero sets every element to zero in place, keeping the tensor's memory (a
+// gradient before a step's backward pass). It records a fill, no kernel,
+// and returns failures instead of making the tensor carry them.
+func (t *Tensor) Zero() error {
+	t.live("Zero")
+	if t.err != nil {
+		return t.err
+	}
+	if err := t.dev.Fill(t.buf, 0, t.dtype.bytes(t.n), 0); err != nil {
+		return fmt.Errorf("tensor: zero %s%v: %w", t.dtype, t.shape, err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package tensor_test
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/x448/float16"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// TestBytes: a tensor's storage as bytes, both ways, and Zero, for both
+// dtypes and an odd fp16 length (whose last word is half padding).
+func TestBytes(t *testing.T) {
+	d := devtest.Open(t)
+	v := []float32{1, -2.5, 0.1, float32(math.Inf(-1)), 65504}
+	x, held := opInput(t, d, v, tensor.Float32, 5)
+	raw, err := x.Bytes()
+	require.NoError(t, err)
+	require.Len(t, raw, 20)
+	for i, f := range held {
+		require.Equal(t, math.Float32bits(f), binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	h, _ := opInput(t, d, v, tensor.Float16, 5)
+	raw16, err := h.Bytes()
+	require.NoError(t, err)
+	require.Len(t, raw16, 10)
+	for i, f := range v {
+		require.Equal(t, float16.Fromfloat32(f).Bits(), binary.LittleEndian.Uint16(raw16[2*i:]))
+	}
+
+	// SetBytes round-trips, in order with recorded work.
+	y := tensor.Zeros(d, tensor.Float32, 5)
+	defer y.Release()
+	require.NoError(t, y.SetBytes(raw))
+	require.Equal(t, opBits(held), opBits(opRead(t, y)))
+	g := tensor.Full(d, tensor.Float16, 3, 5)
+	defer g.Release()
+	require.NoError(t, g.SetBytes(raw16))
+	back, err := g.Bytes()
+	require.NoError(t, err)
+	require.Equal(t, raw16, back)
+
+	for _, z := range []*tensor.Tensor{y, g} {
+		require.NoError(t, z.Zero())
+		require.Equal(t, make([]float32, 5), opRead(t, z))
+	}
+	opPanics[*tensor.UsageError](t, "SetBytes short", func() { y.SetBytes(raw[:16]) }, "SetBytes", "16 bytes")
+}
+
+// stFailed returns a tensor that carries an error, as one whose memory
+// could not be allocated: made on a fresh device whose first allocation
+// fails.
+func stFailed(t *testing.T, dt tensor.DType, shape ...int) *tensor.Tensor {
+	t.Helper()
+	d := devtest.Open(t)
+	d.InjectFaults(vk.Faults{AllocN: 1})
+	x := tensor.New(d, dt, shape...)
+	d.InjectFaults(vk.Faults{})
+	require.ErrorIs(t, x.Err(), vk.ErrOutOfDeviceMemory)
+	return x
+}
+
+// TestBytesOfFailed: in-place writes to a tensor that carries an error
+// return it and leave it as it was.
+func TestBytesOfFailed(t *testing.T) {
+	bad := stFailed(t, tensor.Float32, 2)
+	require.ErrorIs(t, bad.SetBytes(make([]byte, 8)), vk.ErrOutOfDeviceMemory)
+	require.ErrorIs(t, bad.Zero(), vk.ErrOutOfDeviceMemory)
+	_, err := bad.Bytes()
+	require.ErrorIs(t, err, vk.ErrOutOfDeviceMemory)
+}
