@@ -44,7 +44,7 @@ func (p Policy) String() string { return policyNames[p] }
 
 // policies is the one table. Every op has an entry, Keep included, so a
 // test can tell an op left out from an op kept (policy_test.go). The ops of
-// PyTorch's lists that do not exist here (bmm, mm, addmm, exp, log, pow,
+// PyTorch's lists that do not exist here (bmm, mm, addmm, log, pow,
 // nll_loss, ...) get entries when they are added.
 var policies = map[tensor.Op]Policy{
 	// Lower precision: the matrix products.
@@ -58,6 +58,7 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpSoftmax:      FP32,
 	tensor.OpLogSoftmax:   FP32,
 	tensor.OpLayerNorm:    FP32,
+	tensor.OpExp:          FP32,
 	tensor.OpMSELoss:      FP32,
 	tensor.OpCrossEntropy: FP32,
 

@@ -130,6 +130,11 @@ func gradCases(t *testing.T, d *vk.Device) []gradCase {
 			host:  func(in [][]float64) []float64 { return mapf(in[0], ref.Gelu64) },
 		},
 		gradCase{
+			name: "exp", shapes: [][]int{{3, 5}}, k: ref.ExpRoundings,
+			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.Exp(in[0]) },
+			host:  func(in [][]float64) []float64 { return mapf(in[0], math.Exp) },
+		},
+		gradCase{
 			name: "sum", shapes: [][]int{{3, 5}}, k: 1,
 			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.Sum(in[0]) },
 			host:  func(in [][]float64) []float64 { return []float64{sum(in[0])} },

@@ -85,6 +85,12 @@ func (g *Graph) GELU(x *Var) *Var {
 	return g.record(tensor.OpGELU, tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
 }
 
+// Exp returns e^x, in fp32 under autocast.
+func (g *Graph) Exp(x *Var) *Var {
+	x = g.cast(x, g.dtypeFor(tensor.OpExp, x))
+	return g.record(tensor.OpExp, tensor.Exp(x.t, x.DType()), attrs{}, nil, x)
+}
+
 // Sum returns the sum of all elements, in fp32.
 func (g *Graph) Sum(x *Var) *Var {
 	x = g.cast(x, g.dtypeFor(tensor.OpSum, x))

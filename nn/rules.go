@@ -32,6 +32,7 @@ func init() {
 		tensor.OpScale:        scaleBack,
 		tensor.OpReLU:         reluBack,
 		tensor.OpGELU:         geluBack,
+		tensor.OpExp:          expBack,
 		tensor.OpSum:          reduceBack,
 		tensor.OpMean:         reduceBack,
 		tensor.OpDropout:      dropoutBack,
@@ -133,6 +134,11 @@ func reluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 
 func geluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{tensor.GELUBackward(dy, n.inputs[0].t, n.inputs[0].DType())}
+}
+
+// d/dx e^x = e^x: the op's own output.
+func expBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.Mul(dy, n.out.t, n.inputs[0].DType())}
 }
 
 // Sum and mean spread the upstream scalar gradient over the input.

@@ -46,6 +46,9 @@ func Scale(a *Tensor, s float32, out DType) *Tensor {
 // ReLU returns max(x, 0); NaN stays NaN.
 func ReLU(x *Tensor, out DType) *Tensor { return unaryOp("ReLU", kernels.Relu, x, 0, out) }
 
+// Exp returns e^x.
+func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.Exp, x, 0, out) }
+
 // GELU returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the tanh
 // approximation of the Gaussian error linear unit.
 func GELU(x *Tensor, out DType) *Tensor { return unaryOp("GELU", kernels.Gelu, x, 0, out) }

@@ -31,6 +31,7 @@ const (
 	OpMSELoss      // mean squared error
 	OpCrossEntropy // log-softmax and negative log-likelihood, fused
 	OpLayerNorm    // layer normalisation over the last axis
+	OpExp          // e^x
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -57,6 +58,7 @@ var opNames = [numOps]string{
 	OpMSELoss:      "mse_loss",
 	OpCrossEntropy: "cross_entropy",
 	OpLayerNorm:    "layer_norm",
+	OpExp:          "exp",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

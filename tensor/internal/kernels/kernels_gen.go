@@ -550,6 +550,31 @@ func Dropout(d *vk.Device, groups [3]uint32, s DropoutSpec, p DropoutPush, b Dro
 	return run(d, k, groups, push[:], b.X, b.Out)
 }
 
+// ExpSpec holds the specialization constants of exp.comp. A zero field
+// takes the shader's default.
+type ExpSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// ExpBind names the bindings of exp.comp.
+type ExpBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Exp records exp.comp on d over groups workgroups.
+func Exp(d *vk.Device, groups [3]uint32, s ExpSpec, p EwisePush, b ExpBind) error {
+	k := key{op: "exp"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // Fill16Spec holds the specialization constants of fill16.comp. A zero field
 // takes the shader's default.
 type Fill16Spec struct {

@@ -1,0 +1,4 @@
+#version 450
+// exp: dst = e^a.
+#define OP(a) exp(a)
+#include "unary.glsl"
