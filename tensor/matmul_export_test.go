@@ -6,11 +6,29 @@ import "github.com/vkamp/vkamp/vk"
 // tests that check which variant VKAMP_MATMUL selects.
 func MatMulKernel(d *vk.Device, a, b *Tensor, o MatMulOpts) (string, error) {
 	_, pl, err := mmChoose(d.Info(), a, b, mmShapes(a, b, o))
-	return pl.kernel, err
+	return pl.kind.String(), err
 }
 
-// MatMulSpec is the specialization of the kernel MatMul would run.
-func MatMulSpec(d *vk.Device, a, b *Tensor, o MatMulOpts) (map[uint32]uint32, error) {
+// MatMulTileOf is the tile of the plan MatMul would run (its tunable
+// constants, as a tuning file stores them).
+func MatMulTileOf(d *vk.Device, a, b *Tensor, o MatMulOpts) (MatMulTile, error) {
 	_, pl, err := mmChoose(d.Info(), a, b, mmShapes(a, b, o))
-	return pl.spec, err
+	return mmTileOf(pl), err
 }
+
+// MatMulCandidates are the tiles the autotuner tries for kernel on info.
+func MatMulCandidates(info vk.Info, kernel string) []MatMulTile {
+	var ts []MatMulTile
+	for k, name := range mmKernelNames {
+		if name == kernel {
+			for _, c := range mmCandidates(info, mmKind(k)) {
+				ts = append(ts, mmTileOf(mmPlan{kind: mmKind(k), tile: c}))
+			}
+		}
+	}
+	return ts
+}
+
+// MatMulTuneFile is where MatMul looks for the tuning of info's device under
+// dir.
+func MatMulTuneFile(info vk.Info, dir string) string { return mmTuneFile(info, dir) }
