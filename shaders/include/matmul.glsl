@@ -257,10 +257,16 @@ void storeTile(uint r0, uint c0, uint batch) {
             [[unroll]] for (uint j = 0; j < TN; j++) v[j] = i == ii ? acc[ii][j] : v[j];
         }
         uint f0 = (batch * p.M + r0 + i) * p.N + c0;
-        uint w[TN]; // the results' bits in the output dtype, encoded at one site
-        [[unroll]] for (uint j = 0; j < TN; j++) {
-            float x = finish(v[j], f0 + min(j, cnt - 1u), bsv[j]);
-            w[j] = half_ ? f32_to_half(x, odt) : floatBitsToUint(x);
+        [[unroll]] for (uint j = 0; j < TN; j++) v[j] = finish(v[j], f0 + min(j, cnt - 1u), bsv[j]);
+        // The results' bits in the output dtype: one branch per row on the
+        // (uniform) dtype, not a select per element.
+        uint w[TN];
+        if (odt == DT_BF16) {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = f32_to_bf16(v[j]);
+        } else if (half_) {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = f32_to_f16(v[j]);
+        } else {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = floatBitsToUint(v[j]);
         }
 #if defined(TIER_PACKED)
         if (!half_) {
