@@ -2,11 +2,11 @@ package tensor
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -22,12 +22,14 @@ type MatMulOpts struct {
 	// Beta scales C. When Beta is 0, C is not read at all (as in BLAS), so
 	// an uninitialised or NaN C cannot leak into the result.
 	Beta float32
-	// C is the accumulator, read when Beta != 0: the output's shape, fp32 or
-	// fp16. It is only read; the result is a new tensor.
+	// C is the accumulator, read when Beta != 0: the output's shape, fp32,
+	// fp16 or bf16. It is only read; the result is a new tensor.
 	C *Tensor
-	// Bias, if set, has shape [N] (fp32 or fp16) and is added to every row.
+	// Bias, if set, has shape [N] (fp32, fp16 or bf16) and is added to every
+	// row.
 	Bias *Tensor
-	// Out is the result's dtype: Float32 (the zero value) or Float16.
+	// Out is the result's dtype: Float32 (the zero value), Float16 or
+	// BFloat16.
 	Out DType
 }
 
@@ -59,113 +61,149 @@ type MatMulOpts struct {
 // VKAMP_MATMUL=shared, register, subgroup, texel or coop forces one. Tiles follow
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
-	const op = "MatMul"
-	ts := []*Tensor{a, b}
-	c := o.C
+	m := mmCheck("MatMul", a, b, o)
+	out := newOut(a.dev, o.Out, m.outShape, m.inputs()...)
+	if out.err != nil {
+		return out
+	}
+	g, pl, err := mmChoose(a.dev.Info(), a, b, m.g)
+	if err != nil {
+		out.fail(fmt.Errorf("tensor: MatMul: %w", err))
+		return out
+	}
+	m.g = g
+	m.launch(out, pl)
+	return out
+}
+
+// mmCall is a checked MatMul call: out = alpha·op(a)·op(b) + beta·c + bias,
+// where c (nil unless read) and bias may be nil.
+type mmCall struct {
+	a, b, c, bias *Tensor
+	alpha, beta   float32
+	g             mmGeom
+	outShape      []int
+}
+
+// mmCheck checks a MatMul call's operands, panicking as MatMul documents.
+func mmCheck(op string, a, b *Tensor, o MatMulOpts) mmCall {
+	m := mmCall{a: a, b: b, c: o.C, bias: o.Bias, alpha: o.Alpha, beta: o.Beta}
+	if m.alpha == 0 {
+		m.alpha = 1
+	}
 	if o.Beta == 0 {
-		c = nil
-	} else if c == nil {
+		m.c = nil
+	} else if m.c == nil {
 		usagePanic(op, "Beta is %g but C is nil", o.Beta)
 	}
-	for _, t := range []*Tensor{c, o.Bias} {
+	sameDevice(op, m.inputs()...)
+	mmCheckDTypes(op, m, o.Out)
+	m.g = mmShapes(a, b, o)
+	m.outShape = append(slices.Clone(a.shape[:len(a.shape)-2]), m.g.m, m.g.n)
+	if m.c != nil && !slices.Equal(m.c.shape, m.outShape) {
+		shapePanic(op, m.c.shape, m.outShape, "C must have the result's shape")
+	}
+	if m.bias != nil && !slices.Equal(m.bias.shape, []int{m.g.n}) {
+		shapePanic(op, m.bias.shape, []int{m.g.n}, "bias must be [N]")
+	}
+	return m
+}
+
+// inputs are the tensors the call reads.
+func (m mmCall) inputs() []*Tensor {
+	ts := []*Tensor{m.a, m.b}
+	for _, t := range []*Tensor{m.c, m.bias} {
 		if t != nil {
 			ts = append(ts, t)
 		}
 	}
-	sameDevice(op, ts...)
-	for _, t := range ts {
-		if !t.dtype.supported() {
+	return ts
+}
+
+// mmCheckDTypes panics with a *DTypeError unless A and B are fp32 or fp16
+// (their loads know no other encoding) and C (when read), the bias and the
+// output are fp32, fp16 or bf16 (the epilogue converts by dtype code).
+func mmCheckDTypes(op string, m mmCall, out DType) {
+	for _, t := range []*Tensor{m.a, m.b} {
+		if t.dtype != Float32 && t.dtype != Float16 {
 			panic(&DTypeError{Op: op, Got: t.dtype, Want: "float32 or float16"})
 		}
 	}
-	if !o.Out.supported() {
-		panic(&DTypeError{Op: op, Got: o.Out, Want: "float32 or float16"})
+	ds := []DType{out}
+	for _, t := range []*Tensor{m.c, m.bias} {
+		if t != nil {
+			ds = append(ds, t.dtype)
+		}
 	}
-	g := mmShapes(a, b, o)
-	outShape := append(slices.Clone(a.shape[:len(a.shape)-2]), g.m, g.n)
-	if c != nil && !slices.Equal(c.shape, outShape) {
-		shapePanic(op, c.shape, outShape, "C must have the result's shape")
+	for _, d := range ds {
+		if d != Float32 && d != Float16 && d != BFloat16 {
+			panic(&DTypeError{Op: op, Got: d, Want: "float32, float16 or bfloat16"})
+		}
 	}
-	if o.Bias != nil && !slices.Equal(o.Bias.shape, []int{g.n}) {
-		shapePanic(op, o.Bias.shape, []int{g.n}, "bias must be [N]")
-	}
-
-	out := newOut(a.dev, o.Out, outShape, ts...)
-	if out.err != nil {
-		return out
-	}
-	info := a.dev.Info()
-	g, pl, err := mmChoose(info, a, b, g)
-	if err != nil {
-		out.fail(fmt.Errorf("tensor: %s: %w", op, err))
-		return out
-	}
-
-	alpha := o.Alpha
-	if alpha == 0 {
-		alpha = 1
-	}
-	mmLaunch(out, a, b, c, o.Bias, g, pl, alpha, o.Beta)
-	return out
 }
 
-// mmLaunch records plan pl for problem g into out: out = alpha·op(a)·op(b)
-// + beta·c + bias, where c and bias may be nil.
-func mmLaunch(out, a, b, c, bias *Tensor, g mmGeom, pl mmPlan, alpha, beta float32) {
-	info := out.dev.Info()
-	var flags uint32
-	cbind, bbind := a, a // unused bindings still need a buffer
-	if c != nil {
-		flags |= mmFlagC | mmF16Flag(c.dtype, mmFlagCF16)
-		cbind = c
+// launch records the call on plan pl into out.
+func (m mmCall) launch(out *Tensor, pl mmPlan) {
+	info, g := out.dev.Info(), m.g
+	bufs := mmBufs{a: m.a.buf, b: m.b.buf, c: m.a.buf, bias: m.a.buf, out: out.buf} // unused bindings still need a buffer
+	if m.c != nil {
+		bufs.c = m.c.buf
 	}
-	if bias != nil {
-		flags |= mmFlagBias | mmF16Flag(bias.dtype, mmFlagBiasF16)
-		bbind = bias
+	if m.bias != nil {
+		bufs.bias = m.bias.buf
 	}
-	flags |= mmF16Flag(out.dtype, mmFlagOutF16)
-	if pl.dyn {
-		flags |= b2u(g.transA)*mmFlagTransA | b2u(g.transB)*mmFlagTransB |
-			g.aMode<<mmFlagAModeShift | g.bMode<<mmFlagBModeShift
+	push := kernels.MatmulPush{M: u32(g.m), N: u32(g.n), K: u32(g.k), BatchA: u32(g.m * g.k), BatchB: u32(g.k * g.n),
+		Batches: u32(g.batch), Flags: mmFlags(m.c, m.bias, out.dtype, pl), Alpha: m.alpha, Beta: m.beta}
+	if len(m.b.shape) == 2 {
+		push.BatchB = 0
 	}
-	batchB := uint32(g.k * g.n)
-	if len(b.shape) == 2 {
-		batchB = 0
-	}
-	gx, gy := ceilDiv(g.n, pl.cols), ceilDiv(g.m, pl.rows)
+	rows, cols := pl.outTile()
+	gx, gy := ceilDiv(g.n, cols), ceilDiv(g.m, rows)
 	if gx > int(info.MaxWorkgroupCount[0]) || gy > int(info.MaxWorkgroupCount[1]) {
 		out.fail(fmt.Errorf("tensor: MatMul: %dx%d workgroups exceed the device's limit %v", gx, gy, info.MaxWorkgroupCount))
 		return
 	}
 	// Batches beyond the z limit go in further dispatches.
 	maxZ := int(info.MaxWorkgroupCount[2])
-	for b0 := 0; b0 < g.batch; b0 += maxZ {
-		nz := min(g.batch-b0, maxZ)
-		push := []uint32{uint32(g.m), uint32(g.n), uint32(g.k), uint32(g.m * g.k), batchB,
-			uint32(b0), uint32(g.batch), flags, math.Float32bits(alpha), math.Float32bits(beta)}
-		launch(out, pl.kernel, pl.spec, [3]uint32{uint32(gx), uint32(gy), uint32(nz)}, push, a, b, cbind, bbind, out)
+	for b0 := 0; b0 < g.batch && out.err == nil; b0 += maxZ {
+		push.Batch0 = u32(b0)
+		groups := [3]uint32{u32(gx), u32(gy), u32(min(g.batch-b0, maxZ))}
+		if err := pl.record(out.dev, groups, push, bufs); err != nil {
+			out.fail(fmt.Errorf("tensor: MatMul: %w", err))
+		}
 	}
 }
 
-// Push-constant flags, as in shaders/include/matmul.glsl.
+// Push-constant flags, as in shaders/include/matmul.glsl: whether C and the
+// bias are read, the transposes and operand encodings of a dyn plan, and the
+// dtype codes of C, the bias and the output.
 const (
 	mmFlagC uint32 = 1 << iota
-	mmFlagCF16
 	mmFlagBias
-	mmFlagBiasF16
-	mmFlagOutF16
 	mmFlagTransA
 	mmFlagTransB
 
-	mmFlagAModeShift = 8
-	mmFlagBModeShift = 10
+	mmFlagAModeShift  = 8
+	mmFlagBModeShift  = 10
+	mmFlagCDTShift    = 16
+	mmFlagBiasDTShift = 18
+	mmFlagOutDTShift  = 20
 )
 
-func mmF16Flag(d DType, flag uint32) uint32 {
-	if d == Float16 {
-		return flag
+// mmFlags is the push constants' flags word for a launch of pl.
+func mmFlags(c, bias *Tensor, out DType, pl mmPlan) uint32 {
+	flags := uint32(out.code()) << mmFlagOutDTShift
+	if c != nil {
+		flags |= mmFlagC | uint32(c.dtype.code())<<mmFlagCDTShift
 	}
-	return 0
+	if bias != nil {
+		flags |= mmFlagBias | uint32(bias.dtype.code())<<mmFlagBiasDTShift
+	}
+	if pl.dyn {
+		flags |= b2u(pl.transA)*mmFlagTransA | b2u(pl.transB)*mmFlagTransB |
+			pl.aMode<<mmFlagAModeShift | pl.bMode<<mmFlagBModeShift
+	}
+	return flags
 }
 
 // mmChoose picks the kernel family, the operand encodings and the plan for
@@ -174,8 +212,8 @@ func mmF16Flag(d DType, flag uint32) uint32 {
 func mmChoose(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
 	g, pl, err := mmChooseRule(info, a, b, g)
 	if err == nil {
-		if spec, ok := mmTuned(info, pl, g); ok {
-			pl = pl.withTile(spec)
+		if t, ok := mmTuned(info, pl, g); ok {
+			pl = pl.withTile(t)
 		}
 	}
 	return g, pl, err
@@ -278,17 +316,6 @@ func mmShapes(a, b *Tensor, o MatMulOpts) mmGeom {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// mmKind is a matmul kernel family.
-type mmKind int
-
-const (
-	mmShared   mmKind = iota // matmul_shared: shared-memory tiles, for GPUs
-	mmRegister               // matmul_reg: register tiles only, runs anywhere
-	mmSubgroup               // matmul_sg: register tiles, A shared by subgroup shuffles
-	mmTexel                  // matmul_tex: register tiles fed by texel fetches
-	mmCoop                   // matmul_coop: cooperative matrices (tensor cores), fp16 A and B
-)
-
 // mmKindFor applies VKAMP_MATMUL, else the rule: GPUs use cooperative
 // matrices for fp16 where the device has them, else shared memory;
 // lavapipe reads A and B as texels (matmul_tex) where the operands' layout
@@ -352,89 +379,6 @@ func mmHasShuffle(info vk.Info) bool {
 	s := info.SubgroupSize
 	return info.SubgroupInCompute && slices.Contains(info.SubgroupOperations, "shuffle") &&
 		s >= 2 && s <= 64 && s&(s-1) == 0
-}
-
-// mmPlan is a kernel, its specialization constants and the output tile one
-// workgroup covers. A dyn plan reads the transposes and operand encodings
-// from push constants instead of specialization constants.
-type mmPlan struct {
-	kernel     string
-	spec       map[uint32]uint32
-	rows, cols int
-	dyn        bool
-}
-
-// mmPlanFor chooses tile sizes from the device's limits and the problem's
-// shape. Large problems (M and N of 64 or more) get large tiles and a
-// pipeline specialised for their transposes and dtypes. Small ones get small
-// tiles, which waste less on clamped rows and columns, and one generic
-// pipeline per kernel: CPU drivers take up to a second to compile each
-// pipeline, longer than a small matmul runs.
-func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
-	small := g.m < 64 || g.n < 64
-	spec := map[uint32]uint32{3: 4} // KK: the k block
-	if small {
-		spec[13] = 1 // DYN
-	} else {
-		spec[4], spec[5], spec[6], spec[7] = b2u(g.transA), b2u(g.transB), g.aMode, g.bMode
-	}
-	maxInv := int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0]))
-	switch kind {
-	case mmTexel:
-		// WG invocations cover TM rows of TN columns each. Measured on
-		// lavapipe (fp16 1024^3, 2 s per tile, noisy to +-15%): 16 rows
-		// of 8 columns reuse each texel most within its registers, and 32
-		// invocations (four SIMD rows) edge out 8 and 16; fp32 fetches
-		// half as many elements per texel and gains from 16 columns
-		// (24 against 17 GFLOP/s). Thin problems (M <= 16) take 8 rows and
-		// 8 invocations, so that no fetched row is wasted and the few
-		// workgroups spread over the CPU's threads.
-		tm, tn, wg := 16, 8, 32
-		if g.aMode == mmModeF32 && g.bMode == mmModeF32 {
-			tn = 16
-		}
-		if g.m <= 16 {
-			tm, tn, wg = 8, 8, 8
-		}
-		wg = min(wg, maxInv)
-		spec[0], spec[1], spec[2] = uint32(wg), uint32(tm), uint32(tn)
-		spec[4], spec[5], spec[6], spec[7] = b2u(g.transA), b2u(g.transB), g.aMode, g.bMode
-		delete(spec, 13)
-		return mmPlan{"matmul_tex", spec, tm, tn * wg, false}
-	case mmRegister:
-		// One 8x8 tile per invocation (4x4 for small problems), 8x8
-		// invocations per workgroup.
-		t := 8
-		if small {
-			t = 4
-		}
-		spec[0], spec[1], spec[2], spec[8] = 64, uint32(t), uint32(t), 8
-		return mmPlan{"matmul_reg", spec, 8 * t, 8 * t, small}
-	case mmSubgroup:
-		// A subgroup covers tm rows and s*tn columns; a workgroup is 8
-		// subgroups stacked along M. Large tiles: 64 rows of 8 columns per
-		// lane, which amortise each load over the most FMAs lavapipe's
-		// registers and compile times allow (fp16 1024^3: 5.5 GFLOP/s per
-		// core with 32x8, 7.4 with 64x8). Wide subgroups (GPUs, forced) get
-		// one row per lane.
-		s := int(info.SubgroupSize)
-		tm, tn := 64, 8
-		if small || s > 16 {
-			tm, tn = s, 4
-		}
-		wg := max(s, min(8*s, 256, maxInv)/s*s)
-		spec[0], spec[1], spec[2], spec[9] = uint32(wg), uint32(tm), uint32(tn), uint32(s)
-		return mmPlan{"matmul_sg", spec, wg / s * tm, s * tn, small}
-	}
-	// Shared memory: 64x64 tiles of 4x4 per invocation (256 invocations)
-	// where the device allows, else 32x32.
-	bm, t, bk := 64, 4, 16
-	if small || maxInv < 256 || int(info.MaxSharedMemory) < 2*bm*bk*4 {
-		bm = 32
-	}
-	spec[0], spec[1], spec[2] = uint32(bm/t*bm/t), uint32(t), uint32(t)
-	spec[10], spec[11], spec[12] = uint32(bm), uint32(bm), uint32(bk)
-	return mmPlan{"matmul_shared", spec, bm, bm, small}
 }
 
 func b2u(b bool) uint32 {

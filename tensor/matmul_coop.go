@@ -6,30 +6,17 @@ import "github.com/vkamp/vkamp/vk"
 // devices with VK_KHR_cooperative_matrix and a 16x16x16 fp16 x fp16 -> fp32
 // subgroup shape (shaders/include/matmul_coop.glsl).
 
-// Specialization constants of matmul_coop beyond those of matmul.glsl
-// (ids below 16, the most kernels.GetSpec takes).
-const (
-	mmSpecWarpsM = 8
-	mmSpecSG     = 9
-	mmSpecBM     = 10
-	mmSpecBN     = 11
-	mmSpecBK     = 12
-	mmSpecWarpsN = 14
-)
-
-// mmModeF16x8 is matmul_coop's operand mode (spec constants 6 and 7) for
+// mmModeF16x8 is matmul_coop's operand mode (AMode and BMode) for
 // fp16 read 8 at a time along the contiguous dimension; the others are
 // read one element at a time (mmModeF16).
 const mmModeF16x8 = 3
 
-// mmCoopTile is a workgroup tile of matmul_coop: bm x bn outputs computed
-// by warpsM x warpsN subgroups, k steps of bk.
-type mmCoopTile struct{ bm, bn, bk, warpsM, warpsN int }
-
-// The k step is 32: two 16-deep fragment products per shared-memory stage.
+// matmul_coop's workgroup tiles: BM x BN outputs computed by WarpsM x
+// WarpsN subgroups, k steps of BK (mmCoopPlanTile fills in the rest). The k
+// step is 32: two 16-deep fragment products per shared-memory stage.
 var (
-	mmCoopLarge = mmCoopTile{128, 128, 32, 2, 4} // 8 subgroups of 4x2 fragments
-	mmCoopSmall = mmCoopTile{64, 64, 32, 2, 2}   // 4 subgroups of 2x2 fragments
+	mmCoopLarge = mmTile{BM: 128, BN: 128, BK: 32, WarpsM: 2, WarpsN: 4} // 8 subgroups of 4x2 fragments
+	mmCoopSmall = mmTile{BM: 64, BN: 64, BK: 32, WarpsM: 2, WarpsN: 2}   // 4 subgroups of 2x2 fragments
 )
 
 // mmCoopPlan returns the matmul_coop plan for g when the device runs
@@ -58,24 +45,24 @@ func mmCoopPlan(info vk.Info, g mmGeom) (mmPlan, bool) {
 	if g.m >= 128 && g.n >= 128 && g.batch*ceilDiv(g.m, 128)*ceilDiv(g.n, 128) >= 128 {
 		tile = mmCoopLarge
 	}
-	for _, t := range []mmCoopTile{tile, mmCoopSmall} {
-		if pl, ok := mmCoopPlanTile(info, g, t, "matmul_coop", sg); ok {
+	for _, t := range []mmTile{tile, mmCoopSmall} {
+		if pl, ok := mmCoopPlanTile(info, g, t, mmCoop, sg); ok {
 			return pl, true
 		}
 	}
 	return mmPlan{}, false
 }
 
-// mmCoopPlanTile is the plan for one tile, if the device's limits allow it.
-// kernel is matmul_coop, or matmul_coop_emu in tests (where sg is the
-// emulated subgroup size).
-func mmCoopPlanTile(info vk.Info, g mmGeom, t mmCoopTile, kernel string, sg int) (mmPlan, bool) {
-	wg := t.warpsM * t.warpsN * sg
+// mmCoopPlanTile is the plan for tile t (BM, BN, BK, WarpsM, WarpsN), if
+// the device's limits allow it. kind is mmCoop, or mmCoopEmu in tests (where
+// sg is the emulated subgroup size).
+func mmCoopPlanTile(info vk.Info, g mmGeom, t mmTile, kind mmKind, sg int) (mmPlan, bool) {
+	wg := t.WarpsM * t.WarpsN * sg
 	if wg > int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])) ||
 		int(info.MaxSharedMemory) < mmCoopShared(t) ||
-		t.bk%16 != 0 || t.bk > min(t.bm, t.bn) ||
-		t.bm*t.bk/8%wg != 0 || t.bn*t.bk/8%wg != 0 || // whole chunks per invocation
-		t.bm%(16*t.warpsM) != 0 || t.bn%(16*t.warpsN) != 0 {
+		t.BK%16 != 0 || t.BK > min(t.BM, t.BN) ||
+		t.BM*t.BK/8%wg != 0 || t.BN*t.BK/8%wg != 0 || // whole chunks per invocation
+		t.BM%(16*t.WarpsM) != 0 || t.BN%(16*t.WarpsN) != 0 {
 		return mmPlan{}, false
 	}
 	// 8 at a time where the contiguous dimension allows.
@@ -86,18 +73,14 @@ func mmCoopPlanTile(info vk.Info, g mmGeom, t mmCoopTile, kernel string, sg int)
 	if g.transB && g.k%8 == 0 || !g.transB && g.n%8 == 0 {
 		modeB = mmModeF16x8
 	}
-	spec := map[uint32]uint32{
-		0: uint32(wg),
-		1: 1, 2: uint32(256 / sg), // TM x TN: each invocation stores 256/sg values of a fragment
-		4: b2u(g.transA), 5: b2u(g.transB), 6: modeA, 7: modeB,
-		mmSpecWarpsM: uint32(t.warpsM), mmSpecSG: uint32(sg),
-		mmSpecBM: uint32(t.bm), mmSpecBN: uint32(t.bn), mmSpecBK: uint32(t.bk), mmSpecWarpsN: uint32(t.warpsN),
-	}
-	return mmPlan{kernel: kernel, spec: spec, rows: t.bm, cols: t.bn}, true
+	// Each invocation stores 256/sg values of a fragment: TM x TN is
+	// 1 x 256/sg.
+	t.WG, t.TM, t.TN, t.SG = wg, 1, 256/sg, sg
+	return mmPlan{kind: kind, tile: t, transA: g.transA, transB: g.transB, aMode: modeA, bMode: modeB}, true
 }
 
 // mmCoopShared is the shared memory of a tile in bytes: two stages of the A
 // and B tiles, rows padded by 8 fp16, as the shader declares it.
-func mmCoopShared(t mmCoopTile) int {
-	return 2 * (t.bm + t.bn) * (t.bk/8 + 1) * 16
+func mmCoopShared(t mmTile) int {
+	return 2 * (t.BM + t.BN) * (t.BK/8 + 1) * 16
 }

@@ -96,7 +96,7 @@ func TestMatMulCoop(t *testing.T) {
 		t.Skipf("feature not available, matmul_coop not tested: %s", mmCoopWhy(d))
 	}
 	kernel, spec, rows, cols, ok := tensor.CoopPlan(info, 1, 4096, 4096, 4096, false, false, true, true)
-	t.Logf("%s: fp16 4096^3 plan: %s %dx%d tiles, ok %v, spec %v", mmCoopWhy(d), kernel, rows, cols, ok, spec)
+	t.Logf("%s: fp16 4096^3 plan: %s %dx%d tiles, ok %v, spec %+v", mmCoopWhy(d), kernel, rows, cols, ok, spec)
 	if info.CooperativeMatrixShape != [3]uint32{16, 16, 16} {
 		t.Skipf("feature not available: matmul_coop needs a 16x16x16 shape: %s", mmCoopWhy(d))
 	}
@@ -181,11 +181,11 @@ func TestMatMulCoopPlan(t *testing.T) {
 		kernel, spec, rows, cols, ok := tensor.CoopPlan(info, c.b, c.m, c.n, c.k, c.ta, c.tb, c.fa, c.fb)
 		got := want{ok: ok}
 		if ok {
-			got = want{true, rows, int(spec[0]), spec[6], spec[7]}
-			if kernel != "matmul_coop" || cols != rows || spec[10] != uint32(rows) || spec[11] != uint32(cols) || spec[12] != 32 ||
-				spec[9] != info.SubgroupSize || spec[2] != 256/info.SubgroupSize || spec[1] != 1 ||
-				spec[8]*spec[14]*spec[9] != spec[0] || spec[4] != mmB01u(c.ta) || spec[5] != mmB01u(c.tb) {
-				t.Errorf("%s: inconsistent plan %s %dx%d %v", c.name, kernel, rows, cols, spec)
+			got = want{true, rows, int(spec.LocalSizeX), spec.AMode, spec.BMode}
+			if kernel != "matmul_coop" || cols != rows || spec.BM != uint32(rows) || spec.BN != uint32(cols) || spec.BK != 32 ||
+				spec.SG != info.SubgroupSize || spec.TN != 256/info.SubgroupSize || spec.TM != 1 ||
+				spec.WarpsM*spec.WarpsN*spec.SG != spec.LocalSizeX || spec.TransA != c.ta || spec.TransB != c.tb || spec.Dyn {
+				t.Errorf("%s: inconsistent plan %s %dx%d %+v", c.name, kernel, rows, cols, spec)
 			}
 		}
 		if got != c.want {
@@ -193,8 +193,6 @@ func TestMatMulCoopPlan(t *testing.T) {
 		}
 	}
 }
-
-func mmB01u(b bool) uint32 { return uint32(mmB01(b)) }
 
 // mmCoopTiles are the tiles TestMatMulCoopSpeed times beside the rule's:
 // for choosing the rule's tiles on a new device.

@@ -7,7 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,18 +25,59 @@ import (
 
 // MatMulTuning is a device's tuned tiles.
 type MatMulTuning struct {
+	// Version is the file's format, mmTuneVersion; ReadMatMulTuning refuses
+	// others, so MatMul ignores them and the next autotune rewrites them.
+	Version       int          `json:"version"`
 	Device        string       `json:"device"`
 	DeviceUUID    string       `json:"device_uuid"`
 	DriverVersion uint32       `json:"driver_version"`
 	Tiles         []MatMulTile `json:"tiles"`
 }
 
-// MatMulTile is the fastest tile of one kernel for one problem class.
+// mmTuneVersion is the tuning files' format. Version 1 (no version field)
+// stored tiles as specialization constant ids; 2 by name.
+const mmTuneVersion = 2
+
+// MatMulTile is the fastest tile of one kernel for one problem class, by
+// the names of the kernel's constants (zero where the kernel has none).
 type MatMulTile struct {
-	Kernel string            `json:"kernel"`
-	Class  string            `json:"class"` // see mmClass
-	Spec   map[uint32]uint32 `json:"spec"`  // the tile's specialization constants
-	GFLOPS float64           `json:"gflops"`
+	Kernel string  `json:"kernel"`
+	Class  string  `json:"class"`        // see mmClass
+	WG     int     `json:"wg"`           // invocations per workgroup
+	TM     int     `json:"tm"`           // rows of one invocation's tile
+	TN     int     `json:"tn"`           // its columns
+	BM     int     `json:"bm,omitempty"` // matmul_shared: the workgroup's rows,
+	BN     int     `json:"bn,omitempty"` // columns
+	BK     int     `json:"bk,omitempty"` // and k step
+	GFLOPS float64 `json:"gflops"`
+}
+
+// tile is the stored tile as a plan's.
+func (t MatMulTile) tile() mmTile {
+	return mmTile{WG: t.WG, TM: t.TM, TN: t.TN, BM: t.BM, BN: t.BN, BK: t.BK}
+}
+
+func (t MatMulTile) String() string { return t.tile().String() }
+
+// mmTileOf is the MatMulTile of plan pl's tile (its tunable constants).
+func mmTileOf(pl mmPlan) MatMulTile {
+	t := pl.tile
+	return MatMulTile{Kernel: pl.kind.String(), WG: t.WG, TM: t.TM, TN: t.TN, BM: t.BM, BN: t.BN, BK: t.BK}
+}
+
+// String lists the tile's non-zero constants by name.
+func (t mmTile) String() string {
+	var s []string
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"wg", t.WG}, {"tm", t.TM}, {"tn", t.TN}, {"kk", t.KK}, {"wgx", t.WGX}, {"sg", t.SG},
+		{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"warps_m", t.WarpsM}, {"warps_n", t.WarpsN}} {
+		if f.v != 0 {
+			s = append(s, fmt.Sprintf("%s=%d", f.name, f.v))
+		}
+	}
+	return strings.Join(s, " ")
 }
 
 // mmClass names the problems that share a tile: thin ones (M <= 16, a
@@ -55,94 +97,70 @@ func mmClass(g mmGeom) string {
 	return c
 }
 
-// mmTileSpecs are the tile constants each tunable kernel takes; the
-// candidates below set all of them.
-var mmTileSpecs = map[string][]uint32{
-	"matmul_tex":    {0, 1, 2},             // WG, TM, TN
-	"matmul_shared": {0, 1, 2, 10, 11, 12}, // WG, TM, TN, BM, BN, BK
-}
+// mmTunable reports whether the autotuner tries tiles of kind: the kernels
+// the rule gives large problems on CPU drivers and GPUs without cooperative
+// matrices. Tuning sets WG, TM and TN, and for matmul_shared BM, BN and BK.
+func mmTunable(kind mmKind) bool { return kind == mmTexel || kind == mmShared }
 
-// mmCandidates are the tiles the autotuner tries for a plan's kernel: specs
-// holding the tile constants, valid on the device.
-func mmCandidates(info vk.Info, kernel string) []map[uint32]uint32 {
-	maxInv := min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])
-	var cs []map[uint32]uint32
-	switch kernel {
-	case "matmul_tex":
-		for _, tn := range []uint32{8, 16} {
-			for _, wg := range []uint32{8, 16, 32} {
-				for _, tm := range []uint32{8, 16, 24, 32} {
+// mmCandidates are the tiles the autotuner tries for kind, valid on the
+// device.
+func mmCandidates(info vk.Info, kind mmKind) []mmTile {
+	maxInv := int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0]))
+	var cs []mmTile
+	switch kind {
+	case mmTexel:
+		for _, tn := range []int{8, 16} {
+			for _, wg := range []int{8, 16, 32} {
+				for _, tm := range []int{8, 16, 24, 32} {
 					if wg <= maxInv {
-						cs = append(cs, map[uint32]uint32{0: wg, 1: tm, 2: tn})
+						cs = append(cs, mmTile{WG: wg, TM: tm, TN: tn})
 					}
 				}
 			}
 		}
-	case "matmul_shared":
-		for _, t := range [][5]uint32{{64, 64, 16, 4, 4}, {64, 64, 32, 4, 4}, {32, 32, 16, 4, 4},
-			{128, 64, 16, 8, 4}, {128, 128, 16, 8, 8}, {128, 128, 32, 8, 8}} {
-			bm, bn, bk, tm, tn := t[0], t[1], t[2], t[3], t[4]
-			wg := (bm / tm) * (bn / tn)
-			if wg <= maxInv && 4*bk*(bm+bn) <= info.MaxSharedMemory {
-				cs = append(cs, map[uint32]uint32{0: wg, 1: tm, 2: tn, 10: bm, 11: bn, 12: bk})
+	case mmShared:
+		for _, t := range []mmTile{
+			{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}, {BM: 64, BN: 64, BK: 32, TM: 4, TN: 4},
+			{BM: 32, BN: 32, BK: 16, TM: 4, TN: 4}, {BM: 128, BN: 64, BK: 16, TM: 8, TN: 4},
+			{BM: 128, BN: 128, BK: 16, TM: 8, TN: 8}, {BM: 128, BN: 128, BK: 32, TM: 8, TN: 8},
+		} {
+			t.WG = (t.BM / t.TM) * (t.BN / t.TN)
+			if t.WG <= maxInv && 4*t.BK*(t.BM+t.BN) <= int(info.MaxSharedMemory) {
+				cs = append(cs, t)
 			}
 		}
 	}
 	return cs
 }
 
-// withTile returns pl with the tile constants of spec, and the output tile
-// its workgroups then cover.
-func (pl mmPlan) withTile(spec map[uint32]uint32) mmPlan {
-	s := make(map[uint32]uint32, len(pl.spec))
-	for id, v := range pl.spec {
-		s[id] = v
-	}
-	for _, id := range mmTileSpecs[pl.kernel] {
-		s[id] = spec[id]
-	}
-	pl.spec = s
-	switch pl.kernel {
-	case "matmul_tex":
-		pl.rows, pl.cols = int(s[1]), int(s[2])*int(s[0])
-	case "matmul_shared":
-		pl.rows, pl.cols = int(s[10]), int(s[11])
+// withTile returns pl with the tuned constants of t.
+func (pl mmPlan) withTile(t mmTile) mmPlan {
+	pl.tile.WG, pl.tile.TM, pl.tile.TN = t.WG, t.TM, t.TN
+	if pl.kind == mmShared {
+		pl.tile.BM, pl.tile.BN, pl.tile.BK = t.BM, t.BN, t.BK
 	}
 	return pl
 }
 
 // mmTuned returns the tuned tile for the plan's kernel and class on this
 // device, if the autotuner stored one.
-func mmTuned(info vk.Info, pl mmPlan, g mmGeom) (map[uint32]uint32, bool) {
-	if pl.dyn || mmTileSpecs[pl.kernel] == nil || os.Getenv("VKAMP_TUNE") == "off" {
-		return nil, false
+func mmTuned(info vk.Info, pl mmPlan, g mmGeom) (mmTile, bool) {
+	if pl.dyn || !mmTunable(pl.kind) || os.Getenv("VKAMP_TUNE") == "off" {
+		return mmTile{}, false
 	}
 	t := mmTunings.get(mmTuneFile(info, os.Getenv("VKAMP_TUNE_DIR")))
 	if t == nil {
-		return nil, false
+		return mmTile{}, false
 	}
 	class := mmClass(g)
 	for _, tile := range t.Tiles {
-		if tile.Kernel == pl.kernel && tile.Class == class && mmTileValid(info, pl.kernel, tile.Spec) {
-			return tile.Spec, true
+		// Checked against today's candidates, so that an edited or stale
+		// file cannot ask for a tile the device cannot run.
+		if tile.Kernel == pl.kind.String() && tile.Class == class && slices.Contains(mmCandidates(info, pl.kind), tile.tile()) {
+			return tile.tile(), true
 		}
 	}
-	return nil, false
-}
-
-// mmTileValid checks a stored tile against today's candidates, so that an
-// edited or stale file cannot ask for a tile the device cannot run.
-func mmTileValid(info vk.Info, kernel string, spec map[uint32]uint32) bool {
-	for _, c := range mmCandidates(info, kernel) {
-		same := true
-		for _, id := range mmTileSpecs[kernel] {
-			same = same && c[id] == spec[id]
-		}
-		if same {
-			return true
-		}
-	}
-	return false
+	return mmTile{}, false
 }
 
 // mmTuneFile is where the tuning of this device and driver lives, under dir
@@ -192,7 +210,8 @@ func (c *tuningCache) put(path string, t *MatMulTuning) {
 	c.m[path] = t
 }
 
-// ReadMatMulTuning reads a tuning file. A missing file is (nil, nil).
+// ReadMatMulTuning reads a tuning file. A missing file is (nil, nil); a
+// file of another format version (an older vkamp's) is an error.
 func ReadMatMulTuning(path string) (*MatMulTuning, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -204,6 +223,9 @@ func ReadMatMulTuning(path string) (*MatMulTuning, error) {
 	var t MatMulTuning
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("tensor: matmul tuning %s: %w", path, err)
+	}
+	if t.Version != mmTuneVersion {
+		return nil, fmt.Errorf("tensor: matmul tuning %s: format version %d, want %d (run tools/bench -autotune again)", path, t.Version, mmTuneVersion)
 	}
 	return &t, nil
 }
@@ -239,7 +261,7 @@ func AutotuneMatMul(d *vk.Device, o AutotuneOptions) (string, *MatMulTuning, err
 	if path == "" {
 		return "", nil, errors.New("tensor: autotune: no cache directory")
 	}
-	t := &MatMulTuning{Device: info.Name, DeviceUUID: info.DeviceUUID, DriverVersion: info.DriverVersion}
+	t := &MatMulTuning{Version: mmTuneVersion, Device: info.Name, DeviceUUID: info.DeviceUUID, DriverVersion: info.DriverVersion}
 	n := o.Size
 	for _, m := range []int{n, 16} {
 		for _, dt := range []DType{Float16, Float32} {
@@ -273,14 +295,14 @@ func mmTuneClass(d *vk.Device, m, n int, dt DType, o AutotuneOptions) (*MatMulTi
 	if err != nil {
 		return nil, err
 	}
-	cands := mmCandidates(d.Info(), pl.kernel)
+	cands := mmCandidates(d.Info(), pl.kind)
 	if o.MaxCandidates > 0 && len(cands) > o.MaxCandidates {
 		cands = cands[:o.MaxCandidates]
 	}
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	best := &MatMulTile{Kernel: pl.kernel, Class: mmClass(g)}
+	var best *MatMulTile
 	for _, c := range cands {
 		p := pl.withTile(c)
 		gflops, err := mmTime(d, a, b, g, p, o.MinTime)
@@ -288,10 +310,12 @@ func mmTuneClass(d *vk.Device, m, n int, dt DType, o AutotuneOptions) (*MatMulTi
 			return nil, err
 		}
 		if o.Log != nil {
-			o.Log(fmt.Sprintf("%s %s %v: %.1f GFLOP/s", best.Class, pl.kernel, specString(c), gflops))
+			o.Log(fmt.Sprintf("%s %s {%v}: %.1f GFLOP/s", mmClass(g), pl.kind, c, gflops))
 		}
-		if gflops > best.GFLOPS {
-			best.GFLOPS, best.Spec = gflops, c
+		if best == nil || gflops > best.GFLOPS {
+			t := mmTileOf(p)
+			t.Class, t.GFLOPS = mmClass(g), gflops
+			best = &t
 		}
 	}
 	return best, nil
@@ -303,7 +327,7 @@ func mmTime(d *vk.Device, a, b *Tensor, g mmGeom, p mmPlan, minTime time.Duratio
 	run := func() error {
 		out := New(d, Float32, g.m, g.n)
 		defer out.Release()
-		mmLaunch(out, a, b, nil, nil, g, p, 1, 0)
+		mmCall{a: a, b: b, alpha: 1, g: g}.launch(out, p)
 		if err := d.Wait(); err != nil {
 			return err
 		}
@@ -320,16 +344,6 @@ func mmTime(d *vk.Device, a, b *Tensor, g mmGeom, p mmPlan, minTime time.Duratio
 		runs++
 	}
 	return 2 * float64(g.madds()) * float64(runs) / time.Since(start).Seconds() / 1e9, nil
-}
-
-func specString(s map[uint32]uint32) string {
-	out := ""
-	for id := uint32(0); id < 16; id++ {
-		if v, ok := s[id]; ok {
-			out += " " + strconv.Itoa(int(id)) + "=" + strconv.Itoa(int(v))
-		}
-	}
-	return "{" + out[min(1, len(out)):] + "}"
 }
 
 // writeFileAtomic writes through a temporary file in the same directory, so

@@ -2,10 +2,14 @@ package tensor_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/tensor"
@@ -13,37 +17,26 @@ import (
 
 // TestAutotune runs the autotuner briefly on small problems into a temporary
 // directory, then checks that MatMul takes the stored tile from there, that
-// it still computes the right values, and that VKAMP_TUNE=off and a corrupt
-// file leave the rule in charge.
+// it still computes the right values, that the file stores tiles by name
+// under a format version, and that a corrupt file is an error.
 func TestAutotune(t *testing.T) {
 	d := devtest.Open(t)
 	dir := t.TempDir()
 	t.Setenv("VKAMP_TUNE_DIR", dir)
 	t.Setenv("VKAMP_MATMUL", "")
 	path, tuning, err := tensor.AutotuneMatMul(d, tensor.AutotuneOptions{Size: 128, MinTime: time.Millisecond, MaxCandidates: 3, Log: func(s string) { t.Log(s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Dir(path) != dir {
-		t.Fatalf("tuning written to %s, want under %s", path, dir)
-	}
+	require.NoError(t, err)
+	require.Equal(t, dir, filepath.Dir(path), "tuning written outside VKAMP_TUNE_DIR")
 	got, err := tensor.ReadMatMulTuning(path)
-	if err != nil || got == nil || len(got.Tiles) != len(tuning.Tiles) {
-		t.Fatalf("read back %+v, %v; wrote %+v", got, err, tuning)
-	}
+	require.NoError(t, err)
+	require.Equal(t, tuning, got, "read back")
 	a := mmUpload(t, d, make([]float32, 128*128), mmF16, 128, 128)
-	spec, err := tensor.MatMulSpec(d, a, a, tensor.MatMulOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tile := range tuning.Tiles {
-		if tile.Class != "wide-f16" {
-			continue
-		}
-		for id, v := range tile.Spec {
-			if spec[id] != v {
-				t.Errorf("tuned %s %s: constant %d is %d, tuned %d", tile.Kernel, tile.Class, id, spec[id], v)
-			}
+	tile, err := tensor.MatMulTileOf(d, a, a, tensor.MatMulOpts{})
+	require.NoError(t, err)
+	for _, tuned := range tuning.Tiles {
+		if tuned.Class == "wide-f16-f16" {
+			tuned.Class, tuned.GFLOPS = "", 0
+			require.Equal(t, tuned, tile, "MatMul does not run the tuned tile")
 		}
 	}
 	if len(tuning.Tiles) == 0 {
@@ -51,16 +44,89 @@ func TestAutotune(t *testing.T) {
 	}
 	mmRunAll(t, d, []mmCase{{m: 128, n: 128, k: 128, da: mmF16, db: mmF16, out: mmF16}, {m: 16, n: 128, k: 128, da: mmF32, db: mmF32, out: mmF32}})
 
+	// The file stores tiles by name, under a version.
+	var probe struct {
+		Version int              `json:"version"`
+		Tiles   []map[string]any `json:"tiles"`
+	}
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &probe), "tuning file is not JSON")
+	require.Equal(t, 2, probe.Version)
+	for _, tile := range probe.Tiles {
+		require.Contains(t, tile, "wg")
+		require.NotContains(t, tile, "spec")
+	}
+
 	// A corrupt file is an error for the reader and no tuning for MatMul.
 	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
+	require.NoError(t, os.WriteFile(bad, []byte("{"), 0o644))
+	_, err = tensor.ReadMatMulTuning(bad)
+	require.Error(t, err, "corrupt tuning file")
+}
+
+// TestAutotuneFile checks the tuning file without timing anything, on
+// matmul_shared (which every device runs): a file of the old format (tiles
+// as specialization constant ids, no version) is ignored, not misread; a
+// file of today's format written by hand is read back and MatMul runs its
+// tile and still computes the right values; VKAMP_TUNE=off ignores it.
+func TestAutotuneFile(t *testing.T) {
+	d := devtest.Open(t)
+	info := d.Info()
+	t.Setenv("VKAMP_MATMUL", "shared")
+	a := mmUpload(t, d, make([]float32, 128*128), mmF16, 128, 128)
+	tileOf := func() tensor.MatMulTile {
+		t.Helper()
+		tile, err := tensor.MatMulTileOf(d, a, a, tensor.MatMulOpts{})
+		require.NoError(t, err)
+		return tile
 	}
-	if _, err := tensor.ReadMatMulTuning(bad); err == nil {
-		t.Error("corrupt tuning file: no error")
+	t.Setenv("VKAMP_TUNE", "off")
+	rule := tileOf()
+	t.Setenv("VKAMP_TUNE", "")
+	var pick tensor.MatMulTile // a valid tile other than the rule's
+	for _, c := range tensor.MatMulCandidates(info, "matmul_shared") {
+		if c != rule {
+			pick = c
+			break
+		}
 	}
-	var probe map[string]any
-	if b, _ := os.ReadFile(path); json.Unmarshal(b, &probe) != nil {
-		t.Error("tuning file is not JSON")
+	if pick.WG == 0 {
+		t.Skipf("%s: matmul_shared has no candidate tile besides the rule's %v", info.Name, rule)
 	}
+	pick.Class = "wide-f16-f16"
+	write := func(dir, body string) string {
+		t.Helper()
+		t.Setenv("VKAMP_TUNE_DIR", dir) // a directory per file: MatMul caches what it read per path
+		path := tensor.MatMulTuneFile(info, dir)
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+		return path
+	}
+	head := fmt.Sprintf(`"device": %q, "device_uuid": %q, "driver_version": %d`, info.Name, info.DeviceUUID, info.DriverVersion)
+
+	// Version 1 stored the same tile by constant ids.
+	old := write(t.TempDir(), fmt.Sprintf(`{%s, "tiles": [{"kernel": "matmul_shared", "class": %q,
+		"spec": {"0": %d, "1": %d, "2": %d, "10": %d, "11": %d, "12": %d}, "gflops": 1}]}`,
+		head, pick.Class, pick.WG, pick.TM, pick.TN, pick.BM, pick.BN, pick.BK))
+	_, err := tensor.ReadMatMulTuning(old)
+	require.ErrorContains(t, err, "version")
+	require.Equal(t, rule, tileOf(), "an old-format file changed MatMul's tile")
+
+	path := write(t.TempDir(), fmt.Sprintf(`{"version": 2, %s, "tiles": [{"kernel": "matmul_shared", "class": %q,
+		"wg": %d, "tm": %d, "tn": %d, "bm": %d, "bn": %d, "bk": %d, "gflops": 1}]}`,
+		head, pick.Class, pick.WG, pick.TM, pick.TN, pick.BM, pick.BN, pick.BK))
+	got, err := tensor.ReadMatMulTuning(path)
+	require.NoError(t, err)
+	require.Len(t, got.Tiles, 1)
+	require.Equal(t, 1.0, got.Tiles[0].GFLOPS)
+	got.Tiles[0].GFLOPS = 0
+	require.Equal(t, pick, got.Tiles[0])
+	want := pick
+	want.Class = ""
+	require.Equal(t, want, tileOf(), "MatMul does not run the stored tile")
+	require.True(t, strings.Contains(pick.String(), fmt.Sprintf("bm=%d", pick.BM)), pick.String())
+	mmRunAll(t, d, []mmCase{{m: 128, n: 128, k: 72, da: mmF16, db: mmF16, out: mmF16, bias: true, dbias: mmF32},
+		{m: 130, n: 66, k: 40, da: mmF16, db: mmF16, out: mmF32, transA: true, alpha: 2, beta: 0.5, dc: mmF16}})
+	t.Setenv("VKAMP_TUNE", "off")
+	require.Equal(t, rule, tileOf(), "VKAMP_TUNE=off")
 }

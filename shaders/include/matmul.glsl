@@ -6,13 +6,18 @@
 // Operands are read as 32-bit words in every tier: fp16 A and B come two per
 // load. On lavapipe every load instruction costs the same whatever its width,
 // so pairs halve the kernel's dominant cost. unpackHalf2x16 is exact for the
-// inputs (fp16 -> fp32 loses nothing); outputs are rounded by f32_to_f16.
-// The tiers differ in the output: storage16 stores 16-bit halves, packed
-// stores words and must share some with another invocation (storeTile).
+// inputs (fp16 -> fp32 loses nothing). C, the bias and the output may each
+// be any dtype of dtype.glsl: their codes come in the push constants' flags,
+// and the epilogue converts with dtype.glsl's integer code (outputs rounded
+// to nearest even). The tiers differ in the output: storage16 stores 16-bit
+// halves, packed stores words and must share some with another invocation
+// (storeTile).
 #ifndef VKAMP_MATMUL_GLSL
 #define VKAMP_MATMUL_GLSL
 
 #extension GL_EXT_control_flow_attributes : require
+
+#include "dtype.glsl"
 
 // Operand encodings (A_MODE, B_MODE).
 #define MODE_F32 0u
@@ -34,15 +39,19 @@ layout(constant_id = 6) const uint A_MODE = MODE_F32;
 layout(constant_id = 7) const uint B_MODE = MODE_F32;
 layout(constant_id = 13) const bool DYN = false;
 
+// p.flags: whether C and the bias are read, the transposes and operand
+// encodings (read only with DYN), and the dtype codes (DT_*, 2 bits each) of
+// C, the bias and the output. tensor/matmul.go mirrors these.
 #define FLAG_C 1u
-#define FLAG_C_F16 2u
-#define FLAG_BIAS 4u
-#define FLAG_BIAS_F16 8u
-#define FLAG_OUT_F16 16u
-#define FLAG_TRANS_A 32u
-#define FLAG_TRANS_B 64u
+#define FLAG_BIAS 2u
+#define FLAG_TRANS_A 4u
+#define FLAG_TRANS_B 8u
 #define FLAG_A_MODE_SHIFT 8u
 #define FLAG_B_MODE_SHIFT 10u
+#define FLAG_C_DT_SHIFT 16u
+#define FLAG_BIAS_DT_SHIFT 18u
+#define FLAG_OUT_DT_SHIFT 20u
+#define FLAG_DT(shift) ((p.flags >> (shift)) & 3u)
 
 #define TA (DYN ? (p.flags & FLAG_TRANS_A) != 0u : TRANS_A)
 #define TB (DYN ? (p.flags & FLAG_TRANS_B) != 0u : TRANS_B)
@@ -86,6 +95,15 @@ float half_at(uint w, uint e) { return unpackHalf2x16(w >> ((e & 1u) << 4)).x; }
 // drivers every load site costs compile time); loadA2 and loadB2 read the
 // elements e and e+1 (e even) of an fp16 operand.
 float word_value(uint w, uint e, bool f16) { return f16 ? half_at(w, e) : uintBitsToFloat(w); }
+
+// The epilogue's dtypes (C, the bias, the output) are DT_F32, DT_F16 and
+// DT_BF16; tensor.MatMul refuses others, so no integer code is compiled in.
+// elem_value decodes element e of dtype dt, given the word w that holds it:
+// word elem_word(e, dt).
+float elem_value(uint w, uint e, uint dt) {
+    return dt == DT_F32 ? uintBitsToFloat(w) : half_to_f32(w >> ((e & 1u) << 4), dt);
+}
+uint elem_word(uint e, uint dt) { return dt == DT_F32 ? e : e >> 1; }
 
 // The invocation's accumulators: rows r0+i, columns c0+j of its tile.
 float acc[TM][TN];
@@ -181,8 +199,8 @@ void fmaRow(uint i, float av[KK]) {
 float finish(float v, uint e, float biasv) {
     v *= p.alpha;
     if ((p.flags & FLAG_C) != 0u) {
-        bool f16 = (p.flags & FLAG_C_F16) != 0u;
-        v += p.beta * word_value(cin[f16 ? e >> 1 : e], e, f16);
+        uint dt = FLAG_DT(FLAG_C_DT_SHIFT);
+        v += p.beta * elem_value(cin[elem_word(e, dt)], e, dt);
     }
     return v + biasv;
 }
@@ -210,7 +228,7 @@ void store_half(uint f, uint h, uint total) {
 // with selects): unrolled, the epilogue would be TM times larger, and CPU
 // drivers spend seconds compiling it.
 //
-// Each row segment is contiguous in memory. In the packed tier an fp16 row
+// Each row segment is contiguous in memory. In the packed tier a 16-bit row
 // segment may start or end mid-word (odd N, odd column, or a batch of odd
 // size): whole words inside it are plain stores, the halves at its ends go
 // through store_half.
@@ -218,14 +236,15 @@ void storeTile(uint r0, uint c0, uint batch) {
     if (r0 >= p.M || c0 >= p.N) return;
     uint cnt = min(TN, p.N - c0);
     uint rows = min(TM, p.M - r0);
-    bool f16 = (p.flags & FLAG_OUT_F16) != 0u;
+    uint odt = FLAG_DT(FLAG_OUT_DT_SHIFT);
+    bool half_ = odt != DT_F32;
     float bsv[TN];
     [[unroll]] for (uint j = 0; j < TN; j++) {
         uint c = c0 + min(j, cnt - 1u); // keep reads in bounds
         bsv[j] = 0.0;
         if ((p.flags & FLAG_BIAS) != 0u) {
-            bool f16b = (p.flags & FLAG_BIAS_F16) != 0u;
-            bsv[j] = word_value(bias[f16b ? c >> 1 : c], c, f16b);
+            uint bdt = FLAG_DT(FLAG_BIAS_DT_SHIFT);
+            bsv[j] = elem_value(bias[elem_word(c, bdt)], c, bdt);
         }
     }
 #if defined(TIER_PACKED)
@@ -239,36 +258,46 @@ void storeTile(uint r0, uint c0, uint batch) {
         }
         uint f0 = (batch * p.M + r0 + i) * p.N + c0;
         [[unroll]] for (uint j = 0; j < TN; j++) v[j] = finish(v[j], f0 + min(j, cnt - 1u), bsv[j]);
+        // The results' bits in the output dtype: one branch per row on the
+        // (uniform) dtype, not a select per element.
+        uint w[TN];
+        if (odt == DT_BF16) {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = f32_to_bf16(v[j]);
+        } else if (half_) {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = f32_to_f16(v[j]);
+        } else {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = floatBitsToUint(v[j]);
+        }
 #if defined(TIER_PACKED)
-        if (!f16) {
+        if (!half_) {
             [[unroll]] for (uint j = 0; j < TN; j++) {
-                if (j < cnt) o[f0 + j] = floatBitsToUint(v[j]);
+                if (j < cnt) o[f0 + j] = w[j];
             }
         } else if ((f0 & 1u) == 0u) {
             [[unroll]] for (uint j = 0; j < TN; j += 2) {
                 if (j + 1u < cnt) {
-                    o[(f0 + j) >> 1] = f32_to_f16(v[j]) | (f32_to_f16(v[j + 1u]) << 16);
+                    o[(f0 + j) >> 1] = w[j] | (w[j + 1u] << 16);
                 } else if (j < cnt) {
-                    store_half(f0 + j, f32_to_f16(v[j]), total);
+                    store_half(f0 + j, w[j], total);
                 }
             }
         } else {
-            store_half(f0, f32_to_f16(v[0]), total);
+            store_half(f0, w[0], total);
             [[unroll]] for (uint j = 1; j < TN; j += 2) {
                 if (j + 1u < cnt) {
-                    o[(f0 + j) >> 1] = f32_to_f16(v[j]) | (f32_to_f16(v[j + 1u]) << 16);
+                    o[(f0 + j) >> 1] = w[j] | (w[j + 1u] << 16);
                 } else if (j < cnt) {
-                    store_half(f0 + j, f32_to_f16(v[j]), total);
+                    store_half(f0 + j, w[j], total);
                 }
             }
         }
 #else
         [[unroll]] for (uint j = 0; j < TN; j++) {
             if (j < cnt) {
-                // fp16: one half; fp32: the low half, then the high one.
-                uint f = f0 + j, bits = f16 ? f32_to_f16(v[j]) : floatBitsToUint(v[j]);
-                o16[f16 ? f : 2u * f] = uint16_t(bits & 0xFFFFu);
-                if (!f16) o16[2u * f + 1u] = uint16_t(bits >> 16);
+                // 16-bit: one half; 32-bit: the low half, then the high one.
+                uint f = f0 + j;
+                o16[half_ ? f : 2u * f] = uint16_t(w[j] & 0xFFFFu);
+                if (!half_) o16[2u * f + 1u] = uint16_t(w[j] >> 16);
             }
         }
 #endif

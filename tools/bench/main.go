@@ -162,7 +162,7 @@ func tune(d *vk.Device, sizes string, minTime time.Duration) error {
 		return err
 	}
 	for _, tile := range t.Tiles {
-		fmt.Printf("best %s %s: %v, %.1f GFLOP/s\n", tile.Class, tile.Kernel, tile.Spec, tile.GFLOPS)
+		fmt.Printf("best %s %s: {%v}, %.1f GFLOP/s\n", tile.Class, tile.Kernel, tile, tile.GFLOPS)
 	}
 	fmt.Println("stored in", path)
 	return nil

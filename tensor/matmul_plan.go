@@ -1,0 +1,212 @@
+package tensor
+
+import (
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// A matmul plan names a kernel, its tile and the operand layout its pipeline
+// is specialised for; one small function per kernel turns it into that
+// kernel's typed specialization (texSpec, regSpec, ...), and record launches
+// it.
+
+// mmKind is a matmul kernel family.
+type mmKind int
+
+const (
+	mmShared   mmKind = iota // matmul_shared: shared-memory tiles, for GPUs
+	mmRegister               // matmul_reg: register tiles only, runs anywhere
+	mmSubgroup               // matmul_sg: register tiles, A shared by subgroup shuffles
+	mmTexel                  // matmul_tex: register tiles fed by texel fetches
+	mmCoop                   // matmul_coop: cooperative matrices (tensor cores), fp16 A and B
+	mmCoopEmu                // matmul_coop_emu: matmul_coop emulated, for tests; never chosen
+)
+
+var mmKernelNames = [...]string{
+	mmShared: "matmul_shared", mmRegister: "matmul_reg", mmSubgroup: "matmul_sg",
+	mmTexel: "matmul_tex", mmCoop: "matmul_coop", mmCoopEmu: "matmul_coop_emu",
+}
+
+// String is the kernel's name, the .comp file's base name.
+func (k mmKind) String() string { return mmKernelNames[k] }
+
+// mmTile is the tile of a plan: the named specialization constants of the
+// matmul kernels. Each kernel reads the fields it has; zero fields take the
+// shader's default.
+type mmTile struct {
+	WG     int // invocations per workgroup
+	TM, TN int // the output tile of one invocation (matmul_coop: 1 x 256/SG)
+	KK     int // k step of the register blocks
+	WGX    int // matmul_reg: invocations side by side along N
+	SG     int // subgroup size (matmul_sg's S, matmul_coop's SG)
+	BM, BN int // the workgroup's output tile (matmul_shared, matmul_coop)
+	BK     int // its k step
+	// matmul_coop: subgroups along M and N.
+	WarpsM, WarpsN int
+}
+
+// mmPlan is a kernel, its tile and the operand layout its pipeline is
+// specialised for. A dyn plan takes the transposes and operand encodings
+// from the push constants' flags instead: one generic pipeline per kernel.
+type mmPlan struct {
+	kind           mmKind
+	tile           mmTile
+	transA, transB bool
+	aMode, bMode   uint32
+	dyn            bool
+}
+
+// outTile is the output tile one workgroup covers: rows along M, cols
+// along N.
+func (pl mmPlan) outTile() (rows, cols int) {
+	t := pl.tile
+	switch pl.kind {
+	case mmTexel:
+		return t.TM, t.TN * t.WG
+	case mmRegister:
+		return t.WG / t.WGX * t.TM, t.WGX * t.TN
+	case mmSubgroup:
+		return t.WG / t.SG * t.TM, t.SG * t.TN
+	}
+	return t.BM, t.BN // shared memory and cooperative matrices
+}
+
+// layout is the specialised layout: zero (the shaders' defaults, unused)
+// for a dyn plan.
+func (pl mmPlan) layout() (transA, transB bool, aMode, bMode uint32) {
+	if pl.dyn {
+		return false, false, 0, 0
+	}
+	return pl.transA, pl.transB, pl.aMode, pl.bMode
+}
+
+func u32(v int) uint32 { return uint32(v) }
+
+func (pl mmPlan) texSpec() kernels.MatmulTexSpec {
+	t := pl.tile
+	ta, tb, am, bm := pl.layout()
+	return kernels.MatmulTexSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
+		TransA: ta, TransB: tb, AMode: am, BMode: bm, Dyn: pl.dyn}
+}
+
+func (pl mmPlan) regSpec() kernels.MatmulRegSpec {
+	t := pl.tile
+	ta, tb, am, bm := pl.layout()
+	return kernels.MatmulRegSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
+		TransA: ta, TransB: tb, AMode: am, BMode: bm, WGX: u32(t.WGX), Dyn: pl.dyn}
+}
+
+func (pl mmPlan) sgSpec() kernels.MatmulSgSpec {
+	t := pl.tile
+	ta, tb, am, bm := pl.layout()
+	return kernels.MatmulSgSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
+		TransA: ta, TransB: tb, AMode: am, BMode: bm, S: u32(t.SG), Dyn: pl.dyn}
+}
+
+func (pl mmPlan) sharedSpec() kernels.MatmulSharedSpec {
+	t := pl.tile
+	ta, tb, am, bm := pl.layout()
+	return kernels.MatmulSharedSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
+		TransA: ta, TransB: tb, AMode: am, BMode: bm, BM: u32(t.BM), BN: u32(t.BN), BK: u32(t.BK), Dyn: pl.dyn}
+}
+
+// coopSpec serves matmul_coop and its emulation, whose constants are the
+// same.
+func (pl mmPlan) coopSpec() kernels.MatmulCoopSpec {
+	t := pl.tile
+	ta, tb, am, bm := pl.layout()
+	return kernels.MatmulCoopSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
+		TransA: ta, TransB: tb, AMode: am, BMode: bm, Dyn: pl.dyn,
+		WarpsM: u32(t.WarpsM), WarpsN: u32(t.WarpsN), SG: u32(t.SG), BM: u32(t.BM), BN: u32(t.BN), BK: u32(t.BK)}
+}
+
+// mmBufs are a matmul's bindings: A, B, C, the bias and the output.
+type mmBufs struct{ a, b, c, bias, out *vk.Buffer }
+
+// record launches the plan's kernel on d.
+func (pl mmPlan) record(d *vk.Device, groups [3]uint32, p kernels.MatmulPush, b mmBufs) error {
+	switch pl.kind {
+	case mmTexel:
+		return kernels.MatmulTex(d, groups, pl.texSpec(), p,
+			kernels.MatmulTexBind{Ta: b.a, Tb: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmRegister:
+		return kernels.MatmulReg(d, groups, pl.regSpec(), p,
+			kernels.MatmulRegBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmSubgroup:
+		return kernels.MatmulSg(d, groups, pl.sgSpec(), p,
+			kernels.MatmulSgBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmCoop:
+		return kernels.MatmulCoop(d, groups, pl.coopSpec(), p,
+			kernels.MatmulCoopBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmCoopEmu:
+		return kernels.MatmulCoopEmu(d, groups, kernels.MatmulCoopEmuSpec(pl.coopSpec()), p,
+			kernels.MatmulCoopEmuBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	}
+	return kernels.MatmulShared(d, groups, pl.sharedSpec(), p,
+		kernels.MatmulSharedBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+}
+
+// mmPlanFor chooses tile sizes from the device's limits and the problem's
+// shape. Large problems (M and N of 64 or more) get large tiles and a
+// pipeline specialised for their transposes and dtypes. Small ones get small
+// tiles, which waste less on clamped rows and columns, and one generic
+// pipeline per kernel: CPU drivers take up to a second to compile each
+// pipeline, longer than a small matmul runs.
+func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
+	small := g.m < 64 || g.n < 64
+	pl := mmPlan{kind: kind, tile: mmTile{KK: 4}, transA: g.transA, transB: g.transB,
+		aMode: g.aMode, bMode: g.bMode, dyn: small}
+	maxInv := int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0]))
+	switch kind {
+	case mmTexel:
+		// WG invocations cover TM rows of TN columns each. Measured on
+		// lavapipe (fp16 1024^3, 2 s per tile, noisy to +-15%): 16 rows
+		// of 8 columns reuse each texel most within its registers, and 32
+		// invocations (four SIMD rows) edge out 8 and 16; fp32 fetches
+		// half as many elements per texel and gains from 16 columns
+		// (24 against 17 GFLOP/s). Thin problems (M <= 16) take 8 rows and
+		// 8 invocations, so that no fetched row is wasted and the few
+		// workgroups spread over the CPU's threads. Always specialised:
+		// the rule gives it large problems only.
+		tm, tn, wg := 16, 8, 32
+		if g.aMode == mmModeF32 && g.bMode == mmModeF32 {
+			tn = 16
+		}
+		if g.m <= 16 {
+			tm, tn, wg = 8, 8, 8
+		}
+		pl.tile.WG, pl.tile.TM, pl.tile.TN = min(wg, maxInv), tm, tn
+		pl.dyn = false
+	case mmRegister:
+		// One 8x8 tile per invocation (4x4 for small problems), 8x8
+		// invocations per workgroup.
+		t := 8
+		if small {
+			t = 4
+		}
+		pl.tile.WG, pl.tile.TM, pl.tile.TN, pl.tile.WGX = 64, t, t, 8
+	case mmSubgroup:
+		// A subgroup covers tm rows and s*tn columns; a workgroup is 8
+		// subgroups stacked along M. Large tiles: 64 rows of 8 columns per
+		// lane, which amortise each load over the most FMAs lavapipe's
+		// registers and compile times allow (fp16 1024^3: 5.5 GFLOP/s per
+		// core with 32x8, 7.4 with 64x8). Wide subgroups (GPUs, forced) get
+		// one row per lane.
+		s := int(info.SubgroupSize)
+		tm, tn := 64, 8
+		if small || s > 16 {
+			tm, tn = s, 4
+		}
+		pl.tile.WG, pl.tile.TM, pl.tile.TN, pl.tile.SG = max(s, min(8*s, 256, maxInv)/s*s), tm, tn, s
+	default:
+		// Shared memory: 64x64 tiles of 4x4 per invocation (256
+		// invocations) where the device allows, else 32x32.
+		bm, t, bk := 64, 4, 16
+		if small || maxInv < 256 || int(info.MaxSharedMemory) < 2*bm*bk*4 {
+			bm = 32
+		}
+		pl.tile.WG, pl.tile.TM, pl.tile.TN = bm/t*bm/t, t, t
+		pl.tile.BM, pl.tile.BN, pl.tile.BK = bm, bm, bk
+	}
+	return pl
+}
