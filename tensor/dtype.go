@@ -82,10 +82,6 @@ func (d DType) floating() bool { return d <= BFloat16 }
 // wide reports whether an element of d fills a 32-bit word.
 func (d DType) wide() bool { return d == Float32 || d == Int32 }
 
-// supported reports whether d is Float32 or Float16, the dtypes the matmul
-// kernels read.
-func (d DType) supported() bool { return d == Float32 || d == Float16 }
-
 // Widest returns the dtype an op with floating inputs of dtypes ds computes
 // in, by PyTorch's promotion: Float32 if any is Float32, or if Float16 and
 // BFloat16 meet (neither holds the other: fp16 has the precision, bf16 the

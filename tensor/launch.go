@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
-	"github.com/vkamp/vkamp/vk"
 )
 
 // Ops launch their kernels through the typed launchers of
@@ -45,27 +44,3 @@ func groups1D(out *Tensor, n int) [3]uint32 { return kernels.Groups(out.dev, n) 
 // pairs is the grid of an elementwise kernel: one invocation per two
 // elements, so that each 16-bit output word has one writer.
 func pairs(o *Tensor) [3]uint32 { return groups1D(o, (o.n+1)/2) }
-
-// launch records kernel op over out and the tensors bind through the
-// untyped path, with hand-written constant ids and push words. Only the
-// matmul files use it still; it goes when they move to the typed launchers.
-func launch(out *Tensor, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) {
-	if out.err != nil {
-		return
-	}
-	if err := run(out.dev, op, spec, groups, push, bind...); err != nil {
-		out.fail(err)
-	}
-}
-
-// run records kernel op over the tensors' buffers, for launch.
-func run(d *vk.Device, op string, spec map[uint32]uint32, groups [3]uint32, push []uint32, bind ...*Tensor) error {
-	bufs := make([]*vk.Buffer, len(bind))
-	for i, t := range bind {
-		bufs[i] = t.buf
-	}
-	if err := kernels.Run(d, op, spec, groups, kernels.Push(push...), bufs...); err != nil {
-		return fmt.Errorf("tensor: %s: %w", op, err)
-	}
-	return nil
-}

@@ -41,7 +41,7 @@ var CoopVariants = []string{"auto", "large", "small", "emu-large", "emu-small"}
 // variant (see CoopVariants). A and B must be fp16.
 func MatMulCoop(a, b *Tensor, o MatMulOpts, variant string) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
-	out := newTestOut(a.dev, o.Out, m.outShape, m.inputs()...)
+	out := newOut(a.dev, o.Out, m.outShape, m.inputs()...)
 	if out.err != nil {
 		return out
 	}

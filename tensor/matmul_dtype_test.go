@@ -65,7 +65,7 @@ func mmRead(out *tensor.Tensor) ([]float32, error) {
 	if out.DType() != mmBF16 {
 		return out.Float32s()
 	}
-	bits, err := tensor.Bits16(out)
+	bits, err := out.BFloat16Bits()
 	vals := make([]float32, len(bits))
 	for i, b := range bits {
 		vals[i] = mmBF16Value(b)
@@ -73,26 +73,6 @@ func mmRead(out *tensor.Tensor) ([]float32, error) {
 	return vals, err
 }
 
-// mmBF16Run is how the tests get a bf16 result: MatMul itself where
-// tensor.New makes bf16 tensors, else tensor.MatMulBFloat16 (fp16 storage
-// relabelled) with a note in the log.
-func mmBF16Run(t *testing.T, d *vk.Device) mmRun {
-	ok := func() (ok bool) {
-		defer func() { ok = recover() == nil }()
-		tensor.New(d, mmBF16, 1).Release()
-		return
-	}()
-	if ok {
-		return tensor.MatMul
-	}
-	t.Log("TODO(bf16 upload): tensor.New cannot make BFloat16 tensors yet; bf16 results go through tensor.MatMulBFloat16 instead of MatMul")
-	return func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor {
-		if o.Out == mmBF16 {
-			return tensor.MatMulBFloat16(a, b, o)
-		}
-		return tensor.MatMul(a, b, o)
-	}
-}
 
 // mmEpilogueCases put C, the bias and the result in every dtype: the
 // generic pipeline of small problems with an odd N and odd batches (fp16
@@ -115,7 +95,7 @@ func mmEpilogueCases() []mmCase {
 // bit for bit: ties to even, overflow to inf, infinities and NaN kept.
 func TestMatMulEpilogueDTypes(t *testing.T) {
 	d := devtest.Open(t)
-	run := mmBF16Run(t, d)
+	run := mmRun(tensor.MatMul)
 	for _, v := range mmVariants(d) {
 		t.Run(mmName(v), func(t *testing.T) {
 			t.Setenv("VKAMP_MATMUL", v)
@@ -168,7 +148,7 @@ func mmBF16Rounding(t *testing.T, d *vk.Device, run mmRun) {
 		o := tensor.MatMulOpts{Beta: 1, C: mmUpload(t, d, c, dc, 1, n), Out: mmBF16}
 		out := run(mmUpload(t, d, zero[:1], mmF32, 1, 1), mmUpload(t, d, zero, mmF32, 1, n), o)
 		t.Cleanup(out.Release)
-		got, err := tensor.Bits16(out)
+		got, err := out.BFloat16Bits()
 		require.NoError(t, err)
 		for i, v := range c {
 			want := mmBF16Bits(v)

@@ -1,10 +1,6 @@
 package tensor
 
 import (
-	"encoding/binary"
-
-	"github.com/x448/float16"
-
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -33,61 +29,6 @@ func MatMulCandidates(info vk.Info, kernel string) []MatMulTile {
 		}
 	}
 	return ts
-}
-
-// BFloat16Bits returns a BFloat16 tensor holding the bfloat16 bits bits,
-// uploaded as raw 16-bit words: bf16 has fp16's storage. (Until tensor
-// uploads bf16 itself.)
-func BFloat16Bits(d *vk.Device, bits []uint16, shape ...int) *Tensor {
-	h := make([]float16.Float16, len(bits))
-	for i, b := range bits {
-		h[i] = float16.Frombits(b)
-	}
-	t := FromFloat16(d, h, shape...)
-	t.dtype = BFloat16
-	return t
-}
-
-// Bits16 waits for a 16-bit tensor's value and returns its raw elements.
-func Bits16(t *Tensor) ([]uint16, error) {
-	raw, err := t.raw("Bits16")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]uint16, t.n)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint16(raw[2*i:])
-	}
-	return out, nil
-}
-
-// MatMulBFloat16 is MatMul, its result allocated by newTestOut: a bf16
-// result works before tensor.New makes bf16 tensors.
-func MatMulBFloat16(a, b *Tensor, o MatMulOpts) *Tensor {
-	m := mmCheck("MatMul", a, b, o)
-	out := newTestOut(a.dev, o.Out, m.outShape, m.inputs()...)
-	if out.err != nil {
-		return out
-	}
-	g, pl, err := mmChoose(a.dev.Info(), a, b, m.g)
-	if err != nil {
-		out.fail(err)
-		return out
-	}
-	m.g = g
-	m.launch(out, pl)
-	return out
-}
-
-// newTestOut is newOut, making a BFloat16 tensor as fp16 storage (the same
-// bytes) relabelled: until tensor.New makes bf16 tensors itself.
-func newTestOut(d *vk.Device, dt DType, shape []int, inputs ...*Tensor) *Tensor {
-	if dt != BFloat16 {
-		return newOut(d, dt, shape, inputs...)
-	}
-	out := newOut(d, Float16, shape, inputs...)
-	out.dtype = BFloat16
-	return out
 }
 
 // MatMulTuneFile is where MatMul looks for the tuning of info's device under

@@ -95,7 +95,7 @@ func mmUpload(t testing.TB, d *vk.Device, vals []float32, dt tensor.DType, shape
 		for i, v := range vals {
 			h[i] = mmBF16Bits(v)
 		}
-		x = tensor.BFloat16Bits(d, h, shape...)
+		x = tensor.FromBFloat16(d, h, shape...)
 	default:
 		x = tensor.FromFloat32(d, vals, shape...)
 	}
