@@ -73,7 +73,6 @@ func mmRead(out *tensor.Tensor) ([]float32, error) {
 	return vals, err
 }
 
-
 // mmEpilogueCases put C, the bias and the result in every dtype: the
 // generic pipeline of small problems with an odd N and odd batches (fp16
 // and bf16 rows start mid-word), a specialised one with ragged edges, and
