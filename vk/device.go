@@ -67,8 +67,16 @@ func (d *Device) InjectFaults(f Faults) {
 }
 
 // Open opens a device. Without Vulkan, or without a device, it returns an
-// error that says what to install.
+// error that says what to install. It first checks every VKAMP_* environment
+// variable: an unknown name, a value the variable does not take, or one the
+// chosen device cannot honour (VKAMP_MATMUL=coop without cooperative
+// matrices) is an error that wraps ErrEnvironment and names the variable, its
+// value and what it accepts. Values are checked even where an Options field
+// overrides the variable.
 func Open(opts Options) (*Device, error) {
+	if err := checkEnv(); err != nil {
+		return nil, err
+	}
 	infos, err := Devices()
 	if err != nil {
 		return nil, err
@@ -76,18 +84,21 @@ func Open(opts Options) (*Device, error) {
 	if len(infos) == 0 {
 		return nil, fmt.Errorf("%w: the loader found no device with a compute queue (install mesa-vulkan-drivers for a software device, or your GPU vendor's driver)", ErrNoDevice)
 	}
-	sel := opts.Device
+	sel, from := opts.Device, ""
 	if sel == "" {
-		sel = os.Getenv("VKAMP_DEVICE")
+		sel, from = os.Getenv("VKAMP_DEVICE"), "VKAMP_DEVICE"
 	}
 	info, err := choose(infos, sel)
 	if err != nil {
+		if from != "" {
+			err = fmt.Errorf("%w: %s=%q: %w", ErrEnvironment, from, sel, err)
+		}
 		return nil, err
 	}
 	tier := info.Tier
-	ts := opts.Tier
+	ts, from := opts.Tier, ""
 	if ts == "" {
-		ts = os.Getenv("VKAMP_TIER")
+		ts, from = os.Getenv("VKAMP_TIER"), "VKAMP_TIER"
 	}
 	if ts != "" {
 		t, err := ParseTier(ts)
@@ -95,6 +106,9 @@ func Open(opts Options) (*Device, error) {
 			return nil, err
 		}
 		if t > info.Tier {
+			if from != "" {
+				return nil, envError(from, ts, "%s supports at most tier %s; want %s", info.Name, info.Tier, orList(tierNames[:info.Tier+1]))
+			}
 			return nil, fmt.Errorf("vk: tier %s asked for, but %s supports at most %s", t, info.Name, info.Tier)
 		}
 		tier = t
@@ -137,6 +151,10 @@ func Open(opts Options) (*Device, error) {
 			cbool(tier >= TierStorage16), cbool(tier >= TierFP16), 0, &d.dev, &d.queue)
 	}
 	if err := check(int32(r), "create device %s", info.Name); err != nil {
+		return nil, err
+	}
+	if err := checkMatmulEnv(&d.info); err != nil { // after the device said whether it enables cooperative matrices
+		d.destroy()
 		return nil, err
 	}
 	if err := d.openPipelineCache(); err != nil {

@@ -255,9 +255,22 @@ func (s *KernelSource) key() string {
 // validation layer. Its messages are collected by ValidationMessages.
 func ValidationEnabled() bool { return envBool("VKAMP_VALIDATION") }
 
+// envBool reads a yes-or-no variable; a value parseBool does not know is
+// yes, as it was before Open checked them.
 func envBool(name string) bool {
-	v := strings.ToLower(os.Getenv(name))
-	return v != "" && v != "0" && v != "false" && v != "no"
+	on, ok := parseBool(os.Getenv(name))
+	return on || !ok
+}
+
+// parseBool reads a yes-or-no variable's value; empty is no.
+func parseBool(v string) (on, ok bool) {
+	switch strings.ToLower(v) {
+	case "", "0", "false", "no", "off":
+		return false, true
+	case "1", "true", "yes", "on":
+		return true, true
+	}
+	return false, false
 }
 
 // Faults makes the device fail on purpose, for tests of what callers do
