@@ -37,7 +37,9 @@ type Device struct {
 	timestamps  bool
 
 	blocks      []*block
-	spare       []*block // freed dedicated blocks kept for reuse
+	spare       []*block          // freed dedicated blocks kept for reuse
+	heapSize    []uint64          // per heap: the size allocations are counted against
+	heapUsed    *[maxHeaps]uint64 // per heap: bytes in blocks, shared by the Devices of one physical device
 	nextBlockID int
 	staging     *ring
 	pendingFree []pendingFree
@@ -129,6 +131,7 @@ func Open(opts Options) (*Device, error) {
 		kernelsByKey: map[any]*Kernel{},
 		times:        map[string]*KernelTime{},
 	}
+	d.openHeaps()
 	if opts.BlockSize > 0 {
 		d.blockSize = roundUp(uint64(opts.BlockSize), d.align)
 	}
@@ -294,11 +297,13 @@ func (d *Device) destroy() {
 	if d.staging != nil {
 		d.destroyViews(d.staging.blk)
 		C.vkamp_destroy_block(d.dev, d.staging.blk.buf, d.staging.blk.mem)
+		d.countBlock(d.staging.blk, -1)
 		d.staging = nil
 	}
 	for _, blk := range d.blocks {
 		d.destroyViews(blk)
 		C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
+		d.countBlock(blk, -1)
 	}
 	d.blocks, d.pendingFree = nil, nil
 	d.stats.MemoryBlocks, d.stats.DeviceBytes = 0, 0
