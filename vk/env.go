@@ -42,8 +42,8 @@ func checkEnv() error {
 	var names []string
 	for _, kv := range os.Environ() {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "VKAMP_") {
-			continue
+		if !strings.HasPrefix(strings.ToUpper(name), "VKAMP_") {
+			continue // vkamp_tier is caught as well: it would be ignored as surely
 		}
 		if _, ok := envVars[name]; !ok {
 			names = append(names, name)
@@ -148,7 +148,7 @@ func knownEnvVars() []string {
 func nearestEnvVar(name string) string {
 	best, bestD := "", 3
 	for _, known := range knownEnvVars() {
-		if d := editDistance(name, known); d < bestD {
+		if d := editDistance(strings.ToUpper(name), known); d < bestD {
 			best, bestD = known, d
 		}
 	}

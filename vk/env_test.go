@@ -55,6 +55,7 @@ func TestOpenChecksEnv(t *testing.T) {
 		{name: "VKAMP_TUNE_DIR", value: filepath.Join(t.TempDir(), "new")}, // made by tools/bench -autotune
 		{name: "VKAMP_TEIR", value: "packed", fail: true, want: []string{"unknown", "VKAMP_TIER"}},
 		{name: "VKAMP_MATMULL", value: "", fail: true, want: []string{"unknown", "VKAMP_MATMUL"}},
+		{name: "vkamp_tier", value: "packed", fail: true, want: []string{"unknown", "did you mean VKAMP_TIER?"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name+"="+c.value, func(t *testing.T) {
