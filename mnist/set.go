@@ -32,26 +32,36 @@ type Set struct {
 
 // Load reads the training and test sets from dir, which holds the four
 // standard files, each as NAME or NAME.gz (gzip is recognised by its
-// content, so either name works for either form). NAME wins when both exist.
+// content, so either name works for either form). A file present under both
+// names is an error, as are test images of another size than the training
+// images.
 func Load(dir string) (train, test *Set, err error) {
-	if train, err = loadSet(dir, "train", TrainImages, TrainLabels); err != nil {
+	var trainPath, testPath string
+	if train, trainPath, err = loadSet(dir, "train", TrainImages, TrainLabels); err != nil {
 		return nil, nil, err
 	}
-	if test, err = loadSet(dir, "test", TestImages, TestLabels); err != nil {
+	if test, testPath, err = loadSet(dir, "test", TestImages, TestLabels); err != nil {
 		return nil, nil, err
+	}
+	if test.Rows != train.Rows || test.Cols != train.Cols {
+		return nil, nil, fmt.Errorf("mnist: test images in %s are %dx%d pixels, training images in %s are %dx%d: both sets must have one size",
+			testPath, test.Rows, test.Cols, trainPath, train.Rows, train.Cols)
 	}
 	return train, test, nil
 }
 
-func loadSet(dir, what, images, labels string) (*Set, error) {
+// loadSet reads one set and returns it with the path of its images.
+func loadSet(dir, what, images, labels string) (*Set, string, error) {
 	var n, rows, cols int
 	var pixels []byte
+	var imagePath string
 	err := readFile(dir, images, func(r io.Reader, path string) (err error) {
+		imagePath = path
 		n, rows, cols, pixels, err = readImages(r, path)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var ls []uint8
 	err = readFile(dir, labels, func(r io.Reader, path string) (err error) {
@@ -59,23 +69,34 @@ func loadSet(dir, what, images, labels string) (*Set, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(ls) != n {
-		return nil, fmt.Errorf("mnist: %s set in %s: %d images but %d labels", what, dir, n, len(ls))
+		return nil, "", fmt.Errorf("mnist: %s set in %s: %d images but %d labels", what, dir, n, len(ls))
 	}
 	s := &Set{Images: make([]float32, len(pixels)), Labels: ls, N: n, Rows: rows, Cols: cols}
 	for i, p := range pixels {
 		s.Images[i] = float32(p) / 255
 	}
-	return s, nil
+	return s, imagePath, nil
 }
 
 // readFile opens dir/name or dir/name.gz and passes its decompressed
-// content and its path to read.
+// content and its path to read. Both present is an error: which one was
+// meant cannot be known, and they may differ.
 func readFile(dir, name string, read func(r io.Reader, path string) error) error {
 	path := filepath.Join(dir, name)
 	f, err := os.Open(path)
+	if err == nil {
+		switch _, gzErr := os.Stat(path + ".gz"); {
+		case gzErr == nil:
+			f.Close()
+			return fmt.Errorf("mnist: both %s and %s.gz exist: keep one of them", path, path)
+		case !errors.Is(gzErr, fs.ErrNotExist):
+			f.Close()
+			return fmt.Errorf("mnist: %w", gzErr)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		path += ".gz"
 		f, err = os.Open(path)

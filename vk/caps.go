@@ -149,6 +149,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 		info.CooperativeMatrixShape = [3]uint32{uint32(c.coopmat_m), uint32(c.coopmat_n), uint32(c.coopmat_k)}
 	}
 	info.CooperativeMatrixUsable = coopUsable(c)
+	info.MemoryBudget = c.has_memory_budget_ext != 0
 	info.DeviceUUID = fmt.Sprintf("%x", C.GoBytes(unsafe.Pointer(&c.device_uuid[0]), 16))
 	switch {
 	case info.StorageBuffer16Bit && info.ShaderFloat16:

@@ -37,7 +37,9 @@ type Device struct {
 	timestamps  bool
 
 	blocks      []*block
-	spare       []*block // freed dedicated blocks kept for reuse
+	spare       []*block          // freed dedicated blocks kept for reuse
+	heapSize    []uint64          // per heap: the size allocations are counted against
+	heapUsed    *[maxHeaps]uint64 // per heap: bytes in blocks, shared by the Devices of one physical device
 	nextBlockID int
 	staging     *ring
 	pendingFree []pendingFree
@@ -67,8 +69,16 @@ func (d *Device) InjectFaults(f Faults) {
 }
 
 // Open opens a device. Without Vulkan, or without a device, it returns an
-// error that says what to install.
+// error that says what to install. It first checks every VKAMP_* environment
+// variable: an unknown name, a value the variable does not take, or one the
+// chosen device cannot honour (VKAMP_MATMUL=coop without cooperative
+// matrices) is an error that wraps ErrEnvironment and names the variable, its
+// value and what it accepts. Values are checked even where an Options field
+// overrides the variable.
 func Open(opts Options) (*Device, error) {
+	if err := checkEnv(); err != nil {
+		return nil, err
+	}
 	infos, err := Devices()
 	if err != nil {
 		return nil, err
@@ -76,18 +86,21 @@ func Open(opts Options) (*Device, error) {
 	if len(infos) == 0 {
 		return nil, fmt.Errorf("%w: the loader found no device with a compute queue (install mesa-vulkan-drivers for a software device, or your GPU vendor's driver)", ErrNoDevice)
 	}
-	sel := opts.Device
+	sel, from := opts.Device, ""
 	if sel == "" {
-		sel = os.Getenv("VKAMP_DEVICE")
+		sel, from = os.Getenv("VKAMP_DEVICE"), "VKAMP_DEVICE"
 	}
 	info, err := choose(infos, sel)
 	if err != nil {
+		if from != "" {
+			err = fmt.Errorf("%w: %s=%q: %w", ErrEnvironment, from, sel, err)
+		}
 		return nil, err
 	}
 	tier := info.Tier
-	ts := opts.Tier
+	ts, from := opts.Tier, ""
 	if ts == "" {
-		ts = os.Getenv("VKAMP_TIER")
+		ts, from = os.Getenv("VKAMP_TIER"), "VKAMP_TIER"
 	}
 	if ts != "" {
 		t, err := ParseTier(ts)
@@ -95,6 +108,9 @@ func Open(opts Options) (*Device, error) {
 			return nil, err
 		}
 		if t > info.Tier {
+			if from != "" {
+				return nil, envError(from, ts, "%s supports at most tier %s; want %s", info.Name, info.Tier, orList(tierNames[:info.Tier+1]))
+			}
 			return nil, fmt.Errorf("vk: tier %s asked for, but %s supports at most %s", t, info.Name, info.Tier)
 		}
 		tier = t
@@ -115,6 +131,7 @@ func Open(opts Options) (*Device, error) {
 		kernelsByKey: map[any]*Kernel{},
 		times:        map[string]*KernelTime{},
 	}
+	d.openHeaps()
 	if opts.BlockSize > 0 {
 		d.blockSize = roundUp(uint64(opts.BlockSize), d.align)
 	}
@@ -137,6 +154,10 @@ func Open(opts Options) (*Device, error) {
 			cbool(tier >= TierStorage16), cbool(tier >= TierFP16), 0, &d.dev, &d.queue)
 	}
 	if err := check(int32(r), "create device %s", info.Name); err != nil {
+		return nil, err
+	}
+	if err := checkMatmulEnv(&d.info); err != nil { // after the device said whether it enables cooperative matrices
+		d.destroy()
 		return nil, err
 	}
 	if err := d.openPipelineCache(); err != nil {
@@ -276,11 +297,13 @@ func (d *Device) destroy() {
 	if d.staging != nil {
 		d.destroyViews(d.staging.blk)
 		C.vkamp_destroy_block(d.dev, d.staging.blk.buf, d.staging.blk.mem)
+		d.countBlock(d.staging.blk, -1)
 		d.staging = nil
 	}
 	for _, blk := range d.blocks {
 		d.destroyViews(blk)
 		C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
+		d.countBlock(blk, -1)
 	}
 	d.blocks, d.pendingFree = nil, nil
 	d.stats.MemoryBlocks, d.stats.DeviceBytes = 0, 0

@@ -3,11 +3,16 @@
 // devices, buffers and kernels, never a Vulkan handle.
 //
 // Open chooses a device (VKAMP_DEVICE, or the best by type) and its tier of
-// kernel variants (VKAMP_TIER forces a lower one). Buffers are cut from a
-// few large memory blocks; memory the host can map is written and read
-// directly, other memory through one staging ring. Kernels are built from
-// SPIR-V with specialization constants and cached, with the pipeline cache
-// kept on disk.
+// kernel variants (VKAMP_TIER forces a lower one). It checks every VKAMP_*
+// variable first: an unknown name, or a value the variable or the device
+// cannot take, is an ErrEnvironment error rather than a later failure.
+// Buffers are cut from a few large memory blocks, counted against each memory
+// heap's size (and VK_EXT_memory_budget where offered): a block past it is
+// refused with ErrOutOfDeviceMemory before the driver is asked, as software
+// drivers hand out host memory far past the heap they report (Device.Memory
+// gives the figures). Memory the host can map is written and read directly,
+// other memory through one staging ring. Kernels are built from SPIR-V with
+// specialization constants and cached, with the pipeline cache kept on disk.
 //
 // Work is recorded and submitted in batches. Dispatch, Copy and Fill return
 // at once; the runtime tracks the byte ranges each command reads and writes

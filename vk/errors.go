@@ -22,6 +22,7 @@ var (
 	ErrTimeout            = errors.New("vk: timeout")
 	ErrTooManyObjects     = errors.New("vk: too many objects")
 	ErrInvalidArgument    = errors.New("vk: invalid argument")
+	ErrEnvironment        = errors.New("vk: invalid environment variable") // a VKAMP_* name or value Open refuses
 	ErrVulkan             = errors.New("vk: Vulkan error")
 )
 

@@ -39,6 +39,8 @@ type block struct {
 	mem       C.VkDeviceMemory
 	mapped    unsafe.Pointer // nil unless host-visible
 	size      uint64
+	heap      int                 // the memory heap it comes from
+	bytes     uint64              // the memory it takes from the heap: size, plus the driver's padding
 	free      []span              // sorted, coalesced
 	live      int                 // Buffers cut from this block
 	dedicated bool                // holds one large Buffer and goes when it goes
@@ -238,8 +240,8 @@ func (d *Device) newBlock(size uint64, dedicated bool) (*block, error) {
 		required, preferred = memHostVisible|memHostCoherent, memDeviceLocal
 	}
 	blk, err := d.createBlock(size, required, preferred)
-	if errors.Is(err, ErrOutOfDeviceMemory) && d.trim() > 0 {
-		blk, err = d.createBlock(size, required, preferred) // once more, after freeing cached blocks
+	if errors.Is(err, ErrOutOfDeviceMemory) && d.makeRoom() {
+		blk, err = d.createBlock(size, required, preferred) // once more, after freeing unused blocks
 	}
 	if err != nil {
 		return nil, err
@@ -253,18 +255,29 @@ func (d *Device) createBlock(size uint64, required, preferred C.uint32_t) (*bloc
 	blk := &block{id: d.nextBlockID, size: size, free: []span{{0, size}}}
 	d.nextBlockID++
 	var mapped unsafe.Pointer
-	var typeIndex C.uint32_t
+	var typeIndex, heap C.uint32_t
+	var bytes C.uint64_t
+	var refused C.int
 	var r C.VkResult
 	if d.faults.hit(&d.faults.AllocN, &d.faults.allocs) {
 		r = C.VK_ERROR_OUT_OF_DEVICE_MEMORY
 	} else {
+		room := d.heapRoom()
 		r = C.vkamp_create_block(d.dev, d.info.drv.physical, C.uint64_t(size), ^C.uint32_t(0), required, preferred,
-			&blk.buf, &blk.mem, &mapped, &typeIndex)
+			&room[0], &blk.buf, &blk.mem, &mapped, &typeIndex, &heap, &bytes, &refused)
+	}
+	if refused != 0 {
+		return nil, d.overHeap(int(heap), uint64(bytes))
 	}
 	if err := check(int32(r), "allocate a %d-byte memory block", size); err != nil {
+		if limit := d.info.MaxMemoryAllocationSize; limit > 0 && uint64(bytes) > limit {
+			err = fmt.Errorf("%w (the driver asks for %d bytes for it, over its limit of %d in one allocation)", err, bytes, limit)
+		}
 		return nil, err
 	}
 	blk.mapped = mapped
+	blk.heap, blk.bytes = int(heap), uint64(bytes)
+	d.countBlock(blk, 1)
 	d.stats.MemoryBlocks++
 	d.stats.DeviceBytes += size
 	d.stats.Allocations++
@@ -282,6 +295,7 @@ func (d *Device) liveBlocks() int {
 func (d *Device) destroyBlock(blk *block) {
 	d.destroyViews(blk)
 	C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
+	d.countBlock(blk, -1)
 	blk.gone = true
 	d.stats.MemoryBlocks--
 	d.stats.DeviceBytes -= blk.size

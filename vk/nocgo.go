@@ -34,6 +34,7 @@ func (d *Device) InjectFaults(Faults)                                          {
 func (d *Device) Info() Info                                                   { return Info{} }
 func (d *Device) Tier() Tier                                                   { return TierPacked }
 func (d *Device) Stats() Stats                                                 { return Stats{} }
+func (d *Device) Memory() []HeapUse                                            { return nil }
 func (d *Device) KernelTimes() []KernelTime                                    { return nil }
 func (d *Device) Alloc(int64) (*Buffer, error)                                 { return nil, errNoCgo }
 func (d *Device) KernelFor(any, func() (KernelSource, error)) (*Kernel, error) { return nil, errNoCgo }

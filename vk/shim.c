@@ -54,7 +54,8 @@ static PFN_vkGetInstanceProcAddr gipa;
 	X(vkGetQueryPoolResults) X(vkResetCommandPool) X(vkBeginCommandBuffer) X(vkEndCommandBuffer) \
 	X(vkQueueSubmit) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) \
 	X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) \
-	X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkCreateBufferView) X(vkDestroyBufferView)
+	X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkCreateBufferView) X(vkDestroyBufferView) \
+	X(vkGetPhysicalDeviceMemoryProperties2)
 
 #define DECLARE(name) static PFN_##name p_##name;
 FUNCS(DECLARE)
@@ -157,6 +158,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->has_coopmat_ext = has_ext(e, n, "VK_KHR_cooperative_matrix");
 	c->has_vmm_ext = has_ext(e, n, "VK_KHR_vulkan_memory_model");
 	c->has_subgroup_size_control_ext = has_ext(e, n, "VK_EXT_subgroup_size_control");
+	c->has_memory_budget_ext = has_ext(e, n, "VK_EXT_memory_budget");
 	free(e);
 
 	// Only chain structs the device knows: SwiftShader prints a warning for
@@ -281,8 +283,9 @@ void vkamp_destroy_device(VkDevice dev) { p_vkDestroyDevice(dev, NULL); }
 VkResult vkamp_device_wait_idle(VkDevice dev) { return p_vkDeviceWaitIdle(dev); }
 
 VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, uint32_t type_bits_wanted,
-	uint32_t required, uint32_t preferred, VkBuffer *buf, VkDeviceMemory *mem, void **mapped, uint32_t *type_index) {
-	*buf = 0; *mem = 0; *mapped = NULL;
+	uint32_t required, uint32_t preferred, const uint64_t *heap_room, VkBuffer *buf, VkDeviceMemory *mem,
+	void **mapped, uint32_t *type_index, uint32_t *heap, uint64_t *alloc_size, int *refused) {
+	*buf = 0; *mem = 0; *mapped = NULL; *heap = 0; *alloc_size = size; *refused = 0;
 	VkBufferCreateInfo bi = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
 	bi.size = size;
 	bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
@@ -303,6 +306,14 @@ VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, ui
 		}
 	}
 	if (best < 0) { p_vkDestroyBuffer(dev, *buf, NULL); *buf = 0; return VK_ERROR_FEATURE_NOT_PRESENT; }
+	*heap = mp.memoryTypes[best].heapIndex;
+	*alloc_size = req.size;
+	if (req.size > heap_room[*heap]) {
+		p_vkDestroyBuffer(dev, *buf, NULL);
+		*buf = 0;
+		*refused = 1;
+		return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+	}
 	VkMemoryAllocateInfo ai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
 	ai.allocationSize = req.size;
 	ai.memoryTypeIndex = (uint32_t)best;
@@ -314,6 +325,19 @@ VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, ui
 	if (r != VK_SUCCESS) { vkamp_destroy_block(dev, *buf, *mem); *buf = 0; *mem = 0; *mapped = NULL; return r; }
 	*type_index = (uint32_t)best;
 	return VK_SUCCESS;
+}
+
+int vkamp_heap_budget(VkPhysicalDevice pd, uint32_t n, uint64_t *budget, uint64_t *usage) {
+	if (!p_vkGetPhysicalDeviceMemoryProperties2) return 0;
+	VkPhysicalDeviceMemoryBudgetPropertiesEXT mb = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+	VkPhysicalDeviceMemoryProperties2 mp = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+	mp.pNext = &mb;
+	p_vkGetPhysicalDeviceMemoryProperties2(pd, &mp);
+	for (uint32_t i = 0; i < n && i < VK_MAX_MEMORY_HEAPS; i++) {
+		budget[i] = mb.heapBudget[i];
+		usage[i] = mb.heapUsage[i];
+	}
+	return 1;
 }
 
 VkResult vkamp_create_view(VkDevice dev, VkBuffer buf, uint64_t offset, uint64_t range, VkBufferView *out) {

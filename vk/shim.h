@@ -36,6 +36,7 @@ typedef struct {
 	// What cooperative-matrix shaders also need: the cooperativeMatrix
 	// feature, and the Vulkan memory model (VK_KHR_vulkan_memory_model).
 	uint32_t coopmat_feature, has_vmm_ext, vmm, vmm_device_scope;
+	uint32_t has_memory_budget_ext; // VK_EXT_memory_budget
 } vkamp_caps;
 
 void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *caps);
@@ -48,9 +49,18 @@ void vkamp_destroy_device(VkDevice dev);
 VkResult vkamp_device_wait_idle(VkDevice dev);
 
 // Memory blocks: one VkDeviceMemory with one VkBuffer over all of it.
+// heap_room holds, per heap, the most bytes the block may take: a block whose
+// memory would take more from its heap is refused before vkAllocateMemory
+// (*refused is set, and VK_ERROR_OUT_OF_DEVICE_MEMORY returned). *heap and
+// *alloc_size say which heap the memory comes from and how many bytes the
+// driver asks for, also on failure once they are known.
 VkResult vkamp_create_block(VkDevice dev, VkPhysicalDevice pd, uint64_t size, uint32_t type_bits_wanted,
-	uint32_t required_flags, uint32_t preferred_flags, VkBuffer *buf, VkDeviceMemory *mem, void **mapped,
-	uint32_t *type_index);
+	uint32_t required_flags, uint32_t preferred_flags, const uint64_t *heap_room, VkBuffer *buf,
+	VkDeviceMemory *mem, void **mapped, uint32_t *type_index, uint32_t *heap, uint64_t *alloc_size, int *refused);
+// vkamp_heap_budget reads VK_EXT_memory_budget's heapBudget and heapUsage of
+// each of the n heaps, and returns 1; only call it when caps says the device
+// has the extension.
+int vkamp_heap_budget(VkPhysicalDevice pd, uint32_t n, uint64_t *budget, uint64_t *usage);
 void vkamp_destroy_block(VkDevice dev, VkBuffer buf, VkDeviceMemory mem);
 // A view of range bytes of a block at offset as R32G32B32A32_UINT texels,
 // for uniform-texel-buffer bindings.

@@ -78,6 +78,18 @@ type Heap struct {
 	DeviceLocal bool   `json:"device_local"`
 }
 
+// HeapUse is how much of one memory heap vkamp may use and uses (see
+// Device.Memory).
+type HeapUse struct {
+	Size uint64 `json:"size"` // the heap's size
+	// Budget is the most vkamp's memory blocks may hold in the heap: its
+	// size, or less where VK_EXT_memory_budget says the process may use less.
+	Budget uint64 `json:"budget"`
+	// Used is what vkamp's memory blocks hold in the heap, over every Device
+	// of the process on this physical device.
+	Used uint64 `json:"used"`
+}
+
 // Info describes a physical device and the capabilities that matter to vkamp.
 type Info struct {
 	Index         int        `json:"index"`
@@ -128,6 +140,11 @@ type Info struct {
 	// memory model, which Open enables, at the fp16 tier. For an open device
 	// it is false when a lower tier was asked for.
 	CooperativeMatrixUsable bool `json:"cooperative_matrix_usable"`
+
+	// MemoryBudget is true when the device reports how much memory the
+	// process may use (VK_EXT_memory_budget); allocations are then held to
+	// that as well as to the heap's size.
+	MemoryBudget bool `json:"memory_budget"`
 
 	// HostMapped is true when buffers live in memory the host maps (CPU and
 	// integrated devices): host reads and writes copy directly, with no
@@ -255,9 +272,22 @@ func (s *KernelSource) key() string {
 // validation layer. Its messages are collected by ValidationMessages.
 func ValidationEnabled() bool { return envBool("VKAMP_VALIDATION") }
 
+// envBool reads a yes-or-no variable; a value parseBool does not know is
+// yes, as it was before Open checked them.
 func envBool(name string) bool {
-	v := strings.ToLower(os.Getenv(name))
-	return v != "" && v != "0" && v != "false" && v != "no"
+	on, ok := parseBool(os.Getenv(name))
+	return on || !ok
+}
+
+// parseBool reads a yes-or-no variable's value; empty is no.
+func parseBool(v string) (on, ok bool) {
+	switch strings.ToLower(v) {
+	case "", "0", "false", "no", "off":
+		return false, true
+	case "1", "true", "yes", "on":
+		return true, true
+	}
+	return false, false
 }
 
 // Faults makes the device fail on purpose, for tests of what callers do

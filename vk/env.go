@@ -1,0 +1,181 @@
+//go:build cgo
+
+package vk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// The VKAMP_* environment variables. Open checks every one that is set, and
+// refuses a name not in this list: a misspelt variable would otherwise be
+// ignored without a word. tensor reads VKAMP_MATMUL, VKAMP_TUNE and
+// VKAMP_TUNE_DIR itself; Open only checks them.
+var envVars = map[string]string{ // name: the values it accepts
+	"VKAMP_DEVICE":             "a device index or part of a device's name",
+	"VKAMP_TIER":               "packed, storage16 or fp16",
+	"VKAMP_MATMUL":             "shared, register, subgroup, texel or coop",
+	"VKAMP_TUNE":               `"off" or empty`,
+	"VKAMP_TUNE_DIR":           "a directory",
+	"VKAMP_VALIDATION":         boolValues,
+	"VKAMP_NO_SYNC_VALIDATION": boolValues,
+}
+
+const boolValues = "1, 0, true, false, yes, no, on or off"
+
+// matmulKinds are VKAMP_MATMUL's values, as tensor's mmKindFor takes them.
+var matmulKinds = []string{"shared", "register", "subgroup", "texel", "coop"}
+
+func envError(name, value, format string, args ...any) error {
+	return fmt.Errorf("%w: %s=%q: %s", ErrEnvironment, name, value, fmt.Sprintf(format, args...))
+}
+
+// checkEnv checks what can be checked of the VKAMP_* variables without a
+// device: that each name is known and each value is one its variable takes.
+// It returns every problem found, joined.
+func checkEnv() error {
+	var errs []error
+	var names []string
+	for _, kv := range os.Environ() {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(strings.ToUpper(name), "VKAMP_") {
+			continue // vkamp_tier is caught as well: it would be ignored as surely
+		}
+		if _, ok := envVars[name]; !ok {
+			names = append(names, name)
+			continue
+		}
+		if value == "" {
+			continue // empty is unset
+		}
+		switch name {
+		case "VKAMP_TIER":
+			if _, err := ParseTier(value); err != nil {
+				errs = append(errs, envError(name, value, "want %s", envVars[name]))
+			}
+		case "VKAMP_MATMUL":
+			if !slices.Contains(matmulKinds, value) {
+				errs = append(errs, envError(name, value, "want %s", envVars[name]))
+			}
+		case "VKAMP_TUNE":
+			if value != "off" {
+				errs = append(errs, envError(name, value, "want %s", envVars[name]))
+			}
+		case "VKAMP_TUNE_DIR":
+			if fi, err := os.Stat(value); err == nil && !fi.IsDir() {
+				errs = append(errs, envError(name, value, "not a directory (tuned tiles are stored in the directory it names, made if missing)"))
+			}
+		case "VKAMP_VALIDATION", "VKAMP_NO_SYNC_VALIDATION":
+			if _, ok := parseBool(value); !ok {
+				errs = append(errs, envError(name, value, "want %s", envVars[name]))
+			}
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		hint := ""
+		if near := nearestEnvVar(name); near != "" {
+			hint = " (did you mean " + near + "?)"
+		}
+		errs = append(errs, fmt.Errorf("%w: %s=%q: unknown variable%s; vkamp reads %s",
+			ErrEnvironment, name, os.Getenv(name), hint, strings.Join(knownEnvVars(), ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// checkMatmulEnv checks that the open device can run the matmul kernel that
+// VKAMP_MATMUL forces, by the rules of tensor's mmKindFor.
+func checkMatmulEnv(info *Info) error {
+	const name = "VKAMP_MATMUL"
+	v := os.Getenv(name)
+	why := matmulMissing(info, v)
+	if why == "" {
+		return nil
+	}
+	var ok []string
+	for _, k := range matmulKinds {
+		if matmulMissing(info, k) == "" {
+			ok = append(ok, k)
+		}
+	}
+	return envError(name, v, "%s; on it, want %s", why, orList(ok))
+}
+
+// matmulMissing says what the device lacks to run the matmul kernel kind,
+// or "" if nothing.
+func matmulMissing(info *Info, kind string) string {
+	switch kind {
+	case "coop":
+		if !info.CooperativeMatrixUsable {
+			return info.Name + " has no usable cooperative matrices (VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape, at the fp16 tier)"
+		}
+	case "texel":
+		if strings.Contains(info.DriverName, "SwiftShader") {
+			return "SwiftShader's shader compiler does not finish matmul_tex"
+		}
+	case "subgroup":
+		s := info.SubgroupSize
+		if !info.SubgroupInCompute || !slices.Contains(info.SubgroupOperations, "shuffle") || s < 2 || s > 64 || s&(s-1) != 0 {
+			return info.Name + " has no subgroup shuffle in compute shaders"
+		}
+	}
+	return ""
+}
+
+// orList writes "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+func knownEnvVars() []string {
+	var names []string
+	for name := range envVars {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// nearestEnvVar returns the known variable within two edits (insertions,
+// deletions, substitutions or swaps of neighbours) of name, if any.
+func nearestEnvVar(name string) string {
+	best, bestD := "", 3
+	for _, known := range knownEnvVars() {
+		if d := editDistance(strings.ToUpper(name), known); d < bestD {
+			best, bestD = known, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
