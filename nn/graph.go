@@ -29,6 +29,8 @@ type Graph struct {
 	seed     uint32
 	busy     atomic.Bool // a method of the graph is running
 	released bool
+	retain   bool // Options.RetainGraph
+	backward bool // a Backward has run
 }
 
 // Var is a value in a Graph: a tensor, and how to reach its gradient.
@@ -77,11 +79,16 @@ type Options struct {
 	NoGrad bool
 	// Seed seeds dropout: a step's masks depend on it and on the op order.
 	Seed uint32
+	// RetainGraph lets Backward run more than once on the graph, as
+	// PyTorch's backward(retain_graph=True): each run adds its gradients
+	// into the parameters' Grad again. Without it a second Backward
+	// panics, since it would add the same gradients twice.
+	RetainGraph bool
 }
 
 // NewGraph starts recording on d.
 func NewGraph(d *vk.Device, o Options) *Graph {
-	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seed: o.Seed}
+	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seed: o.Seed, retain: o.RetainGraph}
 }
 
 // claim marks g busy for the method op until done, and panics if another
@@ -224,7 +231,8 @@ func (g *Graph) Cast(v *Var, dt tensor.DType) *Var {
 // seed is the gradient of the loss itself: nil means 1; a loss scaler's
 // Seed gives the gradients of the scaled loss. The graph takes ownership of
 // seed. Backward records work and returns without waiting. It panics if the
-// loss is nil or a var of another graph.
+// loss is nil or a var of another graph, and when called a second time on
+// a graph made without Options.RetainGraph.
 func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 	defer g.use("Backward").done()
 	if loss == nil {
@@ -232,6 +240,9 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 	}
 	if loss.g != g {
 		panic(&tensor.UsageError{Op: "Backward", Msg: "the loss is a var of another graph"})
+	}
+	if g.backward && !g.retain {
+		panic(&tensor.UsageError{Op: "Backward", Msg: "called twice on one graph, which would add the same gradients again (set Options.RetainGraph to allow it)"})
 	}
 	if loss.t.Len() != 1 {
 		panic(&tensor.ShapeError{Op: "Backward", A: loss.Shape(), B: []int{1}, Msg: "the loss must have one element"})
@@ -249,8 +260,10 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 	if seed.DType() != loss.DType() {
 		seed = g.keep(tensor.Cast(seed, loss.DType()))
 	}
-	// Running sums of an earlier Backward of this graph must not leak into
-	// this one: only the parameters' gradients accumulate across calls.
+	g.backward = true
+	// Running sums of an earlier Backward of this graph (RetainGraph) must
+	// not leak into this one: only the parameters' gradients accumulate
+	// across calls.
 	for _, n := range g.nodes {
 		n.out.grad = nil
 	}

@@ -18,6 +18,7 @@ func TestGraphMisuse(t *testing.T) {
 	t.Run("BackwardOnReleased", func(t *testing.T) { misuseBackwardOnReleased(t, d) })
 	t.Run("BackwardOfAnotherGraph", func(t *testing.T) { misuseBackwardOfAnotherGraph(t, d) })
 	t.Run("OpsOnReleased", func(t *testing.T) { misuseOpsOnReleased(t, d) })
+	t.Run("BackwardTwice", func(t *testing.T) { misuseBackwardTwice(t, d) })
 }
 
 // tUsagePanic runs f and returns the message of its panic, failing t unless
@@ -114,4 +115,18 @@ func misuseOpsOnReleased(t *testing.T, d *vk.Device) {
 			t.Logf("case %d (%s)", i, c.op)
 		}
 	}
+}
+
+// A second Backward of one graph used to add the same gradients again.
+func misuseBackwardTwice(t *testing.T, d *vk.Device) {
+	p := tParam(t, d, "x", []float32{0.5, 1, -1, 2, 3, -4}, 2, 3)
+	g := nn.NewGraph(d, nn.Options{})
+	defer g.Release()
+	loss := engineLoss(t, d, g, p)
+	if err := g.Backward(loss, nil); err != nil {
+		t.Fatal(err)
+	}
+	msg := tUsagePanic(t, "Backward twice", "Backward", func() { g.Backward(loss, nil) })
+	tContains(t, "Backward twice", msg, "RetainGraph")
+	tSameBits(t, "gradient after Backward twice", tRead(t, p.Grad), engineGrad)
 }
