@@ -2,7 +2,9 @@ package nn_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
@@ -19,6 +21,7 @@ func TestGraphMisuse(t *testing.T) {
 	t.Run("BackwardOfAnotherGraph", func(t *testing.T) { misuseBackwardOfAnotherGraph(t, d) })
 	t.Run("OpsOnReleased", func(t *testing.T) { misuseOpsOnReleased(t, d) })
 	t.Run("BackwardTwice", func(t *testing.T) { misuseBackwardTwice(t, d) })
+	t.Run("TwoGoroutines", func(t *testing.T) { misuseTwoGoroutines(t, d) })
 }
 
 // tUsagePanic runs f and returns the message of its panic, failing t unless
@@ -129,4 +132,62 @@ func misuseBackwardTwice(t *testing.T, d *vk.Device) {
 	msg := tUsagePanic(t, "Backward twice", "Backward", func() { g.Backward(loss, nil) })
 	tContains(t, "Backward twice", msg, "RetainGraph")
 	tSameBits(t, "gradient after Backward twice", tRead(t, p.Grad), engineGrad)
+}
+
+// Two goroutines recording into one graph at once used to give wrong,
+// varying gradients. Now one of them panics: each hammers the graph until
+// either has panicked, recovering the panic in the goroutine.
+func misuseTwoGoroutines(t *testing.T, d *vk.Device) {
+	p := tParam(t, d, "x", []float32{0.5, 1, -1, 2, 3, -4}, 2, 3)
+	c := tInput(t, d, []float32{1, -2, 0.5, 4, -0.25, 3}, 2, 3)
+	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	defer g.Release()
+
+	var (
+		mu     sync.Mutex
+		caught []any
+		wg     sync.WaitGroup
+		stop   = make(chan struct{})
+		once   sync.Once
+	)
+	deadline := time.Now().Add(30 * time.Second)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							mu.Lock()
+							caught = append(caught, r)
+							mu.Unlock()
+							once.Do(func() { close(stop) })
+						}
+					}()
+					x := g.Param(p)
+					g.Sum(g.Mul(g.Add(x, g.Input(c)), x))
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(caught) == 0 {
+		t.Fatal("two goroutines used one graph for 30 s without a panic")
+	}
+	for i, r := range caught {
+		err, ok := r.(error)
+		var ue *tensor.UsageError
+		if !ok || !errors.As(err, &ue) {
+			t.Errorf("panic %d: %T %v, want a *tensor.UsageError", i, r, r)
+			continue
+		}
+		tContains(t, "two goroutines", ue.Error(), "one goroutine")
+	}
+	t.Logf("%d panics, the first: %v", len(caught), caught[0])
 }
