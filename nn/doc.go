@@ -19,4 +19,11 @@
 //
 // Graphs and Vars belong to one goroutine. Params, optimizers and the device
 // may be shared, with the device's lock ordering the work.
+//
+// Misuse of a Graph panics with a *tensor.UsageError naming the method: any
+// method but Release of a released graph, Backward of a nil loss or of
+// another graph's loss, a second Backward of a graph made without
+// Options.RetainGraph (it would add the same gradients again), and a call
+// that overlaps another call of the same graph, as two goroutines sharing
+// a graph soon do (an atomic flag per call finds it).
 package nn

@@ -67,8 +67,8 @@ func engineWithoutGradientErrors(t *testing.T, d *vk.Device) {
 }
 
 // Gradients accumulate into Param.Grad across Backward calls, of two graphs
-// or twice of one graph, as PyTorch's backward with retain_graph; ZeroGrad
-// zeroes them.
+// or twice of one graph made with RetainGraph, as PyTorch's backward with
+// retain_graph; ZeroGrad zeroes them.
 func engineGradientsAccumulate(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "x", []float32{0.5, 1, -1, 2, 3, -4}, 2, 3)
 	twice := make([]float32, len(engineGrad))
@@ -96,7 +96,7 @@ func engineGradientsAccumulate(t *testing.T, d *vk.Device) {
 	}
 	tSameBits(t, "after ZeroGrad", tRead(t, p.Grad), make([]float32, 6))
 
-	g := nn.NewGraph(d, nn.Options{})
+	g := nn.NewGraph(d, nn.Options{RetainGraph: true})
 	defer g.Release()
 	loss := engineLoss(t, d, g, p)
 	backward(g, loss)

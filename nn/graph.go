@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/vkamp/vkamp/amp"
 	"github.com/vkamp/vkamp/tensor"
@@ -14,14 +15,22 @@ import (
 // training loop that makes one Graph per step keeps device memory flat. A
 // Graph carries its own autocast region: no state is global, and two
 // goroutines can train two models at once, each with its own Graph.
+//
+// A Graph belongs to one goroutine. Its methods panic with a
+// *tensor.UsageError naming the method when the graph was released, or
+// when they find another call of the same graph under way (see use).
 type Graph struct {
-	dev    *vk.Device
-	amp    *amp.Region
-	noGrad bool
-	nodes  []*node
-	temps  tensor.Scope
-	drops  uint32 // dropout masks made, for distinct seeds per op
-	seed   uint32
+	dev      *vk.Device
+	amp      *amp.Region
+	noGrad   bool
+	nodes    []*node
+	temps    tensor.Scope
+	drops    uint32 // dropout masks made, for distinct seeds per op
+	seed     uint32
+	busy     atomic.Bool // a method of the graph is running
+	released bool
+	retain   bool // Options.RetainGraph
+	backward bool // a Backward has run
 }
 
 // Var is a value in a Graph: a tensor, and how to reach its gradient.
@@ -70,27 +79,76 @@ type Options struct {
 	NoGrad bool
 	// Seed seeds dropout: a step's masks depend on it and on the op order.
 	Seed uint32
+	// RetainGraph lets Backward run more than once on the graph, as
+	// PyTorch's backward(retain_graph=True): each run adds its gradients
+	// into the parameters' Grad again. Without it a second Backward
+	// panics, since it would add the same gradients twice.
+	RetainGraph bool
 }
 
 // NewGraph starts recording on d.
 func NewGraph(d *vk.Device, o Options) *Graph {
-	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seed: o.Seed}
+	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seed: o.Seed, retain: o.RetainGraph}
 }
 
+// claim marks g busy for the method op until done, and panics if another
+// call of g is under way: the graph's state (its nodes, its tensors, its
+// autocast region) is not locked, and two goroutines recording into one
+// graph would interleave their ops and give wrong gradients. It costs one
+// atomic compare-and-swap, and catches the calls that overlap in time,
+// which is what two goroutines using one graph soon do. Calls ordered by
+// the caller (a graph handed from one goroutine to another) never overlap,
+// and are correct.
+func (g *Graph) claim(op string) *Graph {
+	if !g.busy.CompareAndSwap(false, true) {
+		panic(&tensor.UsageError{Op: op, Msg: "another call is using the graph at the same time: a Graph belongs to one goroutine (make one Graph per goroutine)"})
+	}
+	return g
+}
+
+// use is claim for the methods that record or compute: it also panics if g
+// was released. Each of them starts with
+//
+//	defer g.use("Name").done()
+func (g *Graph) use(op string) *Graph {
+	g.claim(op)
+	if g.released {
+		g.done()
+		panic(&tensor.UsageError{Op: op, Msg: "the graph was released (make a new Graph for each step)"})
+	}
+	return g
+}
+
+// done ends the call that claim or use began.
+func (g *Graph) done() { g.busy.Store(false) }
+
 // Autocast returns the graph's autocast region.
-func (g *Graph) Autocast() *amp.Region { return g.amp }
+func (g *Graph) Autocast() *amp.Region {
+	defer g.use("Autocast").done()
+	return g.amp
+}
 
 // WithAutocast runs f in a nested autocast region (on or off), as a nested
 // torch.autocast block, and restores the enclosing one after.
 func (g *Graph) WithAutocast(enabled bool, f func()) {
+	g.use("WithAutocast")
 	g.amp = g.amp.Enter(enabled, tensor.Float16)
-	defer func() { g.amp = g.amp.Exit() }()
+	g.done()
+	defer func() {
+		defer g.claim("WithAutocast").done()
+		if !g.released { // Release in f exited every region
+			g.amp = g.amp.Exit()
+		}
+	}()
 	f()
 }
 
 // Release frees every tensor the graph made, and the weight casts of its
-// autocast region. Vars of the graph must not be used after.
+// autocast region. Vars of the graph must not be used after, and every
+// other method of the graph panics. Release is idempotent.
 func (g *Graph) Release() {
+	defer g.claim("Release").done()
+	g.released = true
 	for g.amp != nil {
 		g.amp = g.amp.Exit()
 	}
@@ -101,6 +159,7 @@ func (g *Graph) Release() {
 // Input returns a var for data that needs no gradient, such as a batch.
 // The graph does not take ownership of t.
 func (g *Graph) Input(t *tensor.Tensor) *Var {
+	defer g.use("Input").done()
 	if t == nil {
 		panic(&tensor.UsageError{Op: "Input", Msg: "nil tensor"})
 	}
@@ -112,6 +171,7 @@ func (g *Graph) Input(t *tensor.Tensor) *Var {
 
 // Param returns a var for a parameter: its gradient accumulates into p.Grad.
 func (g *Graph) Param(p *Param) *Var {
+	defer g.use("Param").done()
 	return &Var{g: g, t: p.Value, param: p, needsGrad: !g.noGrad}
 }
 
@@ -161,14 +221,29 @@ func (g *Graph) cast(v *Var, dt tensor.DType) *Var {
 }
 
 // Cast returns v converted to dt; its gradient is converted back.
-func (g *Graph) Cast(v *Var, dt tensor.DType) *Var { return g.cast(v, dt) }
+func (g *Graph) Cast(v *Var, dt tensor.DType) *Var {
+	defer g.use("Cast").done()
+	return g.cast(v, dt)
+}
 
 // Backward computes the gradient of loss, a one-element var, with respect to
 // every parameter it depends on, accumulating into the parameters' Grad.
 // seed is the gradient of the loss itself: nil means 1; a loss scaler's
 // Seed gives the gradients of the scaled loss. The graph takes ownership of
-// seed. Backward records work and returns without waiting.
+// seed. Backward records work and returns without waiting. It panics if the
+// loss is nil or a var of another graph, and when called a second time on
+// a graph made without Options.RetainGraph.
 func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
+	defer g.use("Backward").done()
+	if loss == nil {
+		panic(&tensor.UsageError{Op: "Backward", Msg: "nil loss"})
+	}
+	if loss.g != g {
+		panic(&tensor.UsageError{Op: "Backward", Msg: "the loss is a var of another graph"})
+	}
+	if g.backward && !g.retain {
+		panic(&tensor.UsageError{Op: "Backward", Msg: "called twice on one graph, which would add the same gradients again (set Options.RetainGraph to allow it)"})
+	}
 	if loss.t.Len() != 1 {
 		panic(&tensor.ShapeError{Op: "Backward", A: loss.Shape(), B: []int{1}, Msg: "the loss must have one element"})
 	}
@@ -185,8 +260,10 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 	if seed.DType() != loss.DType() {
 		seed = g.keep(tensor.Cast(seed, loss.DType()))
 	}
-	// Running sums of an earlier Backward of this graph must not leak into
-	// this one: only the parameters' gradients accumulate across calls.
+	g.backward = true
+	// Running sums of an earlier Backward of this graph (RetainGraph) must
+	// not leak into this one: only the parameters' gradients accumulate
+	// across calls.
 	for _, n := range g.nodes {
 		n.out.grad = nil
 	}

@@ -41,6 +41,7 @@ func (g *Graph) fp32Only(op tensor.Op, vs ...*Var) tensor.DType {
 // MSELoss returns the mean (or sum) of (pred - target)^2 over all elements,
 // computed in fp32 whatever the inputs, as the autocast policy says.
 func (g *Graph) MSELoss(pred, target *Var, r Reduction) *Var {
+	defer g.use("MSELoss").done()
 	checkReduction("MSELoss", r)
 	sameShape("MSELoss", pred.t, target.t)
 	dt := g.fp32Only(tensor.OpMSELoss, pred, target)
@@ -78,6 +79,7 @@ func mseBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 // negative log-likelihood fused, in fp32 (the autocast policy's dtype). A
 // label out of range gives NaN.
 func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction) *Var {
+	defer g.use("CrossEntropyLoss").done()
 	checkReduction("CrossEntropyLoss", r)
 	s := logits.Shape()
 	if len(s) != 2 || labels.Len() != s[0] {
@@ -111,6 +113,7 @@ func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 // LayerNorm normalises x over its last axis and applies gamma and beta (each
 // [C]), in fp32 (the autocast policy's dtype).
 func (g *Graph) LayerNorm(x, gamma, beta *Var, eps float32) *Var {
+	defer g.use("LayerNorm").done()
 	_, cols := lastDim(x.t)
 	if gamma.t.Len() != cols || beta.t.Len() != cols {
 		panic(&tensor.ShapeError{Op: "LayerNorm", A: x.Shape(), B: gamma.Shape(), Msg: "gamma and beta must match the last axis"})

@@ -10,6 +10,8 @@ import (
 // casts its inputs (recording the casts), computes, and records itself.
 // Ops on no list (scale, relu, gelu, dropout) ask too, so the table alone
 // decides: for them the cast is a no-op.
+// Each op begins with g.use, which panics on a released graph and on a
+// call that overlaps another call of the same graph.
 
 func (g *Graph) dtypeFor(op tensor.Op, vs ...*Var) tensor.DType {
 	in := make([]tensor.DType, len(vs))
@@ -22,6 +24,7 @@ func (g *Graph) dtypeFor(op tensor.Op, vs ...*Var) tensor.DType {
 // MatMul returns op(a) op(b) for 2-D a and b, with op a transpose when the
 // flag is set. It runs in fp16 under autocast (fp32 accumulation).
 func (g *Graph) MatMul(a, b *Var, transA, transB bool) *Var {
+	defer g.use("MatMul").done()
 	dt := g.dtypeFor(tensor.OpMatMul, a, b)
 	a, b = g.cast(a, dt), g.cast(b, dt)
 	out := tensor.MatMul(a.t, b.t, tensor.MatMulOpts{TransA: transA, TransB: transB, Out: dt})
@@ -31,6 +34,7 @@ func (g *Graph) MatMul(a, b *Var, transA, transB bool) *Var {
 // Linear returns x w^T + b for x [batch, in], w [out, in] and b [out] (b may
 // be nil), with the bias add fused into the product.
 func (g *Graph) Linear(x, w, b *Var) *Var {
+	defer g.use("Linear").done()
 	vs := []*Var{x, w}
 	if b != nil {
 		vs = append(vs, b)
@@ -54,33 +58,46 @@ func (g *Graph) binary(op tensor.Op, a, b *Var, f func(a, b *tensor.Tensor, dt t
 }
 
 // Add returns a + b (same shapes), in the wider dtype.
-func (g *Graph) Add(a, b *Var) *Var { return g.binary(tensor.OpAdd, a, b, tensor.Add) }
+func (g *Graph) Add(a, b *Var) *Var {
+	defer g.use("Add").done()
+	return g.binary(tensor.OpAdd, a, b, tensor.Add)
+}
 
 // Sub returns a - b.
-func (g *Graph) Sub(a, b *Var) *Var { return g.binary(tensor.OpSub, a, b, tensor.Sub) }
+func (g *Graph) Sub(a, b *Var) *Var {
+	defer g.use("Sub").done()
+	return g.binary(tensor.OpSub, a, b, tensor.Sub)
+}
 
 // Mul returns a * b elementwise.
-func (g *Graph) Mul(a, b *Var) *Var { return g.binary(tensor.OpMul, a, b, tensor.Mul) }
+func (g *Graph) Mul(a, b *Var) *Var {
+	defer g.use("Mul").done()
+	return g.binary(tensor.OpMul, a, b, tensor.Mul)
+}
 
 // AddBias returns x + bias, bias [N] broadcast over x [..., N].
 func (g *Graph) AddBias(x, bias *Var) *Var {
+	defer g.use("AddBias").done()
 	return g.binary(tensor.OpAddBias, x, bias, tensor.AddBias)
 }
 
 // Scale returns s * x.
 func (g *Graph) Scale(x *Var, s float32) *Var {
+	defer g.use("Scale").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpScale, x))
 	return g.record(tensor.OpScale, tensor.Scale(x.t, s, x.DType()), attrs{f: s}, nil, x)
 }
 
 // ReLU returns max(x, 0).
 func (g *Graph) ReLU(x *Var) *Var {
+	defer g.use("ReLU").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpReLU, x))
 	return g.record(tensor.OpReLU, tensor.ReLU(x.t, x.DType()), attrs{}, nil, x)
 }
 
 // GELU returns the tanh form of GELU.
 func (g *Graph) GELU(x *Var) *Var {
+	defer g.use("GELU").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpGELU, x))
 	return g.record(tensor.OpGELU, tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
 }
@@ -93,12 +110,14 @@ func (g *Graph) Exp(x *Var) *Var {
 
 // Sum returns the sum of all elements, in fp32.
 func (g *Graph) Sum(x *Var) *Var {
+	defer g.use("Sum").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpSum, x))
 	return g.record(tensor.OpSum, tensor.Sum(x.t), attrs{n: x.t.Len()}, nil, x)
 }
 
 // Mean returns the mean of all elements, in fp32.
 func (g *Graph) Mean(x *Var) *Var {
+	defer g.use("Mean").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpMean, x))
 	return g.record(tensor.OpMean, tensor.Mean(x.t), attrs{n: x.t.Len()}, nil, x)
 }
@@ -106,6 +125,7 @@ func (g *Graph) Mean(x *Var) *Var {
 // Softmax returns the row-wise softmax over the last axis, in fp32. It has
 // no backward rule yet: use CrossEntropy for training.
 func (g *Graph) Softmax(x *Var) *Var {
+	defer g.use("Softmax").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpSoftmax, x))
 	return g.keepVar(tensor.Softmax(x.t))
 }
@@ -113,6 +133,7 @@ func (g *Graph) Softmax(x *Var) *Var {
 // LogSoftmax returns the row-wise log-softmax over the last axis, in fp32,
 // without a backward rule (see Softmax).
 func (g *Graph) LogSoftmax(x *Var) *Var {
+	defer g.use("LogSoftmax").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpLogSoftmax, x))
 	return g.keepVar(tensor.LogSoftmax(x.t))
 }
@@ -122,6 +143,7 @@ func (g *Graph) keepVar(t *tensor.Tensor) *Var { return &Var{g: g, t: g.keep(t)}
 // Dropout zeroes elements with probability p and scales the others by
 // 1/(1-p); with p == 0 it returns x.
 func (g *Graph) Dropout(x *Var, p float32) *Var {
+	defer g.use("Dropout").done()
 	if p < 0 || p >= 1 || p != p {
 		panic(&tensor.UsageError{Op: "Dropout", Msg: "probability must be in [0, 1)"})
 	}
