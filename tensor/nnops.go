@@ -98,8 +98,8 @@ func Accumulate(dst, src *Tensor) error {
 // NLL returns the negative log-likelihood of each row of logp [N, C]
 // (Float32 log-probabilities, as LogSoftmax gives) at its label,
 // out[r] = -logp[r, labels[r]], as a Float32 tensor [N]. labels holds N
-// class indices stored as Float32; a label that is not an integer in
-// [0, C) gives NaN, so a bad label cannot pass unnoticed.
+// Int32 class indices; labels of another dtype panic with a *DTypeError. A
+// label outside [0, C) gives NaN, so a bad label cannot pass unnoticed.
 func NLL(logp, labels *Tensor) *Tensor {
 	rows, cols := checkLogProbs("NLL", logp, labels)
 	out := newOut(logp.dev, Float32, []int{rows}, logp, labels)
@@ -116,7 +116,8 @@ func NLL(logp, labels *Tensor) *Tensor {
 // upstream gradient dy (one Float32 element): alpha * dy[0] *
 // (exp(logp) - onehot(labels)), a Float32 tensor [N, C], from the
 // log-probabilities logp [N, C] that the forward pass computed. alpha is
-// 1/N for a mean over rows, 1 for a sum. Labels are as NLL takes them.
+// 1/N for a mean over rows, 1 for a sum. Labels are Int32 class indices, as
+// NLL takes them.
 func CrossEntropyBackward(logp, labels, dy *Tensor, alpha float32) *Tensor {
 	rows, cols := checkLogProbs("CrossEntropyBackward", logp, labels)
 	sameDevice("CrossEntropyBackward", logp, dy)
@@ -131,7 +132,7 @@ func CrossEntropyBackward(logp, labels, dy *Tensor, alpha float32) *Tensor {
 	return out
 }
 
-// checkLogProbs panics unless logp is Float32 [N, C] and labels N Float32
+// checkLogProbs panics unless logp is Float32 [N, C] and labels N Int32
 // class indices, on one device, and returns N and C.
 func checkLogProbs(op string, logp, labels *Tensor) (rows, cols int) {
 	sameDevice(op, logp, labels)
@@ -141,8 +142,8 @@ func checkLogProbs(op string, logp, labels *Tensor) (rows, cols int) {
 	if logp.dtype != Float32 {
 		panic(&DTypeError{Op: op, Got: logp.dtype, Want: "float32 log-probabilities"})
 	}
-	if labels.dtype != Float32 {
-		panic(&DTypeError{Op: op, Got: labels.dtype, Want: "float32 labels"})
+	if labels.dtype != Int32 {
+		panic(&DTypeError{Op: op, Got: labels.dtype, Want: "int32 class indices as labels"})
 	}
 	return logp.shape[0], logp.shape[1]
 }

@@ -450,6 +450,12 @@ func badInputs() []badInput {
 			g.CrossEntropyLoss(g.Input(e.z(2, 4)), e.keep(tensor.Zeros(e.d, tensor.Float16, 2)), nn.Mean)
 			return nil
 		}},
+		{"CrossEntropyLoss float32 labels", dtypePanic, nil, []string{"CrossEntropyLoss", "float32", "int32 class indices"}, func(e *env) error {
+			g := nn.NewGraph(e.d, nn.Options{})
+			defer g.Release()
+			g.CrossEntropyLoss(g.Input(e.z(2, 4)), e.z(2), nn.Mean)
+			return nil
+		}},
 
 		// Nil and released tensors.
 		{"Add nil", usagePanic, nil, []string{"Add", "nil tensor"}, func(e *env) error {
