@@ -76,8 +76,13 @@ func mseBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 // CrossEntropyLoss returns the cross-entropy of logits [N, C] against class
 // labels [N], Int32 class indices (labels of another dtype panic with a
 // *tensor.DTypeError), from the log-softmax and the negative log-likelihood
-// fused, in fp32 (the autocast policy's dtype). A label out of range gives
-// NaN.
+// fused, in fp32 (the autocast policy's dtype). A label outside [0, C)
+// poisons the step, as PyTorch's device-side assert does, without a wait:
+// the loss and that row's gradient are NaN, so a step through a gradient
+// scaler skips; a plain optimizer Step skips too, as does every plain step
+// until a read reports it; and the next read of any tensor on the device
+// returns a *tensor.AssertError naming the row and the label, which matches
+// tensor.ErrBadTarget.
 func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction) *Var {
 	checkReduction("CrossEntropyLoss", r)
 	s := logits.Shape()

@@ -112,7 +112,8 @@ func opsMisusePanics(t *testing.T, d *vk.Device) {
 }
 
 // Labels are Int32 class indices: float labels, even integral ones, panic
-// with a *tensor.DTypeError naming the op.
+// with a *tensor.DTypeError naming the op. (Labels out of range:
+// target_test.go.)
 func opsCrossEntropyFloatLabels(t *testing.T, d *vk.Device) {
 	g := nn.NewGraph(d, nn.Options{})
 	defer g.Release()
