@@ -17,7 +17,7 @@ func Example() {
 
 	// Batches of 100: pixels for the input, class indices for the loss.
 	x := make([]float32, 100*train.Rows*train.Cols)
-	y := make([]float32, 100)
+	y := make([]int32, 100)
 	train.Batch(0, 100, x, y)
 	fmt.Printf("%d batches; the first starts with labels %v\n", train.N/100, y[:3])
 	// Output:

@@ -121,12 +121,12 @@ func readFile(dir, name string, read func(r io.Reader, path string) error) error
 	return read(r, path)
 }
 
-// Batch fills x with the pixels and y with the labels, as float32 class
-// indices, of digits i*size to i*size+size-1: batch i of the s.N/size full
+// Batch fills x with the pixels and y with the labels, as int32 class
+// indices (what the losses take, through tensor.FromInt32), of digits i*size to i*size+size-1: batch i of the s.N/size full
 // batches, in file order. x must hold size*Rows*Cols values and y size.
 // Batch panics if the batch is not wholly in s or a buffer has the wrong
 // length.
-func (s *Set) Batch(i, size int, x, y []float32) {
+func (s *Set) Batch(i, size int, x []float32, y []int32) {
 	if size < 1 || i < 0 || i >= s.N/size {
 		panic(fmt.Sprintf("mnist: Batch(%d, %d) of a set of %d digits", i, size, s.N))
 	}
@@ -137,7 +137,7 @@ func (s *Set) Batch(i, size int, x, y []float32) {
 	first := i * size
 	copy(x, s.Images[first*px:(first+size)*px])
 	for j, l := range s.Labels[first : first+size] {
-		y[j] = float32(l)
+		y[j] = int32(l)
 	}
 }
 

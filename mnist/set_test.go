@@ -210,19 +210,20 @@ func TestBatch(t *testing.T) {
 	}
 	const size = 3
 	x := make([]float32, size*784)
-	y := make([]float32, size)
+	y := make([]int32, size)
 	train.Batch(2, size, x, y)
 	if !slices.Equal(x, train.Images[6*784:9*784]) {
 		t.Error("batch 2 holds the wrong images")
 	}
-	if want := []float32{4, 7, 2}; !slices.Equal(y, want) {
+	if want := []int32{4, 7, 2}; !slices.Equal(y, want) {
 		t.Errorf("batch 2 labels %v, want %v", y, want)
 	}
 	last := train.N/size - 1
 	train.Batch(last, size, x, y) // the last full batch
 	for i, c := range []struct {
 		i, size int
-		x, y    []float32
+		x       []float32
+		y       []int32
 	}{
 		{last + 1, size, x, y},
 		{-1, size, x, y},

@@ -38,7 +38,7 @@ func TestAutocast(t *testing.T) {
 func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 	w := tParam(t, d, "w", tRand(4*5, 1, 1, f32), 4, 5)
 	b := tParam(t, d, "b", tRand(4, 2, 1, f32), 4)
-	labels := tInput(t, d, []float32{3, 0, 2}, 3)
+	labels := tLabels(t, d, 3, 0, 2)
 	x32 := func() *tensor.Tensor { return tInput(t, d, tRand(15, 3, 2, f32), 3, 5) }
 	x16 := func() *tensor.Tensor { return tHalf(t, d, tRand(15, 4, 2, f32), 3, 5) }
 	type input struct {
@@ -120,7 +120,7 @@ func fp32OnlyWithoutAutocast(t *testing.T, d *vk.Device) {
 	gamma := tParam(t, d, "gamma", tRand(5, 9, 1, f16), 5)
 	beta := tParam(t, d, "beta", tRand(5, 10, 1, f16), 5)
 	target := tHalf(t, d, tRand(15, 11, 1, f32), 3, 5)
-	labels := tInput(t, d, []float32{3, 0, 2}, 3)
+	labels := tLabels(t, d, 3, 0, 2)
 	cases := []struct {
 		name string
 		run  func(g *nn.Graph, in func(p *nn.Param) *nn.Var) *nn.Var
@@ -284,11 +284,11 @@ func autocastMemoryFlat(t *testing.T, d *vk.Device) {
 	}
 	t.Cleanup(func() { s.Close() })
 	x := tInput(t, d, tRand(32*8, 3, 1, f32), 32, 8)
-	labelVals := make([]float32, 32)
+	labelVals := make([]int32, 32)
 	for i := range labelVals {
-		labelVals[i] = float32(i % 4)
+		labelVals[i] = int32(i % 4)
 	}
-	labels := tInput(t, d, labelVals, 32)
+	labels := tLabels(t, d, labelVals...)
 
 	const steps = 200
 	var first, last float32

@@ -177,8 +177,8 @@ func gradCases(t *testing.T, d *vk.Device) []gradCase {
 			},
 		})
 	}
-	labelVals := []float32{0, 3, 1, 4}
-	labels := tInput(t, d, labelVals, 4)
+	labelVals := []int32{0, 3, 1, 4}
+	labels := tLabels(t, d, labelVals...)
 	for _, r := range []nn.Reduction{nn.Mean, nn.Sum} {
 		cases = append(cases, gradCase{
 			name: fmt.Sprintf("cross_entropy reduction=%d", r), shapes: [][]int{{4, 5}}, k: 5 + ref.ExpRoundings,
@@ -338,7 +338,7 @@ func hostLinear(x, w, b []float64, m, k, n int) []float64 {
 	return y
 }
 
-func hostCrossEntropy(logits []float64, labels []float32, cols int, r nn.Reduction) float64 {
+func hostCrossEntropy(logits []float64, labels []int32, cols int, r nn.Reduction) float64 {
 	rows := len(logits) / cols
 	var total float64
 	for i := 0; i < rows; i++ {
@@ -351,7 +351,7 @@ func hostCrossEntropy(logits []float64, labels []float32, cols int, r nn.Reducti
 		for _, v := range row {
 			s += math.Exp(v - m)
 		}
-		total += m + math.Log(s) - row[int(labels[i])]
+		total += m + math.Log(s) - row[labels[i]]
 	}
 	if r == nn.Mean {
 		total /= float64(rows)

@@ -42,6 +42,17 @@ func tInput(t testing.TB, d *vk.Device, vals []float32, shape ...int) *tensor.Te
 	return x
 }
 
+// tLabels uploads Int32 class indices, released when the test ends.
+func tLabels(t testing.TB, d *vk.Device, vals ...int32) *tensor.Tensor {
+	t.Helper()
+	y := tensor.FromInt32(d, vals, len(vals))
+	t.Cleanup(y.Release)
+	if err := y.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
 // tRead waits for x and returns its values as float32s.
 func tRead(t testing.TB, x *tensor.Tensor) []float32 {
 	t.Helper()

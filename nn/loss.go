@@ -75,9 +75,15 @@ func mseBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 }
 
 // CrossEntropyLoss returns the cross-entropy of logits [N, C] against class
-// labels [N] (class indices stored as Float32), from the log-softmax and the
-// negative log-likelihood fused, in fp32 (the autocast policy's dtype). A
-// label out of range gives NaN.
+// labels [N], Int32 class indices (labels of another dtype panic with a
+// *tensor.DTypeError), from the log-softmax and the negative log-likelihood
+// fused, in fp32 (the autocast policy's dtype). A label outside [0, C)
+// poisons the step, as PyTorch's device-side assert does, without a wait:
+// the loss and that row's gradient are NaN, so a step through a gradient
+// scaler skips; a plain optimizer Step skips too, as does every plain step
+// until a read reports it; and the next read of any tensor on the device
+// returns a *tensor.AssertError naming the row and the label, which matches
+// tensor.ErrBadTarget.
 func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction) *Var {
 	defer g.use("CrossEntropyLoss").done()
 	checkReduction("CrossEntropyLoss", r)
@@ -85,8 +91,8 @@ func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction
 	if len(s) != 2 || labels.Len() != s[0] {
 		panic(&tensor.ShapeError{Op: "CrossEntropyLoss", A: s, B: labels.Shape(), Msg: "want logits [N, C] and labels [N]"})
 	}
-	if labels.DType() != tensor.Float32 {
-		panic(&tensor.DTypeError{Op: "CrossEntropyLoss", Got: labels.DType(), Want: "float32 labels"})
+	if labels.DType() != tensor.Int32 {
+		panic(&tensor.DTypeError{Op: "CrossEntropyLoss", Got: labels.DType(), Want: "int32 class indices as labels"})
 	}
 	logits = g.cast(logits, g.fp32Only(tensor.OpCrossEntropy, logits))
 	logp := g.keep(tensor.LogSoftmax(logits.t))

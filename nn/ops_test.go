@@ -16,7 +16,7 @@ func TestOps(t *testing.T) {
 	d := devtest.Open(t)
 	t.Run("DropoutMask", func(t *testing.T) { opsDropoutMask(t, d) })
 	t.Run("MisusePanics", func(t *testing.T) { opsMisusePanics(t, d) })
-	t.Run("CrossEntropyBadLabel", func(t *testing.T) { opsCrossEntropyBadLabel(t, d) })
+	t.Run("CrossEntropyFloatLabels", func(t *testing.T) { opsCrossEntropyFloatLabels(t, d) })
 }
 
 // Dropout's mask: the right fraction, the same for a seed in every dtype,
@@ -90,8 +90,8 @@ func opsMisusePanics(t *testing.T, d *vk.Device) {
 	defer g.Release()
 	a := g.Input(tInput(t, d, make([]float32, 6), 2, 3))
 	b := g.Input(tInput(t, d, make([]float32, 6), 3, 2))
-	labels := tInput(t, d, []float32{0, 1, 2}, 3)
-	labels2 := tInput(t, d, []float32{0, 1}, 2)
+	labels := tLabels(t, d, 0, 1, 2)
+	labels2 := tLabels(t, d, 0, 1)
 	gamma := g.Input(tInput(t, d, make([]float32, 2), 2))
 	for _, c := range []struct {
 		name string
@@ -111,18 +111,25 @@ func opsMisusePanics(t *testing.T, d *vk.Device) {
 	}
 }
 
-// A label out of range makes the loss NaN rather than pass unnoticed.
-func opsCrossEntropyBadLabel(t *testing.T, d *vk.Device) {
+// Labels are Int32 class indices: float labels, even integral ones, panic
+// with a *tensor.DTypeError naming the op. (Labels out of range:
+// target_test.go.)
+func opsCrossEntropyFloatLabels(t *testing.T, d *vk.Device) {
 	g := nn.NewGraph(d, nn.Options{})
 	defer g.Release()
 	logits := g.Input(tInput(t, d, tRand(6, 1, 1, f32), 2, 3))
-	for _, l := range [][]float32{{0, 3}, {-1, 0}, {0.5, 1}} {
-		v, err := g.CrossEntropyLoss(logits, tInput(t, d, l, 2), nn.Sum).Value().Item()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !math.IsNaN(float64(v)) {
-			t.Errorf("labels %v: loss %g, want NaN", l, v)
-		}
+	for _, l := range []*tensor.Tensor{tInput(t, d, []float32{0, 2}, 2), tHalf(t, d, []float32{0, 2}, 2)} {
+		func() {
+			defer func() {
+				r := recover()
+				e, ok := r.(*tensor.DTypeError)
+				if !ok {
+					t.Errorf("%s labels: panicked with %T %v, want a *tensor.DTypeError", l.DType(), r, r)
+					return
+				}
+				tContains(t, "float labels", e.Error(), "CrossEntropyLoss", l.DType().String(), "int32 class indices")
+			}()
+			g.CrossEntropyLoss(logits, l, nn.Sum)
+		}()
 	}
 }

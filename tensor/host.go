@@ -168,5 +168,8 @@ func (t *Tensor) raw(op string) ([]byte, error) {
 	if err := t.buf.Read(0, raw); err != nil {
 		return nil, fmt.Errorf("tensor: read %s%v: %w", t.dtype, t.shape, err)
 	}
+	if err := checkAsserts(t.dev); err != nil {
+		return nil, err
+	}
 	return raw, nil
 }

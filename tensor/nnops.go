@@ -98,15 +98,20 @@ func Accumulate(dst, src *Tensor) error {
 // NLL returns the negative log-likelihood of each row of logp [N, C]
 // (Float32 log-probabilities, as LogSoftmax gives) at its label,
 // out[r] = -logp[r, labels[r]], as a Float32 tensor [N]. labels holds N
-// class indices stored as Float32; a label that is not an integer in
-// [0, C) gives NaN, so a bad label cannot pass unnoticed.
+// Int32 class indices; labels of another dtype panic with a *DTypeError. A
+// label outside [0, C) gives NaN in its row and raises the device's assert:
+// the next read of any tensor on the device returns an *AssertError
+// matching ErrBadTarget, and until then optimizer steps without a skip flag
+// of their own are skipped (see AssertError).
 func NLL(logp, labels *Tensor) *Tensor {
 	rows, cols := checkLogProbs("NLL", logp, labels)
 	out := newOut(logp.dev, Float32, []int{rows}, logp, labels)
 	recordInto("NLL", func() error {
-		return kernels.Nll(logp.dev, kernels.Groups(logp.dev, rows), kernels.NllSpec{},
-			kernels.NllPush{Rows: uint32(rows), Cols: uint32(cols)},
-			kernels.NllBind{L: logp.buf, Y: labels.buf, Out: out.buf})
+		return withAssert(logp.dev, func(rec *vk.Buffer) error {
+			return kernels.Nll(logp.dev, kernels.Groups(logp.dev, rows), kernels.NllSpec{AssertOp: assertNLL},
+				kernels.NllPush{Rows: uint32(rows), Cols: uint32(cols)},
+				kernels.NllBind{L: logp.buf, Y: labels.buf, Out: out.buf, Assert: rec})
+		})
 	}, out)
 	return out
 }
@@ -116,22 +121,26 @@ func NLL(logp, labels *Tensor) *Tensor {
 // upstream gradient dy (one Float32 element): alpha * dy[0] *
 // (exp(logp) - onehot(labels)), a Float32 tensor [N, C], from the
 // log-probabilities logp [N, C] that the forward pass computed. alpha is
-// 1/N for a mean over rows, 1 for a sum. Labels are as NLL takes them.
+// 1/N for a mean over rows, 1 for a sum. Labels are Int32 class indices, as
+// NLL takes them; the row of a label outside [0, C) is NaN in every class,
+// whatever dy, and raises the device's assert as NLL does.
 func CrossEntropyBackward(logp, labels, dy *Tensor, alpha float32) *Tensor {
 	rows, cols := checkLogProbs("CrossEntropyBackward", logp, labels)
 	sameDevice("CrossEntropyBackward", logp, dy)
 	checkItem("CrossEntropyBackward", dy)
 	out := newOut(logp.dev, Float32, logp.shape, logp, labels, dy)
 	recordInto("CrossEntropyBackward", func() error {
-		return kernels.CrossEntropyBackward(logp.dev, pairGroups(logp.dev, rows*cols),
-			kernels.CrossEntropyBackwardSpec{OutDT: Float32.code()},
-			kernels.CrossEntropyBackwardPush{Rows: uint32(rows), Cols: uint32(cols), Alpha: alpha},
-			kernels.CrossEntropyBackwardBind{L: logp.buf, Y: labels.buf, S: dy.buf, Out: out.buf})
+		return withAssert(logp.dev, func(rec *vk.Buffer) error {
+			return kernels.CrossEntropyBackward(logp.dev, pairGroups(logp.dev, rows*cols),
+				kernels.CrossEntropyBackwardSpec{OutDT: Float32.code(), AssertOp: assertCrossEntropyBackward},
+				kernels.CrossEntropyBackwardPush{Rows: uint32(rows), Cols: uint32(cols), Alpha: alpha},
+				kernels.CrossEntropyBackwardBind{L: logp.buf, Y: labels.buf, S: dy.buf, Out: out.buf, Assert: rec})
+		})
 	}, out)
 	return out
 }
 
-// checkLogProbs panics unless logp is Float32 [N, C] and labels N Float32
+// checkLogProbs panics unless logp is Float32 [N, C] and labels N Int32
 // class indices, on one device, and returns N and C.
 func checkLogProbs(op string, logp, labels *Tensor) (rows, cols int) {
 	sameDevice(op, logp, labels)
@@ -141,8 +150,8 @@ func checkLogProbs(op string, logp, labels *Tensor) (rows, cols int) {
 	if logp.dtype != Float32 {
 		panic(&DTypeError{Op: op, Got: logp.dtype, Want: "float32 log-probabilities"})
 	}
-	if labels.dtype != Float32 {
-		panic(&DTypeError{Op: op, Got: labels.dtype, Want: "float32 labels"})
+	if labels.dtype != Int32 {
+		panic(&DTypeError{Op: op, Got: labels.dtype, Want: "int32 class indices as labels"})
 	}
 	return logp.shape[0], logp.shape[1]
 }

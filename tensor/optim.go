@@ -135,10 +135,12 @@ type SGDConfig struct {
 }
 
 // SGDStep records an SGD step over every parameter unless skip, a
-// one-element Float32 tensor, is non-zero when the step runs on the device
-// (nil: never skipped). A skipped step changes nothing, not even the step
-// count. With a momentum the state must keep one moment or more. Like
-// every in-place op it returns errors (a gradient's or skip's, or a failed
+// one-element Float32 tensor, is non-zero when the step runs on the device.
+// With a nil skip the step is skipped while the device's assert is raised
+// (a loss was given a class index out of range and no read has reported it
+// yet; see AssertError). A skipped step changes nothing, not even the step
+// count. With a momentum the state must keep one moment or more. Like every
+// in-place op it returns errors (a gradient's or skip's, or a failed
 // recording) and never makes a parameter carry one.
 func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 	if c.Momentum != 0 && s.moments[0] == nil {
@@ -178,11 +180,12 @@ func (s *OptimizerState) step(op string, skip *Tensor, update func(g *blockGroup
 	if s == nil || s.steps == nil {
 		usagePanic(op, "closed or zero OptimizerState")
 	}
-	if skip == nil {
+	if skip != nil {
+		sameDevice(op, skip, s.steps)
+		checkItem(op, skip)
+	} else if skip = assertRecord(s.steps.dev); skip == nil {
 		skip = s.never
 	}
-	sameDevice(op, skip, s.steps)
-	checkItem(op, skip)
 	for _, c := range s.cells {
 		if c != nil {
 			c.live(op)

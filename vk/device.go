@@ -58,6 +58,9 @@ type Device struct {
 	stats  Stats
 	times  map[string]*KernelTime
 	faults Faults
+
+	localMu sync.Mutex
+	locals  map[any]any // Local's values
 }
 
 // InjectFaults arms the faults in f, replacing any armed before.

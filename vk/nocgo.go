@@ -55,3 +55,4 @@ func (b *Buffer) Read(int64, []byte) error                                     {
 func (b *Buffer) Free() error                                                  { return nil }
 func (b *Buffer) Close() error                                                 { return nil }
 func (k *Kernel) Name() string                                                 { return "" }
+func (d *Device) Local(key any, create func() any) any                         { return create() }

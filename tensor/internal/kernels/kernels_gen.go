@@ -475,6 +475,7 @@ func CopyTexels(d *vk.Device, groups [3]uint32, s CopyTexelsSpec, p CopyTexelsPu
 type CrossEntropyBackwardSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	OutDT      DType  // OUT_DT: constant 3, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // CrossEntropyBackwardPush is the push-constant block Push (12 bytes), laid out as the
@@ -493,10 +494,11 @@ func (p *CrossEntropyBackwardPush) put(b []byte) {
 
 // CrossEntropyBackwardBind names the bindings of cross_entropy_backward.comp.
 type CrossEntropyBackwardBind struct {
-	L   *vk.Buffer // binding 0: read
-	Y   *vk.Buffer // binding 1: read
-	S   *vk.Buffer // binding 2: read
-	Out *vk.Buffer // binding 3: written
+	L      *vk.Buffer // binding 0: read
+	Y      *vk.Buffer // binding 1: read
+	S      *vk.Buffer // binding 2: read
+	Out    *vk.Buffer // binding 3: written
+	Assert *vk.Buffer // binding 4: read and written
 }
 
 // CrossEntropyBackward records cross_entropy_backward.comp on d over groups workgroups.
@@ -504,9 +506,10 @@ func CrossEntropyBackward(d *vk.Device, groups [3]uint32, s CrossEntropyBackward
 	k := key{op: "cross_entropy_backward"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(3, uint32(s.OutDT))
+	k.put(8, uint32(s.AssertOp))
 	var push [12]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.L, b.Y, b.S, b.Out)
+	return run(d, k, groups, push[:], b.L, b.Y, b.S, b.Out, b.Assert)
 }
 
 // DropoutSpec holds the specialization constants of dropout.comp. A zero field
@@ -1256,6 +1259,7 @@ func Mul(d *vk.Device, groups [3]uint32, s MulSpec, p EwisePush, b MulBind) erro
 // takes the shader's default.
 type NllSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // NllPush is the push-constant block Push (8 bytes), laid out as the
@@ -1272,18 +1276,20 @@ func (p *NllPush) put(b []byte) {
 
 // NllBind names the bindings of nll.comp.
 type NllBind struct {
-	L   *vk.Buffer // binding 0: read
-	Y   *vk.Buffer // binding 1: read
-	Out *vk.Buffer // binding 2: written
+	L      *vk.Buffer // binding 0: read
+	Y      *vk.Buffer // binding 1: read
+	Out    *vk.Buffer // binding 2: written
+	Assert *vk.Buffer // binding 3: read and written
 }
 
 // Nll records nll.comp on d over groups workgroups.
 func Nll(d *vk.Device, groups [3]uint32, s NllSpec, p NllPush, b NllBind) error {
 	k := key{op: "nll"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(8, uint32(s.AssertOp))
 	var push [8]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.L, b.Y, b.Out)
+	return run(d, k, groups, push[:], b.L, b.Y, b.Out, b.Assert)
 }
 
 // ReluSpec holds the specialization constants of relu.comp. A zero field

@@ -197,6 +197,17 @@ func setupEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { e.opt.Close() })
 
+	// The device's assert record, made by its first loss and kept as long as
+	// the device, exists before the rows count live buffers.
+	warm := nn.NewGraph(e.d, nn.Options{NoGrad: true})
+	labels := tensor.FromInt32(e.d, []int32{0}, 1)
+	if _, err := warm.CrossEntropyLoss(warm.Input(e.z(1, 4)), labels, nn.Mean).Value().Item(); err != nil {
+		t.Fatal(err)
+	}
+	labels.Release()
+	warm.Release()
+	e.scope.Release()
+
 	// The pristine checkpoint loads: what the rows break is what fails.
 	probe := nn.NewLinear(e.d, "fc", 8, 4, rand.New(rand.NewPCG(3, 3)))
 	defer nn.Close(probe)
@@ -449,6 +460,18 @@ func badInputs() []badInput {
 			defer g.Release()
 			g.CrossEntropyLoss(g.Input(e.z(2, 4)), e.keep(tensor.Zeros(e.d, tensor.Float16, 2)), nn.Mean)
 			return nil
+		}},
+		{"CrossEntropyLoss float32 labels", dtypePanic, nil, []string{"CrossEntropyLoss", "float32", "int32 class indices"}, func(e *env) error {
+			g := nn.NewGraph(e.d, nn.Options{})
+			defer g.Release()
+			g.CrossEntropyLoss(g.Input(e.z(2, 4)), e.z(2), nn.Mean)
+			return nil
+		}},
+		{"CrossEntropyLoss label C", fails, tensor.ErrBadTarget, []string{"NLL: device-side assert: row 1 has target 4, outside the classes [0, 4)"}, func(e *env) error {
+			return badTarget(e, 0, 4)
+		}},
+		{"CrossEntropyLoss label -1", fails, tensor.ErrBadTarget, []string{"NLL: device-side assert: row 0 has target -1, outside the classes [0, 4)"}, func(e *env) error {
+			return badTarget(e, -1, 3)
 		}},
 
 		// Nil and released tensors.

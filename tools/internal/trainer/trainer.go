@@ -145,7 +145,7 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	steps := o.Train.N / o.Batch
 	order := rand.New(rand.NewPCG(o.Seed, uint64(t.epoch)+2)).Perm(o.Train.N)
 	x := make([]float32, o.Batch*o.Train.Rows*o.Train.Cols)
-	y := make([]float32, o.Batch)
+	y := make([]int32, o.Batch)
 	// The running loss sum stays on the device: no wait per step.
 	sum := tensor.FromFloat32(o.Device, []float32{t.partialSum}, 1)
 	defer sum.Release()
@@ -199,24 +199,24 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	return e, nil
 }
 
-func fillBatch(s *mnist.Set, idx []int, x, y []float32) {
+func fillBatch(s *mnist.Set, idx []int, x []float32, y []int32) {
 	px := s.Rows * s.Cols
 	for j, k := range idx {
 		copy(x[j*px:(j+1)*px], s.Images[k*px:(k+1)*px])
-		y[j] = float32(s.Labels[k])
+		y[j] = int32(s.Labels[k])
 	}
 }
 
 // step runs one AMP (or fp32) training step and adds the loss into sum on
 // the device. It reads nothing back unless LossEvery asks; the returned loss
 // is valid only then.
-func (t *Trainer) step(x, y []float32, sum *tensor.Tensor) (float32, scaler.Skipped, error) {
+func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor) (float32, scaler.Skipped, error) {
 	o := t.o
 	d := o.Device
 	var scope tensor.Scope
 	defer scope.Release()
 	xb := scope.Track(tensor.FromFloat32(d, x, o.Batch, len(x)/o.Batch))
-	yb := scope.Track(tensor.FromFloat32(d, y, o.Batch))
+	yb := scope.Track(tensor.FromInt32(d, y, o.Batch))
 	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16, Seed: uint32(t.steps)})
 	defer g.Release()
 	logits := t.model.Forward(g, g.Input(xb))
