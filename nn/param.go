@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
@@ -11,6 +12,9 @@ import (
 
 // Param is a trainable tensor: an fp32 master value and its fp32 gradient,
 // which Backward accumulates into and optimizers read. Both live until Close.
+// Set copies new weights into Value. An optimizer also follows a Value or
+// Grad replaced by another tensor of the same shape, from its next step;
+// the replaced tensor is then the caller's to release.
 type Param struct {
 	Name  string
 	Value *tensor.Tensor
@@ -28,6 +32,31 @@ func (p *Param) accumulate(g *tensor.Tensor) error {
 		return fmt.Errorf("nn: gradient of %s: %w", p.Name, err)
 	}
 	return tensor.Accumulate(p.Grad, g)
+}
+
+// Set copies t into the parameter's value, keeping the value's memory (the
+// tensor an optimizer updates): the way to set weights at any time. t must
+// have the value's shape, else Set panics with a *tensor.ShapeError naming
+// the parameter; a dtype other than Float32 is converted as tensor.Cast
+// converts it. Set returns t's error or a failure to record the copy, and
+// never makes the value carry an error.
+func (p *Param) Set(t *tensor.Tensor) error {
+	if t == nil {
+		panic(&tensor.UsageError{Op: "Param.Set", Msg: fmt.Sprintf("parameter %s: nil tensor", p.Name)})
+	}
+	if !slices.Equal(t.Shape(), p.Value.Shape()) {
+		panic(&tensor.ShapeError{Op: "Param.Set", A: p.Value.Shape(), B: t.Shape(),
+			Msg: fmt.Sprintf("parameter %s has the first shape", p.Name)})
+	}
+	src := t
+	if t.DType() != tensor.Float32 {
+		src = tensor.Cast(t, tensor.Float32)
+		defer src.Release()
+	}
+	if err := p.Value.CopyFrom(src); err != nil {
+		return fmt.Errorf("nn: set %s: %w", p.Name, err)
+	}
+	return nil
 }
 
 // ZeroGrad sets the gradient to zero, keeping its memory.

@@ -74,3 +74,18 @@ func TestBytesOfFailed(t *testing.T) {
 	_, err := bad.Bytes()
 	require.ErrorIs(t, err, vk.ErrOutOfDeviceMemory)
 }
+
+// TestCopyFrom: a copy in place keeps the destination's memory; a source
+// of another dtype or shape panics.
+func TestCopyFrom(t *testing.T) {
+	d := devtest.Open(t)
+	dst, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float32, 3)
+	src, held := opInput(t, d, []float32{4, -5, 6.5}, tensor.Float32, 3)
+	require.NoError(t, dst.CopyFrom(src))
+	require.NoError(t, dst.CopyFrom(dst))
+	require.Equal(t, held, opRead(t, dst))
+	h, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float16, 3)
+	opPanics[*tensor.DTypeError](t, "fp16 source", func() { dst.CopyFrom(h) }, "CopyFrom", "float16")
+	two, _ := opInput(t, d, []float32{1, 2}, tensor.Float32, 2)
+	opPanics[*tensor.ShapeError](t, "shorter source", func() { dst.CopyFrom(two) }, "CopyFrom", "[3]", "[2]")
+}
