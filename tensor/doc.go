@@ -20,9 +20,11 @@
 // *UsageError (nil, released or mixed-device tensors). Failures of the
 // device or of memory do not panic: the tensor that could not be made
 // carries the error, every tensor computed from it carries it too, and the
-// read returns it. In-place ops (AxpyUnless, Accumulate, SetBytes, Zero,
-// the optimizer steps, LossScale.Unscale) return errors instead, so a
-// weight never becomes an error carrier.
+// read returns it. A tensor larger than the device's maxStorageBufferRange
+// is one that cannot be made: no kernel could bind it. In-place ops
+// (AxpyUnless, Accumulate, SetBytes, CopyFrom, Zero, the optimizer steps,
+// LossScale.Unscale) return errors instead, so a weight never becomes an
+// error carrier.
 //
 // Memory is explicit: Release a tensor, or track a step's temporaries in a
 // Scope and release them together, which keeps a training loop's device
