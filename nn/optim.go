@@ -37,6 +37,11 @@ func newOptimizer(params []*Param, moments int) (*optimizer, error) {
 	if err := checkParams("optimizer", params, nil); err != nil {
 		return nil, err
 	}
+	for _, p := range params {
+		if err := p.tensorErr(); err != nil { // one the device could not hold: say so now, not at the first step
+			return nil, fmt.Errorf("nn: optimizer: parameter %s: %w", p.Name, err)
+		}
+	}
 	o := &optimizer{params: slices.Clone(params)}
 	for _, p := range params {
 		o.values, o.grads, o.shapes = append(o.values, p.Value), append(o.grads, p.Grad), append(o.shapes, p.Value.Shape())

@@ -1,6 +1,8 @@
 package nn_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -11,7 +13,7 @@ import (
 
 // Tests of Param and of how the optimizers hold parameters: setting
 // weights after a step, a Value or Grad replaced by another tensor, the
-// same parameter listed twice.
+// same parameter listed twice, bad layer sizes.
 
 // paramStep sets p's gradient to g through a graph (the gradient of
 // sum(p * g)) and steps opt.
@@ -158,4 +160,62 @@ func TestOptimizerDuplicateParam(t *testing.T) {
 	t.Cleanup(alias.Grad.Release)
 	_, err = nn.NewSGD([]*nn.Param{p, alias}, nn.SGDOptions{LR: 0.1})
 	tContains(t, "shared value", errString(err), "fc1.weight", "tied", "value")
+}
+
+// TestLayerSizes: a layer of a size below 1 is a typed panic naming the
+// layer and its sizes, not a runtime error from make.
+func TestLayerSizes(t *testing.T) {
+	d := devtest.Open(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		what string
+		f    func()
+		want []string
+	}{
+		{"NewLinear in -3", func() { nn.NewLinear(d, "x", -3, 4, rng) }, []string{"NewLinear", `"x"`, "-3", "4"}},
+		{"NewLinear out 0", func() { nn.NewLinear(d, "y", 3, 0, rng) }, []string{"NewLinear", `"y"`, "3", "0"}},
+		{"NewLinear over 2^31", func() { nn.NewLinear(d, "z", 1<<16, 1<<16, rng) }, []string{"NewLinear", `"z"`, "65536", "2^31"}},
+		{"NewLinear nil rng", func() { nn.NewLinear(d, "r", 3, 4, nil) }, []string{"NewLinear", `"r"`, "rng"}},
+		{"NewLayerNorm -1", func() { nn.NewLayerNorm(d, "ln", -1) }, []string{"NewLayerNorm", `"ln"`, "-1"}},
+	} {
+		func() {
+			defer func() {
+				r := recover()
+				e, ok := r.(*tensor.UsageError)
+				if !ok {
+					t.Errorf("%s: panicked with %T (%v), want *tensor.UsageError", c.what, r, r)
+					return
+				}
+				tContains(t, c.what, e.Error(), c.want...)
+			}()
+			c.f()
+		}()
+	}
+}
+
+// TestLinearOverBindingRange: a layer whose weight is over the device's
+// maxStorageBufferRange (an fp32 Linear(8192, 8192) is 256 MiB; lavapipe
+// binds at most 128 MiB) is refused at construction: the weight carries an
+// error naming it and the limit, which the optimizer's constructor returns.
+// No weight is drawn or written.
+func TestLinearOverBindingRange(t *testing.T) {
+	d := devtest.Open(t)
+	lim := int64(d.Info().MaxStorageBufferRange)
+	out := 8192
+	if 4*8192*8192 <= lim { // a device that binds more: the smallest layer over it
+		out = int(lim/(4*8192) + 1)
+	}
+	l := nn.NewLinear(d, "big", 8192, out, rand.New(rand.NewPCG(1, 2)))
+	defer nn.Close(l)
+	limit := fmt.Sprintf("maxStorageBufferRange of %d bytes", lim)
+	tContains(t, "W.Err", errString(l.W.Err()), "big.weight", limit)
+	if err := l.B.Err(); err != nil {
+		t.Errorf("the bias fits, but: %v", err)
+	}
+	opt, err := nn.NewAdam(l.Parameters(), nn.AdamOptions{LR: 1e-3})
+	if err == nil {
+		opt.Close()
+	}
+	tContains(t, "NewAdam", errString(err), "big.weight", limit)
+	t.Logf("NewAdam: %v", err)
 }
