@@ -34,13 +34,16 @@ func newOptimizer(params []*Param, moments int) (*optimizer, error) {
 	if len(params) == 0 {
 		return nil, fmt.Errorf("nn: optimizer: no parameters")
 	}
-	if err := checkParams("optimizer", params, nil); err != nil {
-		return nil, err
-	}
 	for _, p := range params {
+		if p == nil || p.Value == nil || p.Grad == nil {
+			continue // checkParams says so
+		}
 		if err := p.tensorErr(); err != nil { // one the device could not hold: say so now, not at the first step
 			return nil, fmt.Errorf("nn: optimizer: parameter %s: %w", p.Name, err)
 		}
+	}
+	if err := checkParams("optimizer", params, nil); err != nil {
+		return nil, err
 	}
 	o := &optimizer{params: slices.Clone(params)}
 	for _, p := range params {

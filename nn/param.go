@@ -28,7 +28,7 @@ type Param struct {
 // maxStorageBufferRange) is carried as an error: Err returns it, and so do
 // the optimizers' constructors.
 func NewParam(d *vk.Device, name string, data []float32, shape ...int) *Param {
-	if n := checkSizes("NewParam", name, shape); n != len(data) {
+	if n := checkSizes("NewParam", name, fmt.Sprintf("shape %v", shape), shape...); n != len(data) {
 		panic(&tensor.UsageError{Op: "NewParam", Msg: fmt.Sprintf("parameter %q: shape %v holds %d elements, data %d", name, shape, n, len(data))})
 	}
 	return &Param{Name: name, Value: tensor.FromFloat32(d, data, shape...), Grad: tensor.Zeros(d, tensor.Float32, shape...)}
@@ -44,24 +44,24 @@ func newUniform(d *vk.Device, name string, bound float64, rng *rand.Rand, shape 
 		return &Param{Name: name, Value: probe, Grad: tensor.Zeros(d, tensor.Float32, shape...)}
 	}
 	probe.Release()
-	v := make([]float32, checkSizes("NewParam", name, shape))
+	v := make([]float32, checkSizes("NewParam", name, fmt.Sprintf("shape %v", shape), shape...))
 	for i := range v {
 		v[i] = float32((2*rng.Float64() - 1) * bound)
 	}
 	return NewParam(d, name, v, shape...)
 }
 
-// checkSizes panics with a *tensor.UsageError naming the constructor and
-// the layer unless every size is at least 1 and their product fits in
-// 2^31 elements, and returns the product.
-func checkSizes(op, name string, sizes []int) int {
+// checkSizes panics with a *tensor.UsageError naming the constructor, the
+// layer and its sizes (as desc says them) unless every size is at least 1
+// and their product fits in 2^31 elements, and returns the product.
+func checkSizes(op, name, desc string, sizes ...int) int {
 	n := 1
 	for _, s := range sizes {
 		if s < 1 {
-			panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("layer %q: sizes %v must be at least 1", name, sizes)})
+			panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("layer %q: %s: every size must be at least 1", name, desc)})
 		}
 		if n > math.MaxInt32/s {
-			panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("layer %q: sizes %v make more than 2^31 elements", name, sizes)})
+			panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("layer %q: %s: more than 2^31 elements", name, desc)})
 		}
 		n *= s
 	}
@@ -150,7 +150,7 @@ type Linear struct {
 // carried as an error, found without waiting by the parameters' Err and
 // returned by NewSGD and NewAdam, naming the parameter and the limit.
 func NewLinear(d *vk.Device, name string, in, out int, rng *rand.Rand) *Linear {
-	checkSizes("NewLinear", name, []int{in, out})
+	checkSizes("NewLinear", name, fmt.Sprintf("in %d, out %d", in, out), in, out)
 	if rng == nil {
 		panic(&tensor.UsageError{Op: "NewLinear", Msg: fmt.Sprintf("layer %q: nil rng", name)})
 	}
@@ -212,7 +212,7 @@ type LayerNorm struct {
 // NewLayerNorm returns a LayerNorm over features, gamma 1 and beta 0.
 // features below 1 panics with a *tensor.UsageError naming the layer.
 func NewLayerNorm(d *vk.Device, name string, features int) *LayerNorm {
-	checkSizes("NewLayerNorm", name, []int{features})
+	checkSizes("NewLayerNorm", name, fmt.Sprintf("features %d", features), features)
 	ones := make([]float32, features)
 	for i := range ones {
 		ones[i] = 1

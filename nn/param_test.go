@@ -172,11 +172,11 @@ func TestLayerSizes(t *testing.T) {
 		f    func()
 		want []string
 	}{
-		{"NewLinear in -3", func() { nn.NewLinear(d, "x", -3, 4, rng) }, []string{"NewLinear", `"x"`, "-3", "4"}},
-		{"NewLinear out 0", func() { nn.NewLinear(d, "y", 3, 0, rng) }, []string{"NewLinear", `"y"`, "3", "0"}},
+		{"NewLinear in -3", func() { nn.NewLinear(d, "x", -3, 4, rng) }, []string{"NewLinear", `"x"`, "in -3, out 4", "at least 1"}},
+		{"NewLinear out 0", func() { nn.NewLinear(d, "y", 3, 0, rng) }, []string{"NewLinear", `"y"`, "in 3, out 0"}},
 		{"NewLinear over 2^31", func() { nn.NewLinear(d, "z", 1<<16, 1<<16, rng) }, []string{"NewLinear", `"z"`, "65536", "2^31"}},
 		{"NewLinear nil rng", func() { nn.NewLinear(d, "r", 3, 4, nil) }, []string{"NewLinear", `"r"`, "rng"}},
-		{"NewLayerNorm -1", func() { nn.NewLayerNorm(d, "ln", -1) }, []string{"NewLayerNorm", `"ln"`, "-1"}},
+		{"NewLayerNorm -1", func() { nn.NewLayerNorm(d, "ln", -1) }, []string{"NewLayerNorm", `"ln"`, "features -1"}},
 	} {
 		func() {
 			defer func() {
