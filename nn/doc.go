@@ -17,6 +17,14 @@
 // optimizer state in safetensors files and scalars in JSON, as versions of a
 // directory switched atomically: a crash never leaves a torn checkpoint.
 //
+// Layer constructors panic with a *tensor.UsageError naming the layer for
+// sizes below 1 (misuse). A parameter the device cannot hold (out of
+// memory, or over its maxStorageBufferRange) carries the error: Param.Err
+// reports it, and NewSGD and NewAdam return it naming the parameter. Set
+// new weights with Param.Set, which copies into the tensor the optimizer
+// updates; an optimizer also follows a Value or Grad replaced by a tensor
+// of the same shape. A parameter listed twice in an optimizer is an error.
+//
 // Graphs and Vars belong to one goroutine. Params, optimizers and the device
 // may be shared, with the device's lock ordering the work.
 //

@@ -15,36 +15,113 @@ import (
 // and skips itself on the device when it is set, so the gradient scaler
 // never makes a step wait for the host; the step counter then does not
 // advance.
+//
+// A parameter's Value or Grad replaced by another tensor (of the same
+// shape) is followed: from the next step on, the optimizer updates the new
+// tensors, keeping the moments and step count, and never writes the old
+// ones' memory again. Param.Set, which copies new weights into the tensor
+// the optimizer already updates, is the simpler way.
 
 type optimizer struct {
-	mu     sync.Mutex
-	params []*Param
-	state  *tensor.OptimizerState // moments, step count and block tables
+	mu            sync.Mutex
+	params        []*Param
+	values, grads []*tensor.Tensor       // per parameter: the tensors the state updates
+	shapes        [][]int                // per parameter: the shape of its moments
+	state         *tensor.OptimizerState // moments, step count and block tables
 }
 
 func newOptimizer(params []*Param, moments int) (*optimizer, error) {
 	if len(params) == 0 {
 		return nil, fmt.Errorf("nn: optimizer: no parameters")
 	}
-	d := params[0].Value.Device()
-	values, grads := make([]*tensor.Tensor, len(params)), make([]*tensor.Tensor, len(params))
-	for i, p := range params {
-		if p.Value.Device() != d || p.Grad.Device() != d {
-			return nil, fmt.Errorf("nn: optimizer: parameter %s on another device", p.Name)
+	for _, p := range params {
+		if p == nil || p.Value == nil || p.Grad == nil {
+			continue // checkParams says so
 		}
-		if p.Value.DType() != tensor.Float32 || p.Grad.DType() != tensor.Float32 {
-			return nil, fmt.Errorf("nn: optimizer: parameter %s: master weights and gradients must be float32", p.Name)
+		if err := p.tensorErr(); err != nil { // one the device could not hold: say so now, not at the first step
+			return nil, fmt.Errorf("nn: optimizer: parameter %s: %w", p.Name, err)
 		}
-		if !slices.Equal(p.Value.Shape(), p.Grad.Shape()) {
-			return nil, fmt.Errorf("nn: optimizer: parameter %s: value %v and gradient %v differ in shape", p.Name, p.Value.Shape(), p.Grad.Shape())
-		}
-		values[i], grads[i] = p.Value, p.Grad
 	}
-	st, err := tensor.NewOptimizerState(values, grads, moments)
+	if err := checkParams("optimizer", params, nil); err != nil {
+		return nil, err
+	}
+	o := &optimizer{params: slices.Clone(params)}
+	for _, p := range params {
+		o.values, o.grads, o.shapes = append(o.values, p.Value), append(o.grads, p.Grad), append(o.shapes, p.Value.Shape())
+	}
+	st, err := tensor.NewOptimizerState(slices.Clone(o.values), slices.Clone(o.grads), moments)
 	if err != nil {
 		return nil, fmt.Errorf("nn: optimizer: %w", err)
 	}
-	return &optimizer{params: params, state: st}, nil
+	o.state = st
+	return o, nil
+}
+
+// checkParams returns an error naming the first parameter of params that
+// cannot be stepped with the others: nil, on another device, not float32,
+// a gradient of another shape than its value, or one whose memory another
+// parameter's update would also write (the same Param twice, or two that
+// share a tensor). With shapes, each value must have its shape.
+func checkParams(op string, params []*Param, shapes [][]int) error {
+	for i, p := range params {
+		if p == nil || p.Value == nil || p.Grad == nil {
+			return fmt.Errorf("nn: %s: parameter %d is nil or has no value or gradient", op, i)
+		}
+	}
+	d := params[0].Value.Device()
+	seen := make(map[*Param]int, len(params))
+	owner := make(map[*tensor.Tensor]string, 2*len(params))
+	for i, p := range params {
+		if j, ok := seen[p]; ok {
+			return fmt.Errorf("nn: %s: parameter %s is listed twice (at %d and %d): it would be stepped twice", op, p.Name, j, i)
+		}
+		seen[p] = i
+		if p.Value.Device() != d || p.Grad.Device() != d {
+			return fmt.Errorf("nn: %s: parameter %s on another device", op, p.Name)
+		}
+		if p.Value.DType() != tensor.Float32 || p.Grad.DType() != tensor.Float32 {
+			return fmt.Errorf("nn: %s: parameter %s: master weights and gradients must be float32", op, p.Name)
+		}
+		if shapes != nil && !slices.Equal(p.Value.Shape(), shapes[i]) {
+			return fmt.Errorf("nn: %s: parameter %s: Value was replaced by a tensor of shape %v, but the optimizer's state is for %v: "+
+				"copy new weights in with Param.Set", op, p.Name, p.Value.Shape(), shapes[i])
+		}
+		if !slices.Equal(p.Value.Shape(), p.Grad.Shape()) {
+			return fmt.Errorf("nn: %s: parameter %s: value %v and gradient %v differ in shape", op, p.Name, p.Value.Shape(), p.Grad.Shape())
+		}
+		for _, c := range []struct {
+			x    *tensor.Tensor
+			what string
+		}{{p.Value, p.Name + "'s value"}, {p.Grad, p.Name + "'s gradient"}} {
+			if prev, ok := owner[c.x]; ok {
+				return fmt.Errorf("nn: %s: %s is also %s: a step would update it twice", op, c.what, prev)
+			}
+			owner[c.x] = c.what
+		}
+	}
+	return nil
+}
+
+// follow makes the state update the tensors the parameters hold now, if a
+// Value or Grad was replaced since the last step.
+func (o *optimizer) follow(op string) error {
+	replaced := false
+	for i, p := range o.params {
+		replaced = replaced || p.Value != o.values[i] || p.Grad != o.grads[i]
+	}
+	if !replaced {
+		return nil
+	}
+	if err := checkParams(op, o.params, o.shapes); err != nil {
+		return err
+	}
+	for i, p := range o.params {
+		if p.Value != o.values[i] || p.Grad != o.grads[i] {
+			o.state.SetParam(i, p.Value, p.Grad)
+			o.values[i], o.grads[i] = p.Value, p.Grad
+		}
+	}
+	return nil
 }
 
 // Gradients returns the parameters' gradients, for the gradient scaler.
@@ -75,9 +152,13 @@ func (o *optimizer) setSteps(n int) error { return o.state.SetSteps(n) }
 // moments returns moment m of every parameter, nil where unused.
 func (o *optimizer) moments(m int) []*tensor.Tensor { return o.state.Moments(m) }
 
-// check returns the error of found or of a gradient, naming the parameter,
-// before a step. found nil is a step that is never skipped.
+// check follows replaced parameter tensors and returns the error of found
+// or of a value or gradient, naming the parameter, before a step. found nil
+// is a step that is never skipped.
 func (o *optimizer) check(op string, found *tensor.Tensor) error {
+	if err := o.follow(op); err != nil {
+		return err
+	}
 	if found != nil {
 		if found.Len() != 1 || found.DType() != tensor.Float32 {
 			panic(&tensor.ShapeError{Op: op, A: found.Shape(), B: []int{1}, Msg: "found must be one float32"})
@@ -87,6 +168,9 @@ func (o *optimizer) check(op string, found *tensor.Tensor) error {
 		}
 	}
 	for _, p := range o.params {
+		if err := p.Value.Err(); err != nil {
+			return fmt.Errorf("nn: %s: value of %s: %w", op, p.Name, err)
+		}
 		if err := p.Grad.Err(); err != nil {
 			return fmt.Errorf("nn: %s: gradient of %s: %w", op, p.Name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
@@ -11,15 +12,76 @@ import (
 
 // Param is a trainable tensor: an fp32 master value and its fp32 gradient,
 // which Backward accumulates into and optimizers read. Both live until Close.
+// Set copies new weights into Value. An optimizer also follows a Value or
+// Grad replaced by another tensor of the same shape, from its next step;
+// the replaced tensor is then the caller's to release.
 type Param struct {
 	Name  string
 	Value *tensor.Tensor
 	Grad  *tensor.Tensor
 }
 
-// NewParam returns a parameter holding data, with a zero gradient.
+// NewParam returns a parameter holding data, with a zero gradient. A shape
+// with a dimension below 1, over 2^31 elements or not of len(data)
+// elements panics with a *tensor.UsageError naming the parameter. A tensor
+// the device cannot hold (out of memory, or over its
+// maxStorageBufferRange) is carried as an error: Err returns it, and so do
+// the optimizers' constructors.
 func NewParam(d *vk.Device, name string, data []float32, shape ...int) *Param {
+	if n := checkSizes("NewParam", name, fmt.Sprintf("shape %v", shape), shape...); n != len(data) {
+		panic(&tensor.UsageError{Op: "NewParam", Msg: fmt.Sprintf("parameter %q: shape %v holds %d elements, data %d", name, shape, n, len(data))})
+	}
 	return &Param{Name: name, Value: tensor.FromFloat32(d, data, shape...), Grad: tensor.Zeros(d, tensor.Float32, shape...)}
+}
+
+// newUniform returns a parameter of shape initialised uniform in
+// [-bound, bound) from rng. When the device cannot hold it, the parameter
+// carries the error and nothing is drawn (a tensor over the device's limit
+// can be larger than the host would like to fill for nothing).
+func newUniform(d *vk.Device, name string, bound float64, rng *rand.Rand, shape ...int) *Param {
+	probe := tensor.New(d, tensor.Float32, shape...)
+	if probe.Err() != nil {
+		return &Param{Name: name, Value: probe, Grad: tensor.Zeros(d, tensor.Float32, shape...)}
+	}
+	probe.Release()
+	v := make([]float32, checkSizes("NewParam", name, fmt.Sprintf("shape %v", shape), shape...))
+	for i := range v {
+		v[i] = float32((2*rng.Float64() - 1) * bound)
+	}
+	return NewParam(d, name, v, shape...)
+}
+
+// checkSizes panics with a *tensor.UsageError naming the constructor, the
+// layer and its sizes (as desc says them) unless every size is at least 1
+// and their product fits in 2^31 elements, and returns the product.
+func checkSizes(op, name, desc string, sizes ...int) int {
+	n := 1
+	for _, s := range sizes {
+		if s < 1 {
+			panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("layer %q: %s: every size must be at least 1", name, desc)})
+		}
+		if n > math.MaxInt32/s {
+			panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("layer %q: %s: more than 2^31 elements", name, desc)})
+		}
+		n *= s
+	}
+	return n
+}
+
+// Err returns the error the parameter's value or gradient carries (a tensor
+// the device could not hold), naming the parameter, without waiting.
+func (p *Param) Err() error {
+	if err := p.tensorErr(); err != nil {
+		return fmt.Errorf("nn: parameter %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+func (p *Param) tensorErr() error {
+	if err := p.Value.Err(); err != nil {
+		return err
+	}
+	return p.Grad.Err()
 }
 
 // accumulate adds g into the gradient in place.
@@ -28,6 +90,31 @@ func (p *Param) accumulate(g *tensor.Tensor) error {
 		return fmt.Errorf("nn: gradient of %s: %w", p.Name, err)
 	}
 	return tensor.Accumulate(p.Grad, g)
+}
+
+// Set copies t into the parameter's value, keeping the value's memory (the
+// tensor an optimizer updates): the way to set weights at any time. t must
+// have the value's shape, else Set panics with a *tensor.ShapeError naming
+// the parameter; a dtype other than Float32 is converted as tensor.Cast
+// converts it. Set returns t's error or a failure to record the copy, and
+// never makes the value carry an error.
+func (p *Param) Set(t *tensor.Tensor) error {
+	if t == nil {
+		panic(&tensor.UsageError{Op: "Param.Set", Msg: fmt.Sprintf("parameter %s: nil tensor", p.Name)})
+	}
+	if !slices.Equal(t.Shape(), p.Value.Shape()) {
+		panic(&tensor.ShapeError{Op: "Param.Set", A: p.Value.Shape(), B: t.Shape(),
+			Msg: fmt.Sprintf("parameter %s has the first shape", p.Name)})
+	}
+	src := t
+	if t.DType() != tensor.Float32 {
+		src = tensor.Cast(t, tensor.Float32)
+		defer src.Release()
+	}
+	if err := p.Value.CopyFrom(src); err != nil {
+		return fmt.Errorf("nn: set %s: %w", p.Name, err)
+	}
+	return nil
 }
 
 // ZeroGrad sets the gradient to zero, keeping its memory.
@@ -55,19 +142,22 @@ type Linear struct {
 }
 
 // NewLinear returns a Linear layer initialised as PyTorch's:
-// uniform(-1/sqrt(in), 1/sqrt(in)) for weight and bias, from rng.
+// uniform(-1/sqrt(in), 1/sqrt(in)) for weight and bias, from rng. Sizes
+// below 1, a weight over 2^31 elements or a nil rng panic with a
+// *tensor.UsageError naming the layer. A weight or bias the device cannot
+// hold (out of memory, or over its maxStorageBufferRange: an fp32
+// Linear(8192, 8192) is 256 MiB, and lavapipe binds at most 128 MiB) is
+// carried as an error, found without waiting by the parameters' Err and
+// returned by NewSGD and NewAdam, naming the parameter and the limit.
 func NewLinear(d *vk.Device, name string, in, out int, rng *rand.Rand) *Linear {
-	bound := 1 / math.Sqrt(float64(in))
-	uniform := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32((2*rng.Float64() - 1) * bound)
-		}
-		return v
+	checkSizes("NewLinear", name, fmt.Sprintf("in %d, out %d", in, out), in, out)
+	if rng == nil {
+		panic(&tensor.UsageError{Op: "NewLinear", Msg: fmt.Sprintf("layer %q: nil rng", name)})
 	}
+	bound := 1 / math.Sqrt(float64(in))
 	return &Linear{
-		W: NewParam(d, name+".weight", uniform(in*out), out, in),
-		B: NewParam(d, name+".bias", uniform(out), out),
+		W: newUniform(d, name+".weight", bound, rng, out, in),
+		B: newUniform(d, name+".bias", bound, rng, out),
 	}
 }
 
@@ -120,7 +210,9 @@ type LayerNorm struct {
 }
 
 // NewLayerNorm returns a LayerNorm over features, gamma 1 and beta 0.
+// features below 1 panics with a *tensor.UsageError naming the layer.
 func NewLayerNorm(d *vk.Device, name string, features int) *LayerNorm {
+	checkSizes("NewLayerNorm", name, fmt.Sprintf("features %d", features), features)
 	ones := make([]float32, features)
 	for i := range ones {
 		ones[i] = 1

@@ -5,7 +5,12 @@
 // fp16 gradients underflow to zero unless the loss is scaled up before the
 // backward pass and the gradients scaled back down before the optimizer
 // step. A step whose gradients overflowed is skipped and the scale lowered;
-// after GrowthInterval clean steps the scale grows again. The loop reads:
+// after GrowthInterval clean steps the scale grows again. Beyond PyTorch,
+// the check also looks at the unscaled values: a gradient that the unscale
+// itself makes inf or NaN (once the scale has collapsed below about
+// 2.9e-39, or to 0, the reciprocal is +inf and a zero gradient becomes NaN)
+// skips the step, so a collapsed scale stops training instead of writing
+// NaN weights. The loop reads:
 //
 //	scaled := s.Scale(loss)      // loss * scale
 //	... backward from scaled ...

@@ -1,18 +1,21 @@
 package scaler_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/vkamp/vkamp/scaler"
 )
 
 // FuzzLoadStateDict: any bytes give an error or a valid state, never a
-// panic, and a rejected state changes nothing.
+// panic, and a rejected state changes nothing. An accepted scale is +0 (a
+// collapsed one, as PyTorch's can be) or positive.
 func FuzzLoadStateDict(f *testing.F) {
 	f.Add([]byte(`{"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"scale": 1e39, "growth_factor": 2, "backoff_factor": 0.5, "growth_interval": 1, "_growth_tracker": 0}`))
 	f.Add([]byte(`[`))
+	f.Add([]byte(`{"scale": -0.0, "growth_factor": 2, "backoff_factor": 0.5, "growth_interval": 1, "_growth_tracker": 0}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := scaler.New(scaler.Options{InitScale: 8})
 		if err != nil {
@@ -25,7 +28,7 @@ func FuzzLoadStateDict(f *testing.F) {
 			return
 		}
 		v, _ := s.ScaleValue()
-		if !(v > 0) || s.GrowthFactor() <= 1 || s.BackoffFactor() >= 1 || s.GrowthInterval() < 1 {
+		if !(v >= 0) || math.Signbit(v) || s.GrowthFactor() <= 1 || s.BackoffFactor() >= 1 || s.GrowthInterval() < 1 {
 			t.Fatalf("accepted an invalid state: scale %g, factors %g %g, interval %d", v, s.GrowthFactor(), s.BackoffFactor(), s.GrowthInterval())
 		}
 	})

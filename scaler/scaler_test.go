@@ -2,6 +2,7 @@ package scaler_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -524,5 +525,60 @@ func TestUncomparableOptimizer(t *testing.T) {
 	}
 	if _, err := s.Step(valueOpt{}); err == nil {
 		t.Error("an uncomparable optimizer value was accepted by Step")
+	}
+}
+
+// TestCollapsedScale: a scale so small that inv_scale is +inf (below about
+// 2.9e-39, or 0 as PyTorch's scale can become) turns zero gradients into
+// NaN and the others into inf in the unscale itself. The unscale flags a
+// non-finite result as well as a non-finite input, so the step is skipped
+// and the weights stay bit-identical, on the device-skipping path and on
+// the host path. A scale of 1e-30 (inv_scale 1e30, finite) with gradients
+// that overflow once unscaled is skipped the same way.
+func TestCollapsedScale(t *testing.T) {
+	d := devtest.Open(t)
+	for _, c := range []struct {
+		scale float64
+		grad  []float32
+	}{
+		{1e-39, []float32{0, 0, 0, 0, 0}},
+		{1e-39, []float32{0, 1e-3, -2, 0, 0}},
+		{0, []float32{0, 0, 0, 0, 0}},
+		{0, []float32{0, 1e-3, -2, 0, 0}},
+		{1e-30, []float32{0, 1e-3, 1e10, 0, 0}},
+	} {
+		for _, host := range []bool{false, true} {
+			s := newScaler(t, scaler.Options{})
+			sd := fmt.Sprintf(`{"scale": %g, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`, c.scale)
+			if err := s.LoadStateDict([]byte(sd)); err != nil {
+				t.Fatalf("scale %g: %v", c.scale, err)
+			}
+			o := newSGD(t, d, 5, 9000)
+			w0 := [][]float32{values(t, o.params[0]), values(t, o.params[1])}
+			s.Scale(loss(t, d)).Release()
+			setGrad(t, o.grads[0], c.grad, -1, 0)
+			setGrad(t, o.grads[1], make([]float32, 9000), -1, 0)
+			var opt scaler.Optimizer = o
+			if host {
+				opt = hostSGD{o}
+			}
+			skipped, err := s.Step(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Update(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := skipped.Value(); !v || err != nil {
+				t.Errorf("scale %g, grads %v, host %v: skipped %v (%v), want true", c.scale, c.grad, host, v, err)
+			}
+			for i, p := range o.params {
+				for j, w := range values(t, p) {
+					if math.Float32bits(w) != math.Float32bits(w0[i][j]) {
+						t.Fatalf("scale %g, grads %v, host %v: weight %d[%d] became %g: the step was not skipped", c.scale, c.grad, host, i, j, w)
+					}
+				}
+			}
+		}
 	}
 }

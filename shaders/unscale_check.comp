@@ -2,7 +2,11 @@
 // unscale_check is the gradient scaler's fused pass over all gradients: it
 // multiplies every element by inv_scale in place (even non-finite ones, as
 // PyTorch does; not at all when inv_scale is 1, so bits stay) and raises a
-// flag if any element is inf or NaN. The gradients are reached through one
+// flag if any element is inf or NaN, before or after the multiply. Checking
+// the result too is beyond PyTorch: once the scale falls below about
+// 2.9e-39 (or is 0), inv_scale is +inf and a zero gradient becomes NaN, and
+// with a scale below 1 a finite gradient can overflow; either would reach
+// the weights unflagged. The gradients are reached through one
 // binding of their memory block and a table of chunks, so one dispatch
 // covers them all. One workgroup per chunk; each raises the flags at most
 // once, with plain stores of 1.0 (every writer stores the same value).
@@ -37,7 +41,11 @@ void main() {
             for (uint i = gl_LocalInvocationIndex; i < e.y; i += gl_WorkGroupSize.x) {
                 uint w = data[e.x + i];
                 bad = bad || nonfinite32(w);
-                if (scale) data[e.x + i] = floatBitsToUint(uintBitsToFloat(w) * inv);
+                if (scale) {
+                    uint r = floatBitsToUint(uintBitsToFloat(w) * inv);
+                    bad = bad || nonfinite32(r);
+                    data[e.x + i] = r;
+                }
             }
         } else {
             for (uint i = gl_LocalInvocationIndex; 2u * i < e.y; i += gl_WorkGroupSize.x) {
@@ -46,8 +54,10 @@ void main() {
                 bool two = 2u * i + 1u < e.y; // the high half of an odd tail is padding
                 bad = bad || nonfinite16(lo) || (two && nonfinite16(hi));
                 if (scale) {
+                    lo = unscale16(lo, inv);
                     if (two) hi = unscale16(hi, inv);
-                    data[e.x + i] = unscale16(lo, inv) | (hi << 16);
+                    bad = bad || nonfinite16(lo) || (two && nonfinite16(hi));
+                    data[e.x + i] = lo | (hi << 16);
                 }
             }
         }

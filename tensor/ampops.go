@@ -72,6 +72,15 @@ func checkScale(op string, scale float64, tracker int) {
 	}
 }
 
+// checkLoaded is checkScale for a saved state, whose scale may also be 0:
+// PyTorch's scale reaches 0 after enough overflows in a row.
+func checkLoaded(op string, scale float64, tracker int) {
+	if scale == 0 {
+		scale = 1
+	}
+	checkScale(op, scale, tracker)
+}
+
 // Device returns the device the state is on, nil before the first Scale.
 func (s *LossScale) Device() *vk.Device {
 	if s.state == nil {
@@ -152,9 +161,13 @@ func (s *LossScale) placeOn(d *vk.Device) error {
 // Unscale multiplies every tensor of grads (Float32 or Float16; nil ones
 // are skipped) by the reciprocal of the scale in place, not at all while
 // it is 1 so bits stay, and sets found, a one-element Float32 tensor, to 1
-// if any element is inf or NaN and to 0 otherwise; an inf also raises the
-// state's flag that the next Update reads. Every gradient is multiplied,
-// non-finite or not, as PyTorch does. It costs one dispatch per group of
+// if any element is inf or NaN, before or after the multiply, and to 0
+// otherwise; an inf also raises the state's flag that the next Update
+// reads. Every gradient is multiplied, non-finite or not, as PyTorch does.
+// Unlike PyTorch, a finite gradient made non-finite by the multiply is
+// found too: one that overflows (scale below 1), and a zero times an
+// infinite reciprocal (scale below about 2.9e-39, or 0), which would
+// otherwise give NaN weights in a step not skipped. It costs one dispatch per group of
 // memory blocks through tab, which keeps its tables while the gradients
 // keep their memory. It panics before the first Scale. Like every in-place
 // op it returns errors (a gradient's or found's, or a failed recording).
@@ -249,9 +262,15 @@ func (s *LossScale) SetScale(scale float64) error {
 
 // Load sets the scale and the tracker, as a saved state gives them, and
 // clears the inf flag; the overflow count keeps its value. The values are
-// also the initial ones if the state is made again (after Close).
+// also the initial ones if the state is made again (after Close). The scale
+// may be 0, as PyTorch's collapses to after enough overflows: its
+// reciprocal is then +inf, and every Unscale finds a non-finite result
+// (as it does for any scale below about 2.9e-39).
 func (s *LossScale) Load(scale float64, tracker int) error {
-	checkScale("LossScale.Load", scale, tracker)
+	checkLoaded("LossScale.Load", scale, tracker)
+	if scale == 0 {
+		scale = 0 // not -0, whose reciprocal is -inf
+	}
 	if s.state != nil {
 		if err := s.write(wordScale, words(scale, tracker)[:4*wordOverflows]); err != nil {
 			return err

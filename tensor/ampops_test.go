@@ -170,3 +170,42 @@ func TestLossScaleUpdate(t *testing.T) {
 	n, _ = ls.Overflows()
 	require.Zero(t, n)
 }
+
+// TestLossScaleUnscaleResult: the unscale flags a non-finite result, not
+// only a non-finite input, in both dtypes: with inv_scale +inf (a scale
+// below about 2.9e-39, or a loaded 0) a zero gradient becomes NaN, and with
+// a finite inv_scale above 1 a finite gradient can overflow.
+func TestLossScaleUnscaleResult(t *testing.T) {
+	d := devtest.Open(t)
+	ls := tensor.NewLossScale(1024, 0)
+	defer ls.Close()
+	one, _ := opInput(t, d, []float32{1}, tensor.Float32, 1)
+	ls.Scale(one).Release()
+	found := tensor.New(d, tensor.Float32, 1)
+	defer found.Release()
+	var tab tensor.BlockTable
+	defer tab.Close()
+	f32, f16 := tensor.Float32, tensor.Float16
+	for i, c := range []struct {
+		scale float64
+		dt    tensor.DType
+		vals  []float32
+		found float32
+	}{
+		{1e-39, f32, []float32{0, 0, 0}, 1},
+		{1e-39, f16, []float32{0, 0, 0}, 1},
+		{0, f32, []float32{0, 0, 0}, 1},
+		{0, f16, []float32{0, 1, 0}, 1},
+		{1e-30, f32, []float32{0, 1e10, 0}, 1},  // 1e40 overflows
+		{1e-30, f32, []float32{0, 1e-35, 0}, 0}, // 1e-5: finite
+		{1e-30, f16, []float32{0, 60000, 0}, 1}, // 6e34 overflows
+		{1e-2, f32, []float32{0, 700, 0}, 0},    // 70000: finite in fp32
+		{1e-2, f16, []float32{0, 700, 0}, 1},    // and over fp16's 65504
+		{1e-2, f16, []float32{0, 600, 0}, 0},
+	} {
+		require.NoError(t, ls.Load(c.scale, 0))
+		g, _ := opInput(t, d, c.vals, c.dt, 3)
+		require.NoError(t, ls.Unscale([]*tensor.Tensor{g}, found, &tab))
+		require.Equalf(t, c.found, ampItem(t, found), "case %d: scale %g, %s gradient %v", i, c.scale, c.dt, c.vals)
+	}
+}

@@ -20,13 +20,15 @@
 // *UsageError (nil, released or mixed-device tensors). Failures of the
 // device or of memory do not panic: the tensor that could not be made
 // carries the error, every tensor computed from it carries it too, and the
-// read returns it. Bad data found by a kernel is a device-side assert: a
-// class index out of range given to NLL or CrossEntropyBackward gives NaN
-// and raises the device's assert, which the next read of any tensor on the
-// device (or Wait) returns as an *AssertError, without a wait of its own.
-// In-place ops (AxpyUnless, Accumulate, SetBytes, Zero,
-// the optimizer steps, LossScale.Unscale) return errors instead, so a
-// weight never becomes an error carrier.
+// read returns it. A tensor larger than the device's maxStorageBufferRange
+// is one that cannot be made: no kernel could bind it. Bad data found by a
+// kernel is a device-side assert: a class index out of range given to NLL
+// or CrossEntropyBackward gives NaN and raises the device's assert, which
+// the next read of any tensor on the device (or Wait) returns as an
+// *AssertError, without a wait of its own. In-place ops (AxpyUnless,
+// Accumulate, SetBytes, CopyFrom, Zero, the optimizer steps,
+// LossScale.Unscale) return errors instead, so a weight never becomes an
+// error carrier.
 //
 // Memory is explicit: Release a tensor, or track a step's temporaries in a
 // Scope and release them together, which keeps a training loop's device

@@ -59,6 +59,9 @@ func upload(d *vk.Device, op string, dt DType, n int, shape []int, put func(raw 
 		shapePanic(op, shape, []int{n}, "shape holds %d elements, data %d", m, n)
 	}
 	t := New(d, dt, shape...)
+	if t.err != nil {
+		return t
+	}
 	raw := make([]byte, dt.bytes(n))
 	put(raw)
 	t.write(raw)

@@ -53,9 +53,9 @@ type OptimizerState struct {
 
 // NewOptimizerState returns the state of an optimizer over the parameters
 // values with gradients grads (Float32, pairwise of one shape, on one
-// device), with moments (0, 1 or 2) zero moment tensors per parameter and
-// a step count of 0. Misuse panics; a failed allocation is returned, with
-// everything made so far released.
+// device, no tensor twice), with moments (0, 1 or 2) zero moment tensors
+// per parameter and a step count of 0. Misuse panics; a failed allocation
+// is returned, with everything made so far released.
 func NewOptimizerState(values, grads []*Tensor, moments int) (*OptimizerState, error) {
 	const op = "NewOptimizerState"
 	if len(values) == 0 || len(values) != len(grads) || moments < 0 || moments > 2 {
@@ -69,6 +69,7 @@ func NewOptimizerState(values, grads []*Tensor, moments int) (*OptimizerState, e
 			shapePanic(op, v.shape, grads[i].shape, "parameter %d and its gradient differ", i)
 		}
 	}
+	checkDistinct(op, values, grads)
 	d := values[0].dev
 	s := &OptimizerState{values: values, grads: grads}
 	var made []*Tensor
@@ -89,6 +90,51 @@ func NewOptimizerState(values, grads []*Tensor, moments int) (*OptimizerState, e
 		s.cells = append(s.cells, values[i], grads[i], s.moment(0, i), s.moment(1, i))
 	}
 	return s, nil
+}
+
+// SetParam makes value, with gradient grad, parameter i of the state from
+// the next step on, in place of the tensors it had: a caller whose
+// parameter's tensors were replaced keeps the moments and the step count,
+// and the tables are rebuilt for the new memory. value and grad must be
+// live Float32 tensors of parameter i's shape on the state's device, else
+// it panics.
+func (s *OptimizerState) SetParam(i int, value, grad *Tensor) {
+	const op = "SetParam"
+	if s == nil || s.steps == nil {
+		usagePanic(op, "closed or zero OptimizerState")
+	}
+	if i < 0 || i >= len(s.values) {
+		usagePanic(op, "parameter %d of %d", i, len(s.values))
+	}
+	sameDevice(op, s.steps, value, grad)
+	checkFloat32(op, value, grad)
+	for _, x := range []*Tensor{value, grad} {
+		if !slices.Equal(x.shape, s.values[i].shape) {
+			shapePanic(op, x.shape, s.values[i].shape, "parameter %d's moments have the second shape", i)
+		}
+	}
+	values, grads := slices.Clone(s.values), slices.Clone(s.grads)
+	values[i], grads[i] = value, grad
+	checkDistinct(op, values, grads)
+	s.values[i], s.grads[i] = value, grad
+	s.cells[4*i], s.cells[4*i+1] = value, grad
+}
+
+// checkDistinct panics if a tensor is two parameters' value or gradient,
+// or both: a step would update it twice.
+func checkDistinct(op string, values, grads []*Tensor) {
+	seen := make(map[*Tensor]string, 2*len(values))
+	for i := range values {
+		for _, c := range []struct {
+			x    *Tensor
+			what string
+		}{{values[i], fmt.Sprintf("value %d", i)}, {grads[i], fmt.Sprintf("gradient %d", i)}} {
+			if prev, ok := seen[c.x]; ok {
+				usagePanic(op, "%s is also %s: it would be updated twice", c.what, prev)
+			}
+			seen[c.x] = c.what
+		}
+	}
 }
 
 func (s *OptimizerState) moment(m, i int) *Tensor {

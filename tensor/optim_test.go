@@ -281,4 +281,44 @@ func TestOptimizerPanics(t *testing.T) {
 		"SGDStep", "moment")
 	opPanics[*tensor.UsageError](t, "Adam without moments", func() { st.AdamStep(tensor.AdamConfig{LR: 1}, nil) }, "AdamStep")
 	opPanics[*tensor.ShapeError](t, "flag of two", func() { st.SGDStep(tensor.SGDConfig{LR: 1}, z(f32, 2)) }, "SGDStep", "[2]")
+
+	// A tensor twice would be updated twice.
+	two := []*tensor.Tensor{z(f32, 3), z(f32, 3)}
+	opPanics[*tensor.UsageError](t, "a value twice", func() { tensor.NewOptimizerState([]*tensor.Tensor{vs[0], vs[0]}, two, 0) },
+		"NewOptimizerState", "value 1 is also value 0")
+	opPanics[*tensor.UsageError](t, "a gradient as a value", func() { tensor.NewOptimizerState(vs, vs, 0) },
+		"NewOptimizerState", "gradient 0 is also value 0")
+	opPanics[*tensor.ShapeError](t, "SetParam of another shape", func() { st.SetParam(0, z(f32, 4), z(f32, 4)) }, "SetParam", "[4]", "[3]")
+	opPanics[*tensor.UsageError](t, "SetParam out of range", func() { st.SetParam(1, z(f32, 3), z(f32, 3)) }, "SetParam", "1 of 1")
+}
+
+// TestOptimizerSetParam: parameter tensors replaced after a step are
+// updated from then on, through rebuilt tables, with the moments kept; the
+// released ones' memory, taken by another tensor, is left alone.
+func TestOptimizerSetParam(t *testing.T) {
+	d := devtest.Open(t)
+	r := newOptRig(t, d, 1)
+	c := tensor.SGDConfig{LR: 0.5, Momentum: 0.5}
+	gs := r.setGrads(t, 0)
+	require.NoError(t, r.st.SGDStep(c, nil))
+	buf := make([][]float64, len(optShapes))
+	for i := range r.w {
+		buf[i] = optSGD(c, true, r.w[i], gs[i], nil)
+	}
+	// Parameter 1 moves to new tensors holding its values.
+	v, _ := opInput(t, d, opRead(t, r.values[1]), tensor.Float32, optShapes[1]...)
+	g := tensor.New(d, tensor.Float32, optShapes[1]...)
+	t.Cleanup(g.Release)
+	r.values[1].Release()
+	r.grads[1].Release()
+	other, held := opRand(t, d, 99, 1, tensor.Float32, optShapes[1]...)
+	r.values[1], r.grads[1] = v, g
+	r.st.SetParam(1, v, g)
+	gs = r.setGrads(t, 1)
+	require.NoError(t, r.st.SGDStep(c, nil))
+	for i := range r.w {
+		optSGD(c, false, r.w[i], gs[i], buf[i])
+	}
+	r.check(t, "after SetParam")
+	require.Equal(t, held, opRead(t, other), "the tensor in the released memory")
 }

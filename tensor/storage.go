@@ -47,3 +47,26 @@ func (t *Tensor) Zero() error {
 	}
 	return nil
 }
+
+// CopyFrom overwrites the tensor's value with src's, in order with the work
+// already recorded, keeping the tensor's memory (a weight set from another
+// tensor). src must have the tensor's dtype and shape, on its device: else
+// it panics. It is an in-place update: it returns the error src or the
+// tensor carries, or the failure, and never makes the tensor carry one.
+func (t *Tensor) CopyFrom(src *Tensor) error {
+	const op = "CopyFrom"
+	sameDevice(op, t, src)
+	if src.dtype != t.dtype {
+		panic(&DTypeError{Op: op, Got: src.dtype, Want: t.dtype.String() + ", the destination's"})
+	}
+	if !equalShape(t.shape, src.shape) {
+		shapePanic(op, t.shape, src.shape, "destination and source differ")
+	}
+	if err := firstErr(src, t); err != nil {
+		return err
+	}
+	if src == t {
+		return nil
+	}
+	return opErr(op, t.dev.Copy(t.buf, 0, src.buf, 0, t.dtype.bytes(t.n)))
+}

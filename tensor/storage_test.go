@@ -2,6 +2,7 @@ package tensor_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 
@@ -73,4 +74,50 @@ func TestBytesOfFailed(t *testing.T) {
 	require.ErrorIs(t, bad.Zero(), vk.ErrOutOfDeviceMemory)
 	_, err := bad.Bytes()
 	require.ErrorIs(t, err, vk.ErrOutOfDeviceMemory)
+}
+
+// TestCopyFrom: a copy in place keeps the destination's memory; a source
+// of another dtype or shape panics.
+func TestCopyFrom(t *testing.T) {
+	d := devtest.Open(t)
+	dst, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float32, 3)
+	src, held := opInput(t, d, []float32{4, -5, 6.5}, tensor.Float32, 3)
+	require.NoError(t, dst.CopyFrom(src))
+	require.NoError(t, dst.CopyFrom(dst))
+	require.Equal(t, held, opRead(t, dst))
+	h, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float16, 3)
+	opPanics[*tensor.DTypeError](t, "fp16 source", func() { dst.CopyFrom(h) }, "CopyFrom", "float16")
+	two, _ := opInput(t, d, []float32{1, 2}, tensor.Float32, 2)
+	opPanics[*tensor.ShapeError](t, "shorter source", func() { dst.CopyFrom(two) }, "CopyFrom", "[3]", "[2]")
+}
+
+// TestNewOverBindingRange: a tensor larger than the device's
+// maxStorageBufferRange could never be bound by a kernel. New refuses it
+// before allocating, with an error the tensor carries naming the limit
+// (lavapipe's is 128 MiB: an fp32 8192 x 8192 is 256 MiB).
+func TestNewOverBindingRange(t *testing.T) {
+	d := devtest.Open(t)
+	lim := int64(d.Info().MaxStorageBufferRange)
+	rows := 8192
+	if 4*8192*8192 <= lim { // a device that binds more: the smallest tensor over it
+		rows = int(lim/(4*8192) + 1)
+	}
+	before := d.Stats()
+	x := tensor.New(d, tensor.Float32, rows, 8192)
+	defer x.Release()
+	require.ErrorContains(t, x.Err(), fmt.Sprintf("float32[%d 8192]", rows))
+	if uint64(4*8192*rows) > d.Info().MaxMemoryAllocationSize { // SwiftShader: 1 GiB for both; that limit is said first
+		require.ErrorIs(t, x.Err(), vk.ErrOutOfDeviceMemory)
+		return
+	}
+	require.ErrorIs(t, x.Err(), vk.ErrInvalidArgument)
+	require.ErrorContains(t, x.Err(), fmt.Sprintf("maxStorageBufferRange of %d bytes", lim))
+	t.Logf("New: %v", x.Err())
+	after := d.Stats()
+	require.Equal(t, before.BufferBytes, after.BufferBytes, "bytes allocated for a tensor refused")
+	require.Equal(t, before.LiveBuffers, after.LiveBuffers)
+	// Ops on it carry the error; nothing is dispatched.
+	y := tensor.Scale(x, 2, tensor.Float32)
+	defer y.Release()
+	require.ErrorIs(t, y.Err(), vk.ErrInvalidArgument)
 }

@@ -42,7 +42,11 @@ func checkShape(op string, shape []int) int {
 	return n
 }
 
-// New returns a tensor with undefined contents.
+// New returns a tensor with undefined contents. A tensor larger than the
+// device's maxStorageBufferRange, which no kernel could bind, is refused
+// before anything is allocated: it carries an error naming the limit that
+// matches vk.ErrInvalidArgument, as one whose allocation failed carries
+// that failure (vk.ErrOutOfDeviceMemory, also over the allocation limit).
 func New(d *vk.Device, dt DType, shape ...int) *Tensor {
 	if d == nil {
 		usagePanic("New", "nil device")
@@ -52,7 +56,16 @@ func New(d *vk.Device, dt DType, shape ...int) *Tensor {
 	}
 	n := checkShape("New", shape)
 	t := &Tensor{dev: d, dtype: dt, shape: slices.Clone(shape), n: n}
-	t.buf, t.err = d.Alloc(dt.bytes(n))
+	size := dt.bytes(n)
+	// A binding covers the allocation, rounded up to the alignment. Over the
+	// allocation limit too, the allocation's error comes first.
+	info, a := d.Info(), d.Alignment()
+	if lim := int64(info.MaxStorageBufferRange); (size+a-1)/a*a > lim && uint64(size) <= info.MaxMemoryAllocationSize {
+		t.err = fmt.Errorf("tensor: new %s%v: %d bytes, over the device's maxStorageBufferRange of %d bytes (%d MiB), "+
+			"the most one kernel binding can reach: %w", dt, shape, size, lim, lim>>20, vk.ErrInvalidArgument)
+		return t
+	}
+	t.buf, t.err = d.Alloc(size)
 	if t.err != nil {
 		t.err = fmt.Errorf("tensor: new %s%v: %w", dt, shape, t.err)
 	}

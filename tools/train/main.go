@@ -8,6 +8,13 @@
 // Ctrl-C finishes the current step, writes a checkpoint if -checkpoint is
 // set, and exits; -resume continues from it to the same result as an
 // uninterrupted run.
+//
+// With fp16, a step whose gradients hold an inf or NaN is skipped and the
+// loss scale halves. When 50 steps in a row are skipped (collapseAfter),
+// the scale has collapsed (2^-50 of what it was; below about 2.9e-39 every
+// step is skipped and it can never grow back): the run stops with an error
+// naming the scale and the count, and writes no checkpoint, so the last one
+// written stays good. The weights are never touched by a skipped step.
 package main
 
 import (
@@ -17,11 +24,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/vkamp/vkamp/scaler"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -34,7 +44,7 @@ import (
 type config struct {
 	device, precision, data, checkpoint, reportPath string
 	epochs, batch, logEvery                         int
-	lr                                              float64
+	lr, initScale                                   float64
 	seed                                            uint64
 	resume, compare                                 bool
 }
@@ -50,6 +60,7 @@ func main() {
 	flag.IntVar(&c.batch, "batch", 64, "samples per step")
 	flag.IntVar(&c.logEvery, "log-every", 5, "read the loss and scale every this many steps (each read waits for the device)")
 	flag.Float64Var(&c.lr, "lr", 1e-3, "Adam's learning rate")
+	flag.Float64Var(&c.initScale, "init-scale", 65536, "initial loss scale of fp16 training (PyTorch's init_scale)")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, shuffling and dropout")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
 	flag.BoolVar(&c.compare, "compare", false, "also train in the other precision and compare in the report")
@@ -77,6 +88,8 @@ func (c config) check() error {
 		return fmt.Errorf("-epochs, -batch and -log-every must be positive")
 	case !(c.lr > 0) || c.lr > 1e3:
 		return fmt.Errorf("-lr %g must be positive", c.lr)
+	case !(c.initScale > 0) || c.initScale > math.MaxFloat32:
+		return fmt.Errorf("-init-scale %g must be positive and finite in float32", c.initScale)
 	case c.resume && c.checkpoint == "":
 		return errors.New("-resume needs -checkpoint DIR")
 	}
@@ -138,23 +151,64 @@ func precisionName(fp16 bool) string {
 	return "fp32"
 }
 
+// collapseAfter is how many steps skipped in a row stop a run: the loss
+// scale has halved that many times, so it has collapsed (or every gradient
+// is inf or NaN). A healthy run skips a few steps in a row at most, while
+// its scale finds its level.
+const collapseAfter = 50
+
+// errCollapsed is the error of a run stopped by a collapsed loss scale.
+var errCollapsed = errors.New("the loss scale has collapsed")
+
 func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Set, fp16 bool, out, bars io.Writer) (report.Run, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var halted error // why OnStep stopped the run
+	halt := func(err error) {
+		if halted == nil {
+			halted = err
+		}
+		cancel()
+	}
 	hist := report.Run{Name: precisionName(fp16)}
 	var bar *progressbar.ProgressBar
 	var pending []trainer.Step
+	inRow := 0 // steps skipped in a row, up to the last one read
 	var tr *trainer.Trainer
 	tr, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, Batch: c.batch, LR: c.lr, FP16: fp16,
-		Seed: c.seed, LossEvery: c.logEvery,
+		Seed: c.seed, LossEvery: c.logEvery, Scaler: scaler.Options{InitScale: c.initScale},
 		OnStep: func(s trainer.Step) {
 			step := tr.StepsDone()
 			pending = append(pending, s)
-			if s.Loss == s.Loss { // read this step: the scale too, and the skips so far cost no extra wait
+			// Read the skips when the loss was read this step (they cost no
+			// extra wait then), and before the oldest goes stale.
+			if read := s.Loss == s.Loss; read || len(pending) == 8 {
 				for i, p := range pending {
-					if v, _ := p.Skipped.Value(); v {
-						hist.Skipped = append(hist.Skipped, step-len(pending)+1+i)
+					v, err := p.Skipped.Value()
+					if err != nil {
+						halt(err)
+						return
+					}
+					if !v {
+						inRow = 0
+						continue
+					}
+					hist.Skipped = append(hist.Skipped, step-len(pending)+1+i)
+					if inRow++; inRow == collapseAfter {
+						scale, err := tr.Scaler().ScaleValue()
+						if err == nil {
+							err = fmt.Errorf("%w: %d steps in a row were skipped for inf or NaN gradients and the scale is now %g; "+
+								"training stopped (skipped steps left the weights as they were) and no checkpoint was written: "+
+								"check the data and -lr, or resume from the last checkpoint", errCollapsed, inRow, scale)
+						}
+						halt(err)
 					}
 				}
 				pending = pending[:0]
+				if !read {
+					bar.Add(1)
+					return
+				}
 				if fp16 {
 					hist.ScaleSteps = append(hist.ScaleSteps, step)
 					hist.Scale = append(hist.Scale, s.Scale)
@@ -195,6 +249,9 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 		bar.Set(tr.StepInEpoch())
 		e, err := tr.Epoch(ctx)
 		bar.Exit()
+		if halted != nil {
+			return hist, halted // a collapsed scale, or a failed read of a skip: nothing is saved
+		}
 		if errors.Is(err, context.Canceled) {
 			if serr := save(); serr != nil {
 				return hist, serr

@@ -15,7 +15,7 @@ import (
 )
 
 func base() config {
-	return config{precision: "f16", data: "../../testdata/mnist", epochs: 1, batch: 1000, logEvery: 2, lr: 1e-3, seed: 1}
+	return config{precision: "f16", data: "../../testdata/mnist", epochs: 1, batch: 1000, logEvery: 2, lr: 1e-3, initScale: 65536, seed: 1}
 }
 
 func TestBadInput(t *testing.T) {
@@ -103,4 +103,28 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// TestCollapsedScale: a loss scale below about 2.9e-39 makes every step's
+// unscaled gradients inf or NaN. Every step is skipped (the weights stay
+// finite), and after collapseAfter steps in a row the run stops with an
+// error naming the count and the scale, writing no checkpoint.
+func TestCollapsedScale(t *testing.T) {
+	devtest.Open(t)
+	c := base()
+	c.batch, c.initScale, c.checkpoint = 100, 1e-39, filepath.Join(t.TempDir(), "ckpt")
+	var out strings.Builder
+	err := run(context.Background(), c, &out, io.Discard)
+	if !errors.Is(err, errCollapsed) {
+		t.Fatalf("got %v, want the collapsed-scale error\n%s", err, out.String())
+	}
+	t.Logf("train: %v", err)
+	for _, want := range []string{"50 steps in a row", "scale is now 0", "no checkpoint was written"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	if _, err := os.Stat(c.checkpoint); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a checkpoint was written (%v)", err)
+	}
 }

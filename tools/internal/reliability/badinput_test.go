@@ -586,7 +586,8 @@ func badInputs() []badInput {
 			return readErr(e.keep(tensor.New(e.closed, tensor.Float32, 4)))
 		}},
 		{"optimizer on a closed device", fails, vk.ErrClosed, nil, func(e *env) error {
-			p := &nn.Param{Name: "p", Value: e.onClosed, Grad: e.onClosed}
+			// Not Grad: e.onClosed, which one tensor as both is misuse.
+			p := &nn.Param{Name: "p", Value: e.onClosed, Grad: e.keep(tensor.Scale(e.onClosed, 0, tensor.Float32))}
 			opt, err := nn.NewSGD([]*nn.Param{p}, nn.SGDOptions{LR: 0.1})
 			if err == nil {
 				opt.Close()
@@ -614,7 +615,7 @@ func badInputs() []badInput {
 			e.keep(tensor.FromFloat32(e.d, nil, 0))
 			return nil
 		}},
-		{"Linear with no inputs", usagePanic, nil, []string{"[4 0]"}, func(e *env) error {
+		{"Linear with no inputs", usagePanic, nil, []string{"NewLinear", `"empty"`, "in 0, out 4"}, func(e *env) error {
 			nn.NewLinear(e.d, "empty", 0, 4, rand.New(rand.NewPCG(1, 1)))
 			return nil
 		}},
