@@ -49,7 +49,10 @@ type MatMulOpts struct {
 // Shapes that do not fit panic with a *ShapeError naming both shapes; an
 // unsupported dtype panics with a *DTypeError; nil, released or mixed-device
 // tensors panic with a *UsageError. Errors of the device, or an invalid
-// VKAMP_MATMUL, are carried by the returned tensor.
+// VKAMP_MATMUL, are carried by the returned tensor; so is an operand or
+// result larger than the device's maxStorageBufferRange where the kernel
+// binds it as a storage buffer (an error wrapping vk.ErrInvalidArgument that
+// names it, its size and the limit; nothing is allocated or recorded).
 //
 // The kernel depends on the device: GPUs with cooperative matrices
 // (VK_KHR_cooperative_matrix) use them for fp16 A and B; GPUs otherwise
@@ -62,13 +65,25 @@ type MatMulOpts struct {
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
+	info := a.dev.Info()
+	g, pl, err := mmChoose(info, a, b, m.g)
+	if err == nil {
+		err = m.bindable(info, pl, o.Out)
+	}
+	if err != nil {
+		// An input's error comes first; nothing is allocated for a call
+		// that cannot run.
+		err = fmt.Errorf("tensor: MatMul: %w", err)
+		for _, in := range m.inputs() {
+			if in.err != nil {
+				err = in.err
+				break
+			}
+		}
+		return &Tensor{dev: a.dev, dtype: o.Out, shape: m.outShape, n: checkShape("MatMul", m.outShape), err: err}
+	}
 	out := newOut(a.dev, o.Out, m.outShape, m.inputs()...)
 	if out.err != nil {
-		return out
-	}
-	g, pl, err := mmChoose(a.dev.Info(), a, b, m.g)
-	if err != nil {
-		out.fail(fmt.Errorf("tensor: MatMul: %w", err))
 		return out
 	}
 	m.g = g
@@ -109,6 +124,31 @@ func mmCheck(op string, a, b *Tensor, o MatMulOpts) mmCall {
 	return m
 }
 
+// bindable returns an error naming the first operand, or the result of
+// dtype out, that plan pl binds as a storage buffer although it is larger
+// than the device's maxStorageBufferRange: no kernel can reach it. (The
+// texel kernel binds A and B as texel buffers, and takes them only where
+// they fit.)
+func (m mmCall) bindable(info vk.Info, pl mmPlan, out DType) error {
+	limit := int64(info.MaxStorageBufferRange)
+	check := func(name string, dt DType, shape []int) error {
+		if n := dt.bytes(checkShape("MatMul", shape)); n > limit {
+			return fmt.Errorf("%s %s%v is %d bytes, over the device's maxStorageBufferRange of %d bytes that one binding can reach (%w)",
+				name, dt, shape, n, limit, vk.ErrInvalidArgument)
+		}
+		return nil
+	}
+	for i, t := range []*Tensor{m.a, m.b, m.c, m.bias} {
+		if t == nil || i < 2 && pl.kind == mmTexel {
+			continue
+		}
+		if err := check([]string{"A", "B", "C", "bias"}[i], t.dtype, t.shape); err != nil {
+			return err
+		}
+	}
+	return check("out", out, m.outShape)
+}
+
 // inputs are the tensors the call reads.
 func (m mmCall) inputs() []*Tensor {
 	ts := []*Tensor{m.a, m.b}
@@ -145,7 +185,9 @@ func mmCheckDTypes(op string, m mmCall, out DType) {
 // launch records the call on plan pl into out.
 func (m mmCall) launch(out *Tensor, pl mmPlan) {
 	info, g := out.dev.Info(), m.g
-	bufs := mmBufs{a: m.a.buf, b: m.b.buf, c: m.a.buf, bias: m.a.buf, out: out.buf} // unused bindings still need a buffer
+	// Unused bindings still need a buffer: the output's, which is always
+	// bindable as storage (A may be bound as texels past that range).
+	bufs := mmBufs{a: m.a.buf, b: m.b.buf, c: out.buf, bias: out.buf, out: out.buf}
 	if m.c != nil {
 		bufs.c = m.c.buf
 	}

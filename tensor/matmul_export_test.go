@@ -34,3 +34,12 @@ func MatMulCandidates(info vk.Info, kernel string) []MatMulTile {
 // MatMulTuneFile is where MatMul looks for the tuning of info's device under
 // dir.
 func MatMulTuneFile(info vk.Info, dir string) string { return mmTuneFile(info, dir) }
+
+// FillWords sets every 32-bit word of t's memory to word with a buffer fill
+// (no kernel binds t), for tests of tensors over the device's binding range.
+func FillWords(t *Tensor, word uint32) error {
+	if t.err != nil {
+		return t.err
+	}
+	return t.dev.Fill(t.buf, 0, t.buf.Size(), word)
+}

@@ -245,7 +245,8 @@ type AutotuneOptions struct {
 // wide and thin problems in fp16 and fp32 on d, stores the fastest of each
 // class in the device's tuning file and returns its path. MatMul uses the
 // stored tiles from then on, in this process and later ones (VKAMP_TUNE=off
-// ignores them). It never runs on its own: CI runs the rule.
+// ignores them). It never runs on its own: CI runs the rule. A directory
+// that cannot be created or written is an error before anything is timed.
 func AutotuneMatMul(d *vk.Device, o AutotuneOptions) (string, *MatMulTuning, error) {
 	if o.Size <= 0 {
 		o.Size = 1024
@@ -254,12 +255,20 @@ func AutotuneMatMul(d *vk.Device, o AutotuneOptions) (string, *MatMulTuning, err
 		o.MinTime = 300 * time.Millisecond
 	}
 	info := d.Info()
+	from := "AutotuneOptions.Dir"
 	if o.Dir == "" {
-		o.Dir = os.Getenv("VKAMP_TUNE_DIR")
+		o.Dir, from = os.Getenv("VKAMP_TUNE_DIR"), "VKAMP_TUNE_DIR"
+	}
+	if o.Dir == "" {
+		from = "the user's cache directory"
 	}
 	path := mmTuneFile(info, o.Dir)
 	if path == "" {
-		return "", nil, errors.New("tensor: autotune: no cache directory")
+		return "", nil, errors.New("tensor: autotune: no cache directory (set VKAMP_TUNE_DIR)")
+	}
+	// Before any timing: tuning takes minutes, and its result must land.
+	if err := checkWritableDir(filepath.Dir(path)); err != nil {
+		return "", nil, fmt.Errorf("tensor: autotune: cannot write the tuning directory %s (%s): %w", filepath.Dir(path), from, err)
 	}
 	t := &MatMulTuning{Version: mmTuneVersion, Device: info.Name, DeviceUUID: info.DeviceUUID, DriverVersion: info.DriverVersion}
 	n := o.Size
@@ -344,6 +353,19 @@ func mmTime(d *vk.Device, a, b *Tensor, g mmGeom, p mmPlan, minTime time.Duratio
 		runs++
 	}
 	return 2 * float64(g.madds()) * float64(runs) / time.Since(start).Seconds() / 1e9, nil
+}
+
+// checkWritableDir creates dir if needed and checks that a file can be
+// created in it (and removes that file).
+func checkWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".vkamp-write-check*")
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // writeFileAtomic writes through a temporary file in the same directory, so

@@ -130,3 +130,38 @@ func TestAutotuneFile(t *testing.T) {
 	t.Setenv("VKAMP_TUNE", "off")
 	require.Equal(t, rule, tileOf(), "VKAMP_TUNE=off")
 }
+
+// TestAutotuneUnwritableDir checks that the autotuner refuses a tuning
+// directory it cannot write before it times anything (it used to time for
+// minutes and fail at the end), naming the directory, wherever the
+// directory came from. The directory lies under a regular file, so that no
+// one can create it, root included.
+func TestAutotuneUnwritableDir(t *testing.T) {
+	d := devtest.Open(t)
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	t.Setenv("VKAMP_MATMUL", "")
+	for _, c := range []struct {
+		name, optDir, env, xdg string
+		want                   string // the directory the error names
+	}{
+		{name: "Dir", optDir: filepath.Join(file, "opt"), want: filepath.Join(file, "opt")},
+		{name: "VKAMP_TUNE_DIR", env: filepath.Join(file, "env"), want: filepath.Join(file, "env")},
+		{name: "user cache dir", xdg: file, want: filepath.Join(file, "vkamp")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("VKAMP_TUNE_DIR", c.env)
+			if c.xdg != "" {
+				t.Setenv("XDG_CACHE_HOME", c.xdg)
+				t.Setenv("HOME", c.xdg)
+			}
+			var timed []string
+			_, _, err := tensor.AutotuneMatMul(d, tensor.AutotuneOptions{Dir: c.optDir, Size: 128, MinTime: 10 * time.Millisecond, MaxCandidates: 1,
+				Log: func(s string) { timed = append(timed, s) }})
+			require.Error(t, err)
+			t.Log(err)
+			require.Empty(t, timed, "timed tiles before finding the directory unwritable")
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+}
