@@ -70,6 +70,9 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	if err == nil {
 		err = m.bindable(info, pl, o.Out)
 	}
+	if err == nil {
+		err = loopErr(a.dev, fmt.Sprintf("K = %d", g.k), pl.loops(g.k))
+	}
 	if err != nil {
 		// An input's error comes first; nothing is allocated for a call
 		// that cannot run.

@@ -56,6 +56,22 @@ type mmPlan struct {
 	dyn            bool
 }
 
+// loops is about the most loop iterations one invocation of pl runs for a
+// depth of k (see ErrLoopLimit): the k loop, plus the tile loads of
+// matmul_shared and the row loop of the epilogue.
+func (pl mmPlan) loops(k int) int {
+	t := pl.tile
+	switch pl.kind {
+	case mmTexel:
+		return ceilDiv(k, 8) + t.TM
+	case mmShared:
+		return ceilDiv(k, t.BK)*(1+ceilDiv(t.BM*t.BK, t.WG)+ceilDiv(t.BK*t.BN, t.WG)) + t.TM
+	case mmCoop, mmCoopEmu:
+		return ceilDiv(k, t.BK) + t.TM
+	}
+	return ceilDiv(k, t.KK) + t.KK + t.TM // the register kernels, and their remainder loop
+}
+
 // outTile is the output tile one workgroup covers: rows along M, cols
 // along N.
 func (pl mmPlan) outTile() (rows, cols int) {

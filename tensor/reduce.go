@@ -1,6 +1,9 @@
 package tensor
 
 import (
+	"fmt"
+	"math/bits"
+
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -77,21 +80,21 @@ func whole(op string, x *Tensor, first, second rowsKernel, mean bool) *Tensor {
 	local := reduceLocal(out)
 	g := min((x.n+local*perInvocation-1)/(local*perInvocation), maxPartials)
 	if g <= 1 {
-		rows(out, first, x, 1, x.n, x.n, scale)
+		rows(op, out, first, x, 1, x.n, x.n, scale)
 		return out
 	}
 	cols := (x.n + g - 1) / g
 	g = (x.n + cols - 1) / cols
 	part := newOut(x.dev, Float32, []int{g}, out)
 	defer part.Release() // the device keeps it until the second pass has run
-	rows(part, first, x, g, cols, x.n, 1)
+	rows(op, part, first, x, g, cols, x.n, 1)
 	if part.err != nil {
 		if out.err == nil {
 			out.fail(part.err)
 		}
 		return out
 	}
-	rows(out, second, part, 1, g, g, scale)
+	rows(op, out, second, part, 1, g, g, scale)
 	return out
 }
 
@@ -119,12 +122,14 @@ func alongAxis(op string, x *Tensor, axis int, rowsK rowsKernel, colsK colsKerne
 		scale = float32(1 / float64(k))
 	}
 	if inner == 1 {
-		rows(out, rowsK, x, outer, k, x.n, scale)
+		rows(op, out, rowsK, x, outer, k, x.n, scale)
 		return out
 	}
-	if out.err == nil {
+	grid := groups1D(out, outer*inner)
+	per := ceilDiv(outer*inner, int(grid[0])*int(kernels.LocalSize(out.dev))) // outputs per invocation
+	if checkLoops(out, op, per*(k+1), fmt.Sprintf("reducing an axis of %d", k)) {
 		p := kernels.ColsPush{Outer: uint32(outer), K: uint32(k), Inner: uint32(inner), Scale: scale}
-		launched(out, colsK(out.dev, groups1D(out, outer*inner), xSpec{In0DT: x.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
+		launched(out, colsK(out.dev, grid, xSpec{In0DT: x.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
 	}
 	return out
 }
@@ -142,19 +147,36 @@ func softmax(op string, k softmaxKernel, x *Tensor) *Tensor {
 	}
 	r := x.n / cols
 	seg := segment(out, cols)
+	grid := rowGroups(out, r, seg)
+	if !checkLoops(out, op, rowLoops(out, r, seg, grid, 3*ceilDiv(cols, seg)), fmt.Sprintf("a row of %d", cols)) {
+		return out
+	}
 	p := kernels.SoftmaxPush{Rows: uint32(r), Cols: uint32(cols), Seg: uint32(seg)}
-	launched(out, k(out.dev, rowGroups(out, r, seg), reduceSpec(out, x), p, xyBind{X: x.buf, Y: out.buf}))
+	launched(out, k(out.dev, grid, reduceSpec(out, x), p, xyBind{X: x.buf, Y: out.buf}))
 	return out
 }
 
 // rows records the row kernel: out[r] = scale * reduce(x[r*cols : min((r+1)*cols, n)]).
-func rows(out *Tensor, k rowsKernel, x *Tensor, r, cols, n int, scale float32) {
+func rows(op string, out *Tensor, k rowsKernel, x *Tensor, r, cols, n int, scale float32) {
 	if out.err != nil {
 		return
 	}
 	seg := segment(out, cols)
+	grid := rowGroups(out, r, seg)
+	if !checkLoops(out, op, rowLoops(out, r, seg, grid, ceilDiv(cols, seg)), fmt.Sprintf("a row of %d", cols)) {
+		return
+	}
 	p := kernels.RowsPush{Rows: uint32(r), Cols: uint32(cols), N: uint32(n), Seg: uint32(seg), Scale: scale}
-	launched(out, k(out.dev, rowGroups(out, r, seg), reduceSpec(out, x), p, xyBind{X: x.buf, Y: out.buf}))
+	launched(out, k(out.dev, grid, reduceSpec(out, x), p, xyBind{X: x.buf, Y: out.buf}))
+}
+
+// rowLoops is the loop iterations of one invocation of a row kernel whose
+// rows take perRow each: the workgroups' loop over their rows, each with
+// its row loops and a tree of log2(seg) steps.
+func rowLoops(t *Tensor, rows, seg int, grid [3]uint32, perRow int) int {
+	per := reduceLocal(t) / seg
+	iters := ceilDiv(ceilDiv(rows, per), int(grid[0]))
+	return iters * (1 + perRow + bits.Len(uint(seg)))
 }
 
 // The reduction kernels of one family (rows.glsl, cols.glsl, softmax.glsl)

@@ -1,0 +1,53 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/vkamp/vkamp/vk"
+)
+
+// ErrLoopLimit is carried by a result that the device cannot compute
+// correctly: lavapipe's shader compiler (llvmpipe's loop limiter) ends a
+// kernel invocation's loops after 65535 iterations in all, without an
+// error, so an invocation that would loop longer returns wrong numbers (a
+// sum over 2^19 rows came out 65535). Nesting loops does not help: the
+// limit counts every iteration of every loop of the invocation.
+var ErrLoopLimit = errors.New("tensor: the kernel would loop past the driver's limit")
+
+// lavapipeLoops is llvmpipe's limit (LP_MAX_TGSI_LOOP_ITERATIONS).
+const lavapipeLoops = 65535
+
+// loopLimit is the most loop iterations one kernel invocation may run on
+// d, or 0 for no limit.
+func loopLimit(d *vk.Device) int {
+	if strings.Contains(d.Info().DriverName, "llvmpipe") {
+		return lavapipeLoops
+	}
+	return 0
+}
+
+// loopErr returns an error wrapping ErrLoopLimit when a kernel invocation
+// would run iters loop iterations past d's limit; what says where they
+// come from.
+func loopErr(d *vk.Device, what string, iters int) error {
+	if limit := loopLimit(d); limit != 0 && iters > limit {
+		return fmt.Errorf("%s needs %d loop iterations in one kernel invocation; %s stops after %d and would return wrong values: %w",
+			what, iters, d.Info().DriverName, limit, ErrLoopLimit)
+	}
+	return nil
+}
+
+// checkLoops makes out carry loopErr's error for op and reports whether out
+// is still good to launch into.
+func checkLoops(out *Tensor, op string, iters int, what string) bool {
+	if out.err != nil {
+		return false
+	}
+	if err := loopErr(out.dev, what, iters); err != nil {
+		out.fail(fmt.Errorf("tensor: %s: %w", op, err))
+		return false
+	}
+	return true
+}
