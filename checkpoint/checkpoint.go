@@ -21,6 +21,7 @@ type Named struct {
 type File struct {
 	Tensors map[string]HostTensor
 	Meta    map[string]string // nil when the file has none
+	path    string            // where Read found it, for errors
 }
 
 // HostTensor is one tensor of a File.
@@ -94,6 +95,7 @@ func Read(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read %s: %w", path, err)
 	}
+	file.path = path
 	return file, nil
 }
 
@@ -117,6 +119,13 @@ func Load(path string, ts []Named) error {
 	if err != nil {
 		return err
 	}
+	return f.Fill(ts)
+}
+
+// Check reports whether f holds exactly the names of ts, each with the
+// tensor's shape and dtype: it returns nil, or a *MismatchError listing
+// every difference. It changes nothing.
+func (f *File) Check(ts []Named) error {
 	var problems []string
 	want := map[string]bool{}
 	for _, n := range ts {
@@ -151,11 +160,21 @@ func Load(path string, ts []Named) error {
 		problems = append(problems, fmt.Sprintf("extra %q in the file", name))
 	}
 	if len(problems) > 0 {
-		return &MismatchError{Path: path, Problems: problems}
+		return &MismatchError{Path: f.path, Problems: problems}
+	}
+	return nil
+}
+
+// Fill checks f against ts as Check does, then copies each tensor of f into
+// the tensor of ts of its name. An upload that fails part way may leave
+// some tensors written.
+func (f *File) Fill(ts []Named) error {
+	if err := f.Check(ts); err != nil {
+		return err
 	}
 	for _, n := range ts {
 		if err := n.T.SetBytes(f.Tensors[n.Name].Data); err != nil {
-			return fmt.Errorf("checkpoint: load %s: upload %q: %w", path, n.Name, err)
+			return fmt.Errorf("checkpoint: load %s: upload %q: %w", f.path, n.Name, err)
 		}
 	}
 	return nil
