@@ -6,24 +6,44 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/vkamp/vkamp/checkpoint"
+	"github.com/vkamp/vkamp/tensor"
 )
 
-// A checkpoint is a directory of versions: each save writes a new
-// subdirectory step-N with model.safetensors (the parameters),
-// optimizer.safetensors (its moment buffers) and state.json (the optimizer's
-// scalars and step count, and extra sections such as the loss scaler's state
-// dict), then atomically points the file LATEST at it, then removes older
-// versions. A crash at any moment leaves LATEST naming a complete version.
+// A checkpoint is a directory of versions. Each save writes a new
+// subdirectory step-N (N counts the saves) holding
+//
+//	model.safetensors        the parameters
+//	optimizer-I.safetensors  the moment buffers of optimizer I, one file per optimizer
+//	state.json               the format, each optimizer's kind, settings and step
+//	                         count, and the extra sections
+//
+// then atomically points the file LATEST at it, then removes the versions
+// older than the last CheckpointKeepLast. A crash at any moment leaves
+// LATEST naming a complete version.
+//
+// Format 1, written before the format was recorded, held exactly one
+// optimizer in optimizer.safetensors; LoadCheckpoint still reads it.
+
+// CheckpointKeepLast is how many versions SaveCheckpoint keeps in a
+// directory, the new one included: by default 2, the newest and the one
+// before it. Older versions are removed only once LATEST names the new
+// one, so a failed save removes nothing. Values below 1 count as 1. Set it
+// before saving, not while a save runs.
+var CheckpointKeepLast = 2
+
+// checkpointFormat is the format SaveCheckpoint writes.
+const checkpointFormat = 2
 
 // Stateful is an optimizer whose state a checkpoint holds: SGD and Adam.
 type Stateful interface {
 	stateTensors() []checkpoint.Named
 	hyper() any
+	kind() string
 	optimizerBase() *optimizer
 }
 
@@ -44,20 +64,54 @@ func (o *optimizer) stateTensors() []checkpoint.Named {
 func (s *SGD) hyper() any  { return &s.o }
 func (a *Adam) hyper() any { return &a.o }
 
+func (s *SGD) kind() string  { return "sgd" }
+func (a *Adam) kind() string { return "adam" }
+
 type stateFile struct {
-	Version   int                        `json:"version"`
-	Steps     int                        `json:"optimizer_steps"`
-	Optimizer json.RawMessage            `json:"optimizer"`
-	Extra     map[string]json.RawMessage `json:"extra,omitempty"`
+	Format     int                        `json:"format,omitempty"` // 0 in format 1
+	Version    int                        `json:"version"`
+	Optimizers []optimizerState           `json:"optimizers"`
+	Extra      map[string]json.RawMessage `json:"extra,omitempty"`
+
+	// Format 1: the one optimizer.
+	Steps     *int            `json:"optimizer_steps,omitempty"`
+	Optimizer json.RawMessage `json:"optimizer,omitempty"`
 }
 
-// SaveCheckpoint writes params, the optimizer's state and extra JSON
-// sections (for example "scaler": the scaler's StateDict) as a new version
-// in dir. It waits for the device.
-func SaveCheckpoint(dir string, params []*Param, opt Stateful, extra map[string]json.RawMessage) error {
+// optimizerState is one optimizer in a state.json.
+type optimizerState struct {
+	Kind     string          `json:"kind"` // "" in format 1
+	File     string          `json:"file"`
+	Steps    int             `json:"steps"`
+	Settings json.RawMessage `json:"settings"`
+}
+
+func optimizerFile(i int) string { return "optimizer-" + strconv.Itoa(i) + ".safetensors" }
+
+// SaveCheckpoint writes params, the state of each optimizer of opts (any
+// number, none included), and extra JSON sections (the scaler's StateDict,
+// a scheduler's state, progress) as a new version in dir, then keeps the
+// last CheckpointKeepLast versions. It waits for the device. On any error
+// the directory is left as it was: LATEST names the previous version, and
+// no file of the new one remains.
+func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts ...Stateful) error {
+	for i, opt := range opts {
+		if opt == nil {
+			panic(&tensor.UsageError{Op: "SaveCheckpoint", Msg: fmt.Sprintf("optimizer %d is nil", i)})
+		}
+	}
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("nn: checkpoint: %w", err)
 	}
+	err := saveCheckpoint(dir, params, extra, opts)
+	if err != nil && errors.Is(statErr, os.ErrNotExist) {
+		os.Remove(dir) // made for this save; only if still empty
+	}
+	return err
+}
+
+func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts []Stateful) (err error) {
 	version := 1
 	if cur, err := latest(dir); err == nil {
 		version = cur + 1
@@ -67,42 +121,60 @@ func SaveCheckpoint(dir string, params []*Param, opt Stateful, extra map[string]
 	if err := os.Mkdir(vdir, 0o755); err != nil {
 		return fmt.Errorf("nn: checkpoint: %w", err)
 	}
-	fail := func(err error) error {
-		os.RemoveAll(vdir)
-		return fmt.Errorf("nn: checkpoint %s: %w", dir, err)
-	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(vdir)
+			err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		}
+	}()
 	if err := checkpoint.Save(filepath.Join(vdir, "model.safetensors"), named(params), nil); err != nil {
-		return fail(err)
+		return err
 	}
+	st := stateFile{Format: checkpointFormat, Version: version, Optimizers: make([]optimizerState, len(opts)), Extra: extra}
+	for i, opt := range opts {
+		if st.Optimizers[i], err = saveOptimizer(vdir, i, opt); err != nil {
+			return fmt.Errorf("optimizer %d: %w", i, err)
+		}
+	}
+	if err := checkpoint.SaveJSON(filepath.Join(vdir, "state.json"), st); err != nil {
+		return err
+	}
+	if err := writeLatest(dir, version); err != nil {
+		return err
+	}
+	prune(dir, version)
+	return nil
+}
+
+// saveOptimizer writes optimizer i's moments and returns its section of
+// state.json.
+func saveOptimizer(vdir string, i int, opt Stateful) (optimizerState, error) {
 	o := opt.optimizerBase()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := checkpoint.Save(filepath.Join(vdir, "optimizer.safetensors"), opt.stateTensors(), nil); err != nil {
-		return fail(err)
+	s := optimizerState{Kind: opt.kind(), File: optimizerFile(i)}
+	if err := checkpoint.Save(filepath.Join(vdir, s.File), opt.stateTensors(), nil); err != nil {
+		return s, err
 	}
-	steps, err := o.Steps()
-	if err != nil {
-		return fail(err)
+	var err error
+	if s.Steps, err = o.Steps(); err != nil {
+		return s, err
 	}
-	hyper, err := json.Marshal(opt.hyper())
-	if err != nil {
-		return fail(err)
-	}
-	st := stateFile{Version: version, Steps: steps, Optimizer: hyper, Extra: extra}
-	if err := checkpoint.SaveJSON(filepath.Join(vdir, "state.json"), st); err != nil {
-		return fail(err)
-	}
-	if err := writeLatest(dir, version); err != nil {
-		return fail(err)
-	}
-	// Older versions are no longer needed.
+	s.Settings, err = json.Marshal(opt.hyper())
+	return s, err
+}
+
+// prune removes the versions that CheckpointKeepLast no longer keeps: those
+// older than the newest kept. Failing to remove one is not an error: the
+// new version is complete and LATEST names it.
+func prune(dir string, version int) {
+	oldest := version - max(CheckpointKeepLast, 1) + 1
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if v, ok := versionOf(e.Name()); ok && v != version {
+		if v, ok := versionOf(e.Name()); ok && v < oldest {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	return nil
 }
 
 func named(params []*Param) []checkpoint.Named {
@@ -141,70 +213,158 @@ func writeLatest(dir string, version int) error {
 // ErrNoCheckpoint is returned by LoadCheckpoint for a directory without one.
 var ErrNoCheckpoint = errors.New("nn: no checkpoint")
 
-// LoadCheckpoint restores params and the optimizer's state from the latest
-// version in dir, and returns its extra sections. Names, shapes and dtypes
-// must match; the error says what differs, and nothing is changed then.
-func LoadCheckpoint(dir string, params []*Param, opt Stateful) (map[string]json.RawMessage, error) {
+// LoadCheckpoint restores params and the state of each optimizer of opts
+// from the latest version in dir, and returns its extra sections. The
+// optimizers are given in the order they were saved, as many as were
+// saved; names, shapes, dtypes and optimizer kinds must match. Every file
+// is read and checked before anything changes: on an error, which says
+// what differs, nothing is changed.
+func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[string]json.RawMessage, err error) {
+	for i, opt := range opts {
+		if opt == nil {
+			panic(&tensor.UsageError{Op: "LoadCheckpoint", Msg: fmt.Sprintf("optimizer %d is nil", i)})
+		}
+		for j := range i {
+			if opts[j].optimizerBase() == opt.optimizerBase() {
+				panic(&tensor.UsageError{Op: "LoadCheckpoint", Msg: fmt.Sprintf("optimizer %d is optimizer %d again", i, j)})
+			}
+		}
+	}
 	version, err := latest(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
 	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		}
+	}()
 	if err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		return nil, err
 	}
 	vdir := filepath.Join(dir, "step-"+strconv.Itoa(version))
-	var st stateFile
-	if err := checkpoint.LoadJSON(filepath.Join(vdir, "state.json"), &st); err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+	st, err := readState(vdir, version)
+	if err != nil {
+		return nil, err
 	}
-	if st.Version != version || st.Steps < 0 {
-		return nil, fmt.Errorf("nn: checkpoint %s: state.json is of version %d with %d steps, LATEST says %d", dir, st.Version, st.Steps, version)
+	if len(st.Optimizers) != len(opts) {
+		return nil, fmt.Errorf("the checkpoint holds %d optimizer%s, %d given", len(st.Optimizers), plural(len(st.Optimizers)), len(opts))
 	}
-	// Check both files fully before changing anything.
+	// Read and check every file before changing anything.
 	model, err := checkpoint.Read(filepath.Join(vdir, "model.safetensors"))
 	if err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		return nil, err
 	}
-	if err := matches(model, named(params)); err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: model: %w", dir, err)
+	ts := named(params)
+	if err := model.Check(ts); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
-	o := opt.optimizerBase()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	states := opt.stateTensors()
-	optFile, err := checkpoint.Read(filepath.Join(vdir, "optimizer.safetensors"))
+	for _, opt := range opts {
+		o := opt.optimizerBase()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+	}
+	loads := make([]optimizerLoad, len(opts))
+	for i, opt := range opts {
+		if loads[i], err = readOptimizer(vdir, st.Optimizers[i], opt); err != nil {
+			return nil, fmt.Errorf("optimizer %d: %w", i, err)
+		}
+	}
+	// Change.
+	if err := model.Fill(ts); err != nil {
+		return nil, err
+	}
+	for i, l := range loads {
+		if err := l.apply(); err != nil {
+			return nil, fmt.Errorf("optimizer %d: %w", i, err)
+		}
+	}
+	return st.Extra, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// readState reads the state.json of version, in either format.
+func readState(vdir string, version int) (*stateFile, error) {
+	var st stateFile
+	if err := checkpoint.LoadJSON(filepath.Join(vdir, "state.json"), &st); err != nil {
+		return nil, err
+	}
+	if st.Version != version {
+		return nil, fmt.Errorf("state.json is of version %d, LATEST says %d", st.Version, version)
+	}
+	switch st.Format {
+	case 0: // format 1: one optimizer
+		if st.Steps == nil || st.Optimizer == nil {
+			return nil, errors.New("state.json of format 1 without its optimizer's steps and settings")
+		}
+		st.Optimizers = []optimizerState{{File: "optimizer.safetensors", Steps: *st.Steps, Settings: st.Optimizer}}
+	case checkpointFormat:
+	default:
+		return nil, fmt.Errorf("state.json is of format %d, written by a later vkamp: this one reads formats 1 and %d", st.Format, checkpointFormat)
+	}
+	for i, o := range st.Optimizers {
+		if o.Steps < 0 {
+			return nil, fmt.Errorf("state.json: optimizer %d has %d steps", i, o.Steps)
+		}
+		if o.File != filepath.Base(o.File) || !strings.HasSuffix(o.File, ".safetensors") {
+			return nil, fmt.Errorf("state.json: optimizer %d in file %q", i, o.File)
+		}
+	}
+	return &st, nil
+}
+
+// optimizerLoad is an optimizer's state read and checked, to be applied.
+type optimizerLoad struct {
+	opt      Stateful
+	file     *checkpoint.File
+	settings reflect.Value // a pointer to the new settings
+	steps    int
+}
+
+// readOptimizer reads and checks an optimizer's state; it changes nothing.
+// The caller holds the optimizer's lock.
+func readOptimizer(vdir string, s optimizerState, opt Stateful) (optimizerLoad, error) {
+	if s.Kind != "" && s.Kind != opt.kind() {
+		return optimizerLoad{}, fmt.Errorf("%s in the checkpoint, %s given", s.Kind, opt.kind())
+	}
+	f, err := checkpoint.Read(filepath.Join(vdir, s.File))
 	if err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		return optimizerLoad{}, err
 	}
-	if err := matches(optFile, states); err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: optimizer: %w", dir, err)
+	if err := f.Check(opt.stateTensors()); err != nil {
+		return optimizerLoad{}, err
 	}
-	hyper := opt.hyper()
-	backup, _ := json.Marshal(hyper)
-	restore := func() { json.Unmarshal(backup, hyper) }
-	err = json.Unmarshal(st.Optimizer, hyper)
-	if v, ok := hyper.(interface{ validate() error }); ok && err == nil {
+	// The settings: the current ones with the file's over them, in a copy.
+	cur := reflect.ValueOf(opt.hyper())
+	settings := reflect.New(cur.Type().Elem())
+	settings.Elem().Set(cur.Elem())
+	h := settings.Interface()
+	err = json.Unmarshal(s.Settings, h)
+	if v, ok := h.(interface{ validate() error }); ok && err == nil {
 		err = v.validate()
 	}
 	if err == nil {
-		err = o.fits(hyper)
+		err = opt.optimizerBase().fits(h)
 	}
 	if err != nil {
-		restore()
-		return nil, fmt.Errorf("nn: checkpoint %s: optimizer settings: %w", dir, err)
+		return optimizerLoad{}, fmt.Errorf("settings: %w", err)
 	}
-	if err := checkpoint.Load(filepath.Join(vdir, "model.safetensors"), named(params)); err != nil {
-		restore()
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+	return optimizerLoad{opt: opt, file: f, settings: settings, steps: s.Steps}, nil
+}
+
+// apply loads the state into the optimizer, whose lock the caller holds.
+func (l optimizerLoad) apply() error {
+	if err := l.file.Fill(l.opt.stateTensors()); err != nil {
+		return err
 	}
-	if err := checkpoint.Load(filepath.Join(vdir, "optimizer.safetensors"), states); err != nil {
-		restore()
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
-	}
-	if err := o.setSteps(st.Steps); err != nil {
-		return nil, err
-	}
-	return st.Extra, nil
+	reflect.ValueOf(l.opt.hyper()).Elem().Set(l.settings.Elem())
+	return l.opt.optimizerBase().setSteps(l.steps)
 }
 
 // fits checks that settings loaded from a file need no state that the
@@ -213,29 +373,6 @@ func LoadCheckpoint(dir string, params []*Param, opt Stateful) (map[string]json.
 func (o *optimizer) fits(hyper any) error {
 	if h, ok := hyper.(*SGDOptions); ok && h.Momentum != 0 && o.moments(0) == nil {
 		return fmt.Errorf("momentum %g, but the optimizer was made without momentum buffers", h.Momentum)
-	}
-	return nil
-}
-
-// matches checks a file against the tensors it must fill.
-func matches(f *checkpoint.File, ts []checkpoint.Named) error {
-	var problems []string
-	for _, n := range ts {
-		h, ok := f.Tensors[n.Name]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("%s is missing", n.Name))
-		case h.DType != n.T.DType():
-			problems = append(problems, fmt.Sprintf("%s is %s, want %s", n.Name, h.DType, n.T.DType()))
-		case !slices.Equal(h.Shape, n.T.Shape()):
-			problems = append(problems, fmt.Sprintf("%s has shape %v, want %v", n.Name, h.Shape, n.T.Shape()))
-		}
-	}
-	if len(f.Tensors) != len(ts) && len(problems) == 0 {
-		problems = append(problems, fmt.Sprintf("%d tensors, want %d", len(f.Tensors), len(ts)))
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -187,7 +187,7 @@ func setupEnv(t *testing.T) *env {
 	}
 	defer savedOpt.Close()
 	e.ckpt = t.TempDir()
-	if err := nn.SaveCheckpoint(e.ckpt, saved.Parameters(), savedOpt, nil); err != nil {
+	if err := nn.SaveCheckpoint(e.ckpt, saved.Parameters(), nil, savedOpt); err != nil {
 		t.Fatal(err)
 	}
 	e.model = nn.NewLinear(e.d, "fc", 8, 4, rand.New(rand.NewPCG(2, 2)))
@@ -262,6 +262,11 @@ func editState(dir string, f func(m map[string]any)) error {
 		return err
 	}
 	return os.WriteFile(path, raw, 0o644)
+}
+
+// optimizer0 returns the first optimizer's section of a state.json.
+func optimizer0(m map[string]any) map[string]any {
+	return m["optimizers"].([]any)[0].(map[string]any)
 }
 
 // loadScalerState loads data into a scaler that has device state, and
@@ -871,9 +876,9 @@ func badInputs() []badInput {
 				return os.WriteFile(path, raw, 0o644)
 			})
 		}},
-		{"checkpoint: optimizer truncated", fails, nil, []string{"optimizer.safetensors"}, func(e *env) error {
+		{"checkpoint: optimizer truncated", fails, nil, []string{"optimizer-0.safetensors"}, func(e *env) error {
 			return e.loadCorrupt(func(dir string) error {
-				return truncate(filepath.Join(dir, "step-1", "optimizer.safetensors"), -5)
+				return truncate(filepath.Join(dir, "step-1", "optimizer-0.safetensors"), -5)
 			})
 		}},
 		{"checkpoint: state.json truncated", fails, nil, []string{"state.json"}, func(e *env) error {
@@ -883,12 +888,12 @@ func badInputs() []badInput {
 		}},
 		{"checkpoint: negative learning rate", fails, nil, []string{"lr"}, func(e *env) error {
 			return e.loadCorrupt(func(dir string) error {
-				return editState(dir, func(m map[string]any) { m["optimizer"].(map[string]any)["LR"] = -1 })
+				return editState(dir, func(m map[string]any) { optimizer0(m)["settings"].(map[string]any)["LR"] = -1 })
 			})
 		}},
 		{"checkpoint: negative step count", fails, nil, []string{"steps"}, func(e *env) error {
 			return e.loadCorrupt(func(dir string) error {
-				return editState(dir, func(m map[string]any) { m["optimizer_steps"] = -5 })
+				return editState(dir, func(m map[string]any) { optimizer0(m)["steps"] = -5 })
 			})
 		}},
 		{"checkpoint: of another model", fails, nil, []string{"shape"}, func(e *env) error {
@@ -900,7 +905,7 @@ func badInputs() []badInput {
 					return err
 				}
 				defer opt.Close()
-				return nn.SaveCheckpoint(dir, other.Parameters(), opt, nil)
+				return nn.SaveCheckpoint(dir, other.Parameters(), nil, opt)
 			})
 		}},
 

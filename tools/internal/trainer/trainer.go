@@ -294,7 +294,7 @@ func (t *Trainer) Save(dir string, extra map[string]json.RawMessage) error {
 	for k, v := range extra {
 		sections[k] = v
 	}
-	return nn.SaveCheckpoint(dir, t.params, t.opt, sections)
+	return nn.SaveCheckpoint(dir, t.params, sections, t.opt)
 }
 
 // Load restores a checkpoint written by Save and returns its sections.
