@@ -38,6 +38,19 @@ type HostTensor struct {
 // work that computes it; a tensor that carries an error fails the save.
 // Names must be distinct, valid UTF-8 and not "__metadata__".
 func Save(path string, ts []Named, meta map[string]string) error {
+	return SaveWith(path, ts, meta, SaveOptions{})
+}
+
+// SaveOptions configure SaveWith.
+type SaveOptions struct {
+	// Finite refuses float tensors holding a NaN or an infinity: the
+	// error is a *NonFiniteError, and path is left as it was. The check is
+	// on the bytes read back for the file, so it costs no extra read.
+	Finite bool
+}
+
+// SaveWith is Save with options.
+func SaveWith(path string, ts []Named, meta map[string]string, o SaveOptions) error {
 	entries := make([]entry, len(ts))
 	seen := map[string]bool{}
 	for i, n := range ts {
@@ -59,6 +72,7 @@ func Save(path string, ts []Named, meta map[string]string) error {
 		}
 	}
 	hdr := encodeHeader(entries, meta)
+	var refused *NonFiniteError
 	err := writeAtomic(path, func(w io.Writer) error {
 		if _, err := w.Write(hdr); err != nil {
 			return err
@@ -68,12 +82,29 @@ func Save(path string, ts []Named, meta map[string]string) error {
 			if err != nil {
 				return fmt.Errorf("tensor %q: %w", n.Name, err)
 			}
+			if o.Finite {
+				if nan, inf := NonFinite(n.T.DType(), raw); nan+inf > 0 {
+					if refused == nil {
+						refused = &NonFiniteError{Path: path, Name: n.Name, NaN: nan, Inf: inf, Len: n.T.Len(), Of: len(ts)}
+					}
+					refused.Tensors++
+				}
+			}
+			if refused != nil {
+				continue // read the rest only to count them
+			}
 			if _, err := w.Write(raw); err != nil {
 				return err
 			}
 		}
+		if refused != nil {
+			return refused
+		}
 		return nil
 	})
+	if refused != nil && err == refused {
+		return refused
+	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: save %s: %w", path, err)
 	}

@@ -30,6 +30,13 @@
 // the temporary file is removed and the destination is untouched. New files
 // get mode 0644; a replaced file keeps its mode.
 //
+// # Non-finite values
+//
+// Save writes NaN and inf bit patterns as it reads them. SaveWith with
+// SaveOptions.Finite refuses a float tensor holding one, checking the bytes
+// it reads back for the file, and returns a *NonFiniteError naming the
+// first such tensor; the destination is untouched. NonFinite counts them.
+//
 // # Errors
 //
 // A truncated or corrupt file is an error that says what is wrong, never a

@@ -91,9 +91,12 @@ func optimizerFile(i int) string { return "optimizer-" + strconv.Itoa(i) + ".saf
 // SaveCheckpoint writes params, the state of each optimizer of opts (any
 // number, none included), and extra JSON sections (the scaler's StateDict,
 // a scheduler's state, progress) as a new version in dir, then keeps the
-// last CheckpointKeepLast versions. It waits for the device. On any error
-// the directory is left as it was: LATEST names the previous version, and
-// no file of the new one remains.
+// last CheckpointKeepLast versions. It waits for the device. Weights or
+// moments holding a NaN or an infinity are refused with an error naming the
+// first such tensor (a *checkpoint.NonFiniteError): a diverged run never
+// replaces its last good checkpoint. On any error the directory is left as
+// it was: LATEST names the previous version, and no file of the new one
+// remains.
 func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts ...Stateful) error {
 	for i, opt := range opts {
 		if opt == nil {
@@ -113,7 +116,8 @@ func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 
 func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts []Stateful) (err error) {
 	version := 1
-	if cur, err := latest(dir); err == nil {
+	cur, curErr := latest(dir)
+	if curErr == nil {
 		version = cur + 1
 	}
 	vdir := filepath.Join(dir, "step-"+strconv.Itoa(version))
@@ -122,12 +126,16 @@ func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 		return fmt.Errorf("nn: checkpoint: %w", err)
 	}
 	defer func() {
-		if err != nil {
-			os.RemoveAll(vdir)
-			err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		if err == nil {
+			return
 		}
+		os.RemoveAll(vdir)
+		if nf := (*checkpoint.NonFiniteError)(nil); errors.As(err, &nf) && curErr == nil {
+			err = fmt.Errorf("%w; step-%d stays the latest version", err, cur)
+		}
+		err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
 	}()
-	if err := checkpoint.Save(filepath.Join(vdir, "model.safetensors"), named(params), nil); err != nil {
+	if err := checkpoint.SaveWith(filepath.Join(vdir, "model.safetensors"), named(params), nil, finite); err != nil {
 		return err
 	}
 	st := stateFile{Format: checkpointFormat, Version: version, Optimizers: make([]optimizerState, len(opts)), Extra: extra}
@@ -146,6 +154,10 @@ func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 	return nil
 }
 
+// finite refuses weights and moments that hold NaN or inf: such a version
+// would replace a good one and train no further.
+var finite = checkpoint.SaveOptions{Finite: true}
+
 // saveOptimizer writes optimizer i's moments and returns its section of
 // state.json.
 func saveOptimizer(vdir string, i int, opt Stateful) (optimizerState, error) {
@@ -153,7 +165,7 @@ func saveOptimizer(vdir string, i int, opt Stateful) (optimizerState, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := optimizerState{Kind: opt.kind(), File: optimizerFile(i)}
-	if err := checkpoint.Save(filepath.Join(vdir, s.File), opt.stateTensors(), nil); err != nil {
+	if err := checkpoint.SaveWith(filepath.Join(vdir, s.File), opt.stateTensors(), nil, finite); err != nil {
 		return s, err
 	}
 	var err error
