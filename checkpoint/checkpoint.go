@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +24,7 @@ type File struct {
 	Tensors map[string]HostTensor
 	Meta    map[string]string // nil when the file has none
 	path    string            // where Read found it, for errors
+	order   []string          // the names in the header's order
 }
 
 // HostTensor is one tensor of a File.
@@ -38,7 +41,8 @@ type HostTensor struct {
 // work that computes it; a tensor that carries an error fails the save.
 // Names must be distinct, valid UTF-8 and not "__metadata__".
 func Save(path string, ts []Named, meta map[string]string) error {
-	return SaveWith(path, ts, meta, SaveOptions{})
+	_, err := SaveWith(path, ts, meta, SaveOptions{})
+	return err
 }
 
 // SaveOptions configure SaveWith.
@@ -49,16 +53,17 @@ type SaveOptions struct {
 	Finite bool
 }
 
-// SaveWith is Save with options.
-func SaveWith(path string, ts []Named, meta map[string]string, o SaveOptions) error {
+// SaveWith is Save with options. It returns the checksum of the file it
+// wrote, as Sum gives it, computed on the bytes as they are written.
+func SaveWith(path string, ts []Named, meta map[string]string, o SaveOptions) (sum string, err error) {
 	entries := make([]entry, len(ts))
 	seen := map[string]bool{}
 	for i, n := range ts {
 		switch {
 		case seen[n.Name]:
-			return fmt.Errorf("checkpoint: save %s: name %q given twice", path, n.Name)
+			return "", fmt.Errorf("checkpoint: save %s: name %q given twice", path, n.Name)
 		case n.Name == metaKey || !utf8.ValidString(n.Name):
-			return fmt.Errorf("checkpoint: save %s: invalid name %q", path, n.Name)
+			return "", fmt.Errorf("checkpoint: save %s: invalid name %q", path, n.Name)
 		}
 		seen[n.Name] = true
 		dt := n.T.DType()
@@ -68,12 +73,14 @@ func SaveWith(path string, ts []Named, meta map[string]string, o SaveOptions) er
 		// JSON would turn invalid UTF-8 into U+FFFD: the file would not
 		// hold what was saved.
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return fmt.Errorf("checkpoint: save %s: metadata %q: %q is not valid UTF-8", path, k, v)
+			return "", fmt.Errorf("checkpoint: save %s: metadata %q: %q is not valid UTF-8", path, k, v)
 		}
 	}
 	hdr := encodeHeader(entries, meta)
 	var refused *NonFiniteError
-	err := writeAtomic(path, func(w io.Writer) error {
+	h := sha256.New()
+	err = writeAtomic(path, func(file io.Writer) error {
+		w := io.MultiWriter(file, h)
 		if _, err := w.Write(hdr); err != nil {
 			return err
 		}
@@ -85,7 +92,7 @@ func SaveWith(path string, ts []Named, meta map[string]string, o SaveOptions) er
 			if o.Finite {
 				if nan, inf := NonFinite(n.T.DType(), raw); nan+inf > 0 {
 					if refused == nil {
-						refused = &NonFiniteError{Path: path, Name: n.Name, NaN: nan, Inf: inf, Len: n.T.Len(), Of: len(ts)}
+						refused = &NonFiniteError{Op: "save", Path: path, Name: n.Name, NaN: nan, Inf: inf, Len: n.T.Len(), Of: len(ts)}
 					}
 					refused.Tensors++
 				}
@@ -103,16 +110,35 @@ func SaveWith(path string, ts []Named, meta map[string]string, o SaveOptions) er
 		return nil
 	})
 	if refused != nil && err == refused {
-		return refused
+		return "", refused
 	}
 	if err != nil {
-		return fmt.Errorf("checkpoint: save %s: %w", path, err)
+		return "", fmt.Errorf("checkpoint: save %s: %w", path, err)
 	}
-	return nil
+	return sumOf(h), nil
 }
 
 // Read reads and validates the safetensors file at path.
 func Read(path string) (*File, error) {
+	return ReadSum(path, "")
+}
+
+// ReadSum reads the safetensors file at path, checks that its bytes have
+// the checksum sum (as Sum gives it; "" checks nothing), then validates it.
+// A file whose bytes differ is an error wrapping ErrChecksum.
+func ReadSum(path, sum string) (*File, error) {
+	if sum != "" {
+		data, err := ReadFileSum(path, sum)
+		if err != nil {
+			return nil, err
+		}
+		file, err := parse(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: read %s: %w", path, err)
+		}
+		file.path = path
+		return file, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)

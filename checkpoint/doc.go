@@ -35,7 +35,16 @@
 // Save writes NaN and inf bit patterns as it reads them. SaveWith with
 // SaveOptions.Finite refuses a float tensor holding one, checking the bytes
 // it reads back for the file, and returns a *NonFiniteError naming the
-// first such tensor; the destination is untouched. NonFinite counts them.
+// first such tensor; the destination is untouched. NonFinite counts them,
+// and File.CheckFinite refuses a file read that holds them.
+//
+// # Checksums
+//
+// SaveWith returns the SHA-256 of the bytes it wrote ("sha256:" and hex, as
+// Sum gives it); ReadSum and ReadFileSum check a file against one before
+// parsing it, and a file whose bytes differ is an error wrapping
+// ErrChecksum that names it. Recording checksums is the caller's: package
+// nn keeps them in each checkpoint version's state.json.
 //
 // # Errors
 //

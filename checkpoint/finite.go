@@ -37,9 +37,11 @@ func NonFinite(dt tensor.DType, data []byte) (nan, inf int) {
 	return nan, inf
 }
 
-// NonFiniteError is the error of a save refused because tensors hold NaN
-// or inf (SaveOptions.Finite). It names the first such tensor.
+// NonFiniteError is the error of a save (SaveOptions.Finite) or a load
+// (File.CheckFinite) refused because tensors hold NaN or inf. It names the
+// first such tensor.
 type NonFiniteError struct {
+	Op          string // "save" or "load"
 	Path        string
 	Name        string // the first tensor, in the order given, holding NaN or inf
 	NaN, Inf    int    // its NaNs and infinities
@@ -48,6 +50,28 @@ type NonFiniteError struct {
 }
 
 func (e *NonFiniteError) Error() string {
-	return fmt.Sprintf("checkpoint: save %s: %q holds %d NaN and %d inf of its %d values (%d of %d tensors hold NaN or inf): refused",
-		e.Path, e.Name, e.NaN, e.Inf, e.Len, e.Tensors, e.Of)
+	return fmt.Sprintf("checkpoint: %s %s: %q holds %d NaN and %d inf of its %d values (%d of %d tensors hold NaN or inf): refused",
+		e.Op, e.Path, e.Name, e.NaN, e.Inf, e.Len, e.Tensors, e.Of)
+}
+
+// CheckFinite returns a *NonFiniteError naming the first tensor of f, in
+// the file's order, that holds a NaN or an infinity, or nil.
+func (f *File) CheckFinite() error {
+	var refused *NonFiniteError
+	for _, name := range f.order {
+		h := f.Tensors[name]
+		nan, inf := NonFinite(h.DType, h.Data)
+		if nan+inf == 0 {
+			continue
+		}
+		if refused == nil {
+			elems := len(h.Data) / h.DType.Size()
+			refused = &NonFiniteError{Op: "load", Path: f.path, Name: name, NaN: nan, Inf: inf, Len: elems, Of: len(f.order)}
+		}
+		refused.Tensors++
+	}
+	if refused != nil {
+		return refused
+	}
+	return nil
 }

@@ -63,7 +63,7 @@ func TestSaveFinite(t *testing.T) {
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "model.safetensors")
-	if err := SaveWith(path, []Named{{"ok", ok}, {"ints", ints}}, nil, SaveOptions{Finite: true}); err != nil {
+	if _, err := SaveWith(path, []Named{{"ok", ok}, {"ints", ints}}, nil, SaveOptions{Finite: true}); err != nil {
 		t.Fatal(err)
 	}
 	old, _ := os.ReadFile(path)
@@ -80,7 +80,7 @@ func TestSaveFinite(t *testing.T) {
 			`checkpoint: save ` + path + `: "b" holds 1 NaN and 1 inf of its 3 values (1 of 2 tensors hold NaN or inf): refused`},
 		{[]Named{ts[1]}, "h", 3, 2, 12, 1, ""},
 	} {
-		err := SaveWith(path, c.ts, nil, SaveOptions{Finite: true})
+		_, err := SaveWith(path, c.ts, nil, SaveOptions{Finite: true})
 		var nf *NonFiniteError
 		if !errors.As(err, &nf) {
 			t.Errorf("%d: error %v, want a *NonFiniteError", i, err)
@@ -96,7 +96,7 @@ func TestSaveFinite(t *testing.T) {
 	}
 
 	// Without the option, non-finite values are data like any other.
-	if err := SaveWith(path, ts, nil, SaveOptions{}); err != nil {
+	if _, err := SaveWith(path, ts, nil, SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Read(path)
@@ -106,4 +106,11 @@ func TestSaveFinite(t *testing.T) {
 	if h := f.Tensors["h"]; !slices.Equal(h.Data, deviceBytes(t, ts[1].T)) {
 		t.Errorf("h saved as % x", h.Data)
 	}
+	// and a load refuses them, naming the first in the file.
+	err = f.CheckFinite()
+	want := `checkpoint: load ` + path + `: "w" holds 3 NaN and 2 inf of its 12 values (2 of 3 tensors hold NaN or inf): refused`
+	if err == nil || err.Error() != want {
+		t.Errorf("CheckFinite: %v, want %s", err, want)
+	}
+
 }

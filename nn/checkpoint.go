@@ -20,14 +20,21 @@ import (
 //	model.safetensors        the parameters
 //	optimizer-I.safetensors  the moment buffers of optimizer I, one file per optimizer
 //	state.json               the format, each optimizer's kind, settings and step
-//	                         count, and the extra sections
+//	                         count, the extra sections, and the SHA-256 of
+//	                         every other file of the version
 //
-// then atomically points the file LATEST at it, then removes the versions
-// older than the last CheckpointKeepLast. A crash at any moment leaves
-// LATEST naming a complete version.
+// then atomically points the file LATEST at it ("step-N", then a line
+// "state.json sha256:..." with the checksum of state.json), then removes
+// the versions older than the last CheckpointKeepLast. A crash at any
+// moment leaves LATEST naming a complete version. A load checks every file
+// against its checksum before it uses it: a flipped bit is an error naming
+// the file (wrapping checkpoint.ErrChecksum).
 //
 // Format 1, written before the format was recorded, held exactly one
-// optimizer in optimizer.safetensors; LoadCheckpoint still reads it.
+// optimizer in optimizer.safetensors and no checksums; LoadCheckpoint still
+// reads it, with no checksum to verify (the checks of the safetensors
+// layout, of names, shapes and dtypes, and of non-finite values still
+// apply). A later format is refused with an error naming it.
 
 // CheckpointKeepLast is how many versions SaveCheckpoint keeps in a
 // directory, the new one included: by default 2, the newest and the one
@@ -71,6 +78,7 @@ type stateFile struct {
 	Format     int                        `json:"format,omitempty"` // 0 in format 1
 	Version    int                        `json:"version"`
 	Optimizers []optimizerState           `json:"optimizers"`
+	Files      map[string]string          `json:"files"` // name: checksum, as checkpoint.Sum gives it
 	Extra      map[string]json.RawMessage `json:"extra,omitempty"`
 
 	// Format 1: the one optimizer.
@@ -116,7 +124,7 @@ func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 
 func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts []Stateful) (err error) {
 	version := 1
-	cur, curErr := latest(dir)
+	cur, _, curErr := latest(dir)
 	if curErr == nil {
 		version = cur + 1
 	}
@@ -135,19 +143,28 @@ func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 		}
 		err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
 	}()
-	if err := checkpoint.SaveWith(filepath.Join(vdir, "model.safetensors"), named(params), nil, finite); err != nil {
+	st := stateFile{Format: checkpointFormat, Version: version, Optimizers: make([]optimizerState, len(opts)),
+		Files: map[string]string{}, Extra: extra}
+	sum, err := checkpoint.SaveWith(filepath.Join(vdir, "model.safetensors"), named(params), nil, finite)
+	if err != nil {
 		return err
 	}
-	st := stateFile{Format: checkpointFormat, Version: version, Optimizers: make([]optimizerState, len(opts)), Extra: extra}
+	st.Files["model.safetensors"] = sum
 	for i, opt := range opts {
-		if st.Optimizers[i], err = saveOptimizer(vdir, i, opt); err != nil {
+		if st.Optimizers[i], sum, err = saveOptimizer(vdir, i, opt); err != nil {
 			return fmt.Errorf("optimizer %d: %w", i, err)
 		}
+		st.Files[st.Optimizers[i].File] = sum
 	}
-	if err := checkpoint.SaveJSON(filepath.Join(vdir, "state.json"), st); err != nil {
+	b, err := json.MarshalIndent(st, "", "\t")
+	if err != nil {
+		return fmt.Errorf("state.json: %w", err)
+	}
+	b = append(b, '\n')
+	if err := checkpoint.WriteFile(filepath.Join(vdir, "state.json"), b); err != nil {
 		return err
 	}
-	if err := writeLatest(dir, version); err != nil {
+	if err := writeLatest(dir, version, checkpoint.Sum(b)); err != nil {
 		return err
 	}
 	prune(dir, version)
@@ -159,21 +176,20 @@ func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 var finite = checkpoint.SaveOptions{Finite: true}
 
 // saveOptimizer writes optimizer i's moments and returns its section of
-// state.json.
-func saveOptimizer(vdir string, i int, opt Stateful) (optimizerState, error) {
+// state.json and the checksum of its file.
+func saveOptimizer(vdir string, i int, opt Stateful) (s optimizerState, sum string, err error) {
 	o := opt.optimizerBase()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s := optimizerState{Kind: opt.kind(), File: optimizerFile(i)}
-	if err := checkpoint.SaveWith(filepath.Join(vdir, s.File), opt.stateTensors(), nil, finite); err != nil {
-		return s, err
+	s = optimizerState{Kind: opt.kind(), File: optimizerFile(i)}
+	if sum, err = checkpoint.SaveWith(filepath.Join(vdir, s.File), opt.stateTensors(), nil, finite); err != nil {
+		return s, "", err
 	}
-	var err error
 	if s.Steps, err = o.Steps(); err != nil {
-		return s, err
+		return s, "", err
 	}
 	s.Settings, err = json.Marshal(opt.hyper())
-	return s, err
+	return s, sum, err
 }
 
 // prune removes the versions that CheckpointKeepLast no longer keeps: those
@@ -206,20 +222,27 @@ func versionOf(name string) (int, bool) {
 	return v, err == nil && v > 0
 }
 
-func latest(dir string) (int, error) {
+// latest reads LATEST: the latest version, and the checksum of its
+// state.json ("" in format 1).
+func latest(dir string) (version int, stateSum string, err error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "LATEST"))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	v, ok := versionOf(strings.TrimSpace(string(raw)))
-	if !ok {
-		return 0, fmt.Errorf("LATEST holds %q, not step-N", strings.TrimSpace(string(raw)))
+	text := strings.TrimSpace(string(raw))
+	first, second, two := strings.Cut(text, "\n")
+	v, ok := versionOf(strings.TrimSpace(first))
+	if two {
+		stateSum, two = strings.CutPrefix(strings.TrimSpace(second), "state.json ")
 	}
-	return v, nil
+	if !ok || (!two && second != "") || strings.ContainsAny(stateSum, " \n") {
+		return 0, "", fmt.Errorf("LATEST holds %q, not step-N and the checksum of its state.json", text)
+	}
+	return v, stateSum, nil
 }
 
-func writeLatest(dir string, version int) error {
-	return checkpoint.WriteFile(filepath.Join(dir, "LATEST"), []byte("step-"+strconv.Itoa(version)+"\n"))
+func writeLatest(dir string, version int, stateSum string) error {
+	return checkpoint.WriteFile(filepath.Join(dir, "LATEST"), []byte("step-"+strconv.Itoa(version)+"\nstate.json "+stateSum+"\n"))
 }
 
 // ErrNoCheckpoint is returned by LoadCheckpoint for a directory without one.
@@ -229,8 +252,11 @@ var ErrNoCheckpoint = errors.New("nn: no checkpoint")
 // from the latest version in dir, and returns its extra sections. The
 // optimizers are given in the order they were saved, as many as were
 // saved; names, shapes, dtypes and optimizer kinds must match. Every file
-// is read and checked before anything changes: on an error, which says
-// what differs, nothing is changed.
+// is read and checked before anything changes: against the checksum the
+// version recorded (an error wrapping checkpoint.ErrChecksum names the
+// file), for its layout, and for NaN or inf in weights or moments (a
+// *checkpoint.NonFiniteError naming the tensor). On an error, which says
+// what is wrong, nothing is changed.
 func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[string]json.RawMessage, err error) {
 	for i, opt := range opts {
 		if opt == nil {
@@ -242,7 +268,7 @@ func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[st
 			}
 		}
 	}
-	version, err := latest(dir)
+	version, stateSum, err := latest(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
 	}
@@ -255,7 +281,7 @@ func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[st
 		return nil, err
 	}
 	vdir := filepath.Join(dir, "step-"+strconv.Itoa(version))
-	st, err := readState(vdir, version)
+	st, err := readState(vdir, version, stateSum)
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +289,15 @@ func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[st
 		return nil, fmt.Errorf("the checkpoint holds %d optimizer%s, %d given", len(st.Optimizers), plural(len(st.Optimizers)), len(opts))
 	}
 	// Read and check every file before changing anything.
-	model, err := checkpoint.Read(filepath.Join(vdir, "model.safetensors"))
+	model, err := checkpoint.ReadSum(filepath.Join(vdir, "model.safetensors"), st.Files["model.safetensors"])
 	if err != nil {
 		return nil, err
 	}
 	ts := named(params)
 	if err := model.Check(ts); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := model.CheckFinite(); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	for _, opt := range opts {
@@ -278,7 +307,7 @@ func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[st
 	}
 	loads := make([]optimizerLoad, len(opts))
 	for i, opt := range opts {
-		if loads[i], err = readOptimizer(vdir, st.Optimizers[i], opt); err != nil {
+		if loads[i], err = readOptimizer(vdir, st.Optimizers[i], st.Files[st.Optimizers[i].File], opt); err != nil {
 			return nil, fmt.Errorf("optimizer %d: %w", i, err)
 		}
 	}
@@ -301,11 +330,17 @@ func plural(n int) string {
 	return "s"
 }
 
-// readState reads the state.json of version, in either format.
-func readState(vdir string, version int) (*stateFile, error) {
-	var st stateFile
-	if err := checkpoint.LoadJSON(filepath.Join(vdir, "state.json"), &st); err != nil {
+// readState reads the state.json of version, in either format, checking it
+// against its checksum sum from LATEST.
+func readState(vdir string, version int, sum string) (*stateFile, error) {
+	path := filepath.Join(vdir, "state.json")
+	b, err := checkpoint.ReadFileSum(path, sum)
+	if err != nil {
 		return nil, err
+	}
+	var st stateFile
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("checkpoint: load %s: %w", path, err)
 	}
 	if st.Version != version {
 		return nil, fmt.Errorf("state.json is of version %d, LATEST says %d", st.Version, version)
@@ -316,7 +351,18 @@ func readState(vdir string, version int) (*stateFile, error) {
 			return nil, errors.New("state.json of format 1 without its optimizer's steps and settings")
 		}
 		st.Optimizers = []optimizerState{{File: "optimizer.safetensors", Steps: *st.Steps, Settings: st.Optimizer}}
+		if sum != "" || st.Files != nil {
+			return nil, errors.New("state.json of format 1 with checksums")
+		}
 	case checkpointFormat:
+		if sum == "" {
+			return nil, fmt.Errorf("LATEST records no checksum for the state.json of format %d", st.Format)
+		}
+		for _, name := range append([]string{"model.safetensors"}, optimizerFiles(st.Optimizers)...) {
+			if !strings.HasPrefix(st.Files[name], "sha256:") {
+				return nil, fmt.Errorf("state.json records no checksum for %s", name)
+			}
+		}
 	default:
 		return nil, fmt.Errorf("state.json is of format %d, written by a later vkamp: this one reads formats 1 and %d", st.Format, checkpointFormat)
 	}
@@ -331,6 +377,14 @@ func readState(vdir string, version int) (*stateFile, error) {
 	return &st, nil
 }
 
+func optimizerFiles(ss []optimizerState) []string {
+	names := make([]string, len(ss))
+	for i, o := range ss {
+		names[i] = o.File
+	}
+	return names
+}
+
 // optimizerLoad is an optimizer's state read and checked, to be applied.
 type optimizerLoad struct {
 	opt      Stateful
@@ -339,17 +393,21 @@ type optimizerLoad struct {
 	steps    int
 }
 
-// readOptimizer reads and checks an optimizer's state; it changes nothing.
-// The caller holds the optimizer's lock.
-func readOptimizer(vdir string, s optimizerState, opt Stateful) (optimizerLoad, error) {
+// readOptimizer reads and checks an optimizer's state, its file against
+// the checksum sum; it changes nothing. The caller holds the optimizer's
+// lock.
+func readOptimizer(vdir string, s optimizerState, sum string, opt Stateful) (optimizerLoad, error) {
 	if s.Kind != "" && s.Kind != opt.kind() {
 		return optimizerLoad{}, fmt.Errorf("%s in the checkpoint, %s given", s.Kind, opt.kind())
 	}
-	f, err := checkpoint.Read(filepath.Join(vdir, s.File))
+	f, err := checkpoint.ReadSum(filepath.Join(vdir, s.File), sum)
 	if err != nil {
 		return optimizerLoad{}, err
 	}
 	if err := f.Check(opt.stateTensors()); err != nil {
+		return optimizerLoad{}, err
+	}
+	if err := f.CheckFinite(); err != nil {
 		return optimizerLoad{}, err
 	}
 	// The settings: the current ones with the file's over them, in a copy.

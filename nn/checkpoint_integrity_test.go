@@ -1,12 +1,18 @@
 package nn_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/tensor"
@@ -18,6 +24,8 @@ import (
 func TestCheckpointIntegrity(t *testing.T) {
 	d := devtest.Open(t)
 	t.Run("NonFiniteSave", func(t *testing.T) { checkpointNonFiniteSave(t, d) })
+	t.Run("Checksums", func(t *testing.T) { checkpointChecksums(t, d) })
+	t.Run("NonFiniteLoad", func(t *testing.T) { checkpointNonFiniteLoad(t, d) })
 }
 
 // poison writes vals into x at the indices given.
@@ -80,4 +88,127 @@ func checkpointNonFiniteSave(t *testing.T, d *vk.Device) {
 		t.Fatal(err)
 	}
 	sameState(t, "loaded after refused saves", c.state(), saved)
+}
+
+// Every file of a version is checked against the checksum the version
+// recorded: a flipped bit, or a NaN written over a weight, is an error
+// naming the file, and nothing is loaded.
+func checkpointChecksums(t *testing.T, d *vk.Device) {
+	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+	a.train(1)
+	good := t.TempDir()
+	if err := nn.SaveCheckpoint(good, a.params, nil, a.opt); err != nil {
+		t.Fatal(err)
+	}
+	// edit changes the file's bytes in place, keeping its size.
+	edit := func(name string, f func(b []byte)) func(dir string) error {
+		return func(dir string) error {
+			p := filepath.Join(dir, "step-1", name)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			f(b)
+			return os.WriteFile(p, b, 0o644)
+		}
+	}
+	nanAt := func(off int) func(b []byte) {
+		return func(b []byte) {
+			binary.LittleEndian.PutUint32(b[len(b)-off:], math.Float32bits(float32(math.NaN())))
+		}
+	}
+	for i, c := range []struct {
+		name, file string
+		corrupt    func(dir string) error
+	}{
+		{"a bit of a weight flipped", "model.safetensors", edit("model.safetensors", func(b []byte) { b[len(b)-5] ^= 0x01 })},
+		{"a NaN over a weight", "model.safetensors", edit("model.safetensors", nanAt(4))},
+		{"a bit of the header flipped", "model.safetensors", edit("model.safetensors", func(b []byte) { b[20] ^= 0x20 })},
+		{"a bit of a moment flipped", "optimizer-0.safetensors", edit("optimizer-0.safetensors", func(b []byte) { b[len(b)-9] ^= 0x80 })},
+		{"a digit of the step count changed", "state.json", edit("state.json", func(b []byte) {
+			copy(b[bytes.Index(b, []byte(`"steps": 1`)):], `"steps": 3`)
+		})},
+	} {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(good)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.corrupt(dir); err != nil {
+			t.Fatal(err)
+		}
+		b := newRig(t, d, 2, "fc", 3, adamMaker(otherAdam))
+		before := b.state()
+		_, err := nn.LoadCheckpoint(dir, b.params, b.opt)
+		if i == 0 {
+			t.Logf("flipped bit: %v", err)
+		}
+		if !errors.Is(err, checkpoint.ErrChecksum) {
+			t.Errorf("case %d (%s): %v, want a checksum error", i, c.name, err)
+		}
+		tContains(t, fmt.Sprintf("case %d (%s)", i, c.name), fmt.Sprint(err), filepath.Join(dir, "step-1", c.file), "sha256")
+		sameState(t, fmt.Sprintf("case %d (%s)", i, c.name), b.state(), before)
+	}
+
+	// The checksums are in state.json and LATEST, for every file.
+	latest, err := os.ReadFile(filepath.Join(good, "LATEST"))
+	if err != nil || !strings.HasPrefix(string(latest), "step-1\nstate.json sha256:") {
+		t.Errorf("LATEST holds %q (%v)", latest, err)
+	}
+	var st struct{ Files map[string]string }
+	if err := checkpoint.LoadJSON(filepath.Join(good, "step-1", "state.json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"model.safetensors", "optimizer-0.safetensors"} {
+		raw, err := os.ReadFile(filepath.Join(good, "step-1", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Files[name] != checkpoint.Sum(raw) {
+			t.Errorf("state.json records %q for %s, want %q", st.Files[name], name, checkpoint.Sum(raw))
+		}
+	}
+}
+
+// A checkpoint whose weights or moments hold NaN or inf (one of format 1,
+// which has no checksums, or one whose checksums were made to match) is
+// refused on load, naming the file and the tensor.
+func checkpointNonFiniteLoad(t *testing.T, d *vk.Device) {
+	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+	a.train(1)
+	poison(t, a.params[2].Value, map[int]float32{1: float32(math.Inf(-1))})
+	dir := t.TempDir()
+	writeFormat1(t, dir, a, ckptAdam)
+	b := newRig(t, d, 2, "fc", 3, adamMaker(otherAdam))
+	before := b.state()
+	_, err := nn.LoadCheckpoint(dir, b.params, b.opt)
+	t.Logf("format 1 with an inf: %v", err)
+	tContains(t, "format 1 with an inf", fmt.Sprint(err), "model.safetensors", `"fc2.weight" holds 0 NaN and 1 inf of its 6 values`, "refused")
+	sameState(t, "format 1 with an inf", b.state(), before)
+
+	// Format 2, the NaN in a moment, the checksums remade.
+	c := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+	c.train(1)
+	dir = t.TempDir()
+	if err := nn.SaveCheckpoint(dir, c.params, nil, c.opt); err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := nn.Moments(c.opt)
+	poison(t, m1[0], map[int]float32{0: float32(math.NaN())})
+	mom := filepath.Join(dir, "step-1", "optimizer-0.safetensors")
+	if err := checkpoint.Save(mom, nn.StateTensors(c.opt), nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(mom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := editState(func(st map[string]any) {
+		st["files"].(map[string]any)["optimizer-0.safetensors"] = checkpoint.Sum(raw)
+	})(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = nn.LoadCheckpoint(dir, b.params, b.opt)
+	t.Logf("format 2 with a NaN moment: %v", err)
+	tContains(t, "format 2 with a NaN moment", fmt.Sprint(err), "optimizer 0", "optimizer-0.safetensors", `"fc1.weight.m1" holds 1 NaN and 0 inf of its 12 values`)
+	sameState(t, "format 2 with a NaN moment", b.state(), before)
 }

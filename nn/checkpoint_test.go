@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
@@ -257,22 +258,6 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	write := func(name, content string) func(dir string) error {
 		return func(dir string) error { return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644) }
 	}
-	editState := func(f func(st map[string]any)) func(dir string) error {
-		return func(dir string) error {
-			p := filepath.Join(dir, "step-1", "state.json")
-			raw, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			var st map[string]any
-			if err := json.Unmarshal(raw, &st); err != nil {
-				return err
-			}
-			f(st)
-			raw, _ = json.Marshal(st)
-			return os.WriteFile(p, raw, 0o644)
-		}
-	}
 	hyper := func(key string, v any) func(st map[string]any) {
 		return func(st map[string]any) { optimizer0(st)["settings"].(map[string]any)[key] = v }
 	}
@@ -341,6 +326,33 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	sameState(t, "after a claimed momentum", q.state(), before)
 	if err := q.opt.Step(); err != nil { // still a plain SGD
 		t.Fatal(err)
+	}
+}
+
+// editState rewrites the state.json of the latest version in dir through
+// f, with the checksum LATEST records for it remade.
+func editState(f func(st map[string]any)) func(dir string) error {
+	return func(dir string) error {
+		latest, err := os.ReadFile(filepath.Join(dir, "LATEST"))
+		if err != nil {
+			return err
+		}
+		version, _, _ := strings.Cut(string(latest), "\n")
+		p := filepath.Join(dir, version, "state.json")
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var st map[string]any
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return err
+		}
+		f(st)
+		raw, _ = json.Marshal(st)
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "LATEST"), []byte(version+"\nstate.json "+checkpoint.Sum(raw)+"\n"), 0o644)
 	}
 }
 

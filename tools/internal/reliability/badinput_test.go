@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/nn"
@@ -246,7 +247,8 @@ func truncate(path string, n int64) error {
 	return os.Truncate(path, n)
 }
 
-// editState rewrites the checkpoint's state.json through f.
+// editState rewrites the checkpoint's state.json through f, and the
+// checksum LATEST records for it.
 func editState(dir string, f func(m map[string]any)) error {
 	path := filepath.Join(dir, "step-1", "state.json")
 	raw, err := os.ReadFile(path)
@@ -261,7 +263,10 @@ func editState(dir string, f func(m map[string]any)) error {
 	if raw, err = json.Marshal(m); err != nil {
 		return err
 	}
-	return os.WriteFile(path, raw, 0o644)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "LATEST"), []byte("step-1\nstate.json "+checkpoint.Sum(raw)+"\n"), 0o644)
 }
 
 // optimizer0 returns the first optimizer's section of a state.json.
