@@ -46,6 +46,14 @@
 // ErrChecksum that names it. Recording checksums is the caller's: package
 // nn keeps them in each checkpoint version's state.json.
 //
+// # Locking
+//
+// LockDir takes a directory's lock for one writer at a time, through the
+// file LOCK, which holds the writer's pid, host and start time; a second
+// writer gets a *LockedError naming them. Where flock(2) exists the kernel
+// drops the lock of a process that dies, and its stale LOCK file is taken
+// over.
+//
 // # Errors
 //
 // A truncated or corrupt file is an error that says what is wrong, never a

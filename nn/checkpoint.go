@@ -23,7 +23,7 @@ import (
 //	                         count, the extra sections, and the SHA-256 of
 //	                         every other file of the version
 //
-// then atomically points the file LATEST at it ("step-N", then a line
+// under the lock file LOCK, then atomically points the file LATEST at it ("step-N", then a line
 // "state.json sha256:..." with the checksum of state.json), then removes
 // the versions older than the last CheckpointKeepLast. A crash at any
 // moment leaves LATEST naming a complete version. A load checks every file
@@ -99,7 +99,15 @@ func optimizerFile(i int) string { return "optimizer-" + strconv.Itoa(i) + ".saf
 // SaveCheckpoint writes params, the state of each optimizer of opts (any
 // number, none included), and extra JSON sections (the scaler's StateDict,
 // a scheduler's state, progress) as a new version in dir, then keeps the
-// last CheckpointKeepLast versions. It waits for the device. Weights or
+// last CheckpointKeepLast versions. It waits for the device.
+//
+// One writer at a time: a save holds the directory's lock file LOCK
+// (checkpoint.LockDir) from start to end, and a save into a directory whose
+// lock another writer holds fails at once with a *checkpoint.LockedError
+// naming its pid and host. A LOCK left by a process that died is taken
+// over. LoadCheckpoint takes no lock: LATEST always names a complete
+// version, and the versions kept stay until later saves.
+// Weights or
 // moments holding a NaN or an infinity are refused with an error naming the
 // first such tensor (a *checkpoint.NonFiniteError): a diverged run never
 // replaces its last good checkpoint. On any error the directory is left as
@@ -115,7 +123,15 @@ func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("nn: checkpoint: %w", err)
 	}
-	err := saveCheckpoint(dir, params, extra, opts)
+	lock, err := checkpoint.LockDir(dir)
+	if err == nil {
+		err = saveCheckpoint(dir, params, extra, opts)
+		if uerr := lock.Unlock(); err == nil && uerr != nil {
+			err = fmt.Errorf("nn: checkpoint %s: %w", dir, uerr)
+		}
+	} else {
+		err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+	}
 	if err != nil && errors.Is(statErr, os.ErrNotExist) {
 		os.Remove(dir) // made for this save; only if still empty
 	}

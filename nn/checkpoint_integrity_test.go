@@ -3,14 +3,17 @@ package nn_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -26,6 +29,7 @@ func TestCheckpointIntegrity(t *testing.T) {
 	t.Run("NonFiniteSave", func(t *testing.T) { checkpointNonFiniteSave(t, d) })
 	t.Run("Checksums", func(t *testing.T) { checkpointChecksums(t, d) })
 	t.Run("NonFiniteLoad", func(t *testing.T) { checkpointNonFiniteLoad(t, d) })
+	t.Run("Locked", func(t *testing.T) { checkpointLocked(t, d) })
 }
 
 // poison writes vals into x at the indices given.
@@ -211,4 +215,106 @@ func checkpointNonFiniteLoad(t *testing.T, d *vk.Device) {
 	t.Logf("format 2 with a NaN moment: %v", err)
 	tContains(t, "format 2 with a NaN moment", fmt.Sprint(err), "optimizer 0", "optimizer-0.safetensors", `"fc1.weight.m1" holds 1 NaN and 0 inf of its 12 values`)
 	sameState(t, "format 2 with a NaN moment", b.state(), before)
+}
+
+// A save into a directory whose lock another writer holds fails with an
+// error naming the holder, and changes nothing.
+func checkpointLocked(t *testing.T, d *vk.Device) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "ckpt")
+	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+	if err := nn.SaveCheckpoint(dir, a.params, nil, a.opt); err != nil {
+		t.Fatal(err)
+	}
+	l, err := checkpoint.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, root)
+	a.train(1)
+	err = nn.SaveCheckpoint(dir, a.params, nil, a.opt)
+	t.Logf("locked: %v", err)
+	var le *checkpoint.LockedError
+	if !errors.As(err, &le) || le.PID != os.Getpid() {
+		t.Errorf("save into a locked directory: %v, want a *checkpoint.LockedError naming this process", err)
+	}
+	tContains(t, "locked", fmt.Sprint(err), fmt.Sprintf("held by pid %d on host", os.Getpid()))
+	if after := treeOf(t, root); !slices.Equal(after, before) {
+		t.Errorf("files\n%v\nafter a locked save, want\n%v", after, before)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nn.SaveCheckpoint(dir, a.params, nil, a.opt); err != nil {
+		t.Fatal(err)
+	}
+	if names := dirNames(t, dir); !slices.Equal(names, []string{"LATEST", "step-1", "step-2"}) {
+		t.Errorf("directory holds %v", names)
+	}
+}
+
+// TestCheckpointWriterProcess is not a test: run by TestCheckpointTwoWriters
+// as one of two processes, it saves a model into the directory
+// VKAMP_CKPT_WRITER names again and again, and exits 1 on any error but
+// the other writer's lock.
+func TestCheckpointWriterProcess(t *testing.T) {
+	dir := os.Getenv("VKAMP_CKPT_WRITER")
+	if dir == "" {
+		return
+	}
+	d := devtest.Open(t)
+	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+	saved, locked := 0, 0
+	for i := range 25 {
+		a.train(1)
+		err := nn.SaveCheckpoint(dir, a.params, map[string]json.RawMessage{"i": json.RawMessage(fmt.Sprint(i))}, a.opt)
+		var le *checkpoint.LockedError
+		switch {
+		case errors.As(err, &le):
+			locked++
+		case err != nil:
+			fmt.Printf("save %d: %v\n", i, err)
+			os.Exit(1)
+		default:
+			saved++
+		}
+		time.Sleep(time.Millisecond) // let the other writer in
+	}
+	fmt.Printf("saved %d, locked out %d\n", saved, locked)
+	os.Exit(0)
+}
+
+// TestCheckpointTwoWriters: two processes saving into one directory at
+// once. Each save succeeds or is refused for the other's lock, and the
+// directory ends with a loadable checkpoint and nothing else.
+func TestCheckpointTwoWriters(t *testing.T) {
+	d := devtest.Open(t)
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpointWriterProcess$")
+		cmd.Env = append(os.Environ(), "VKAMP_CKPT_WRITER="+dir)
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for i, cmd := range cmds {
+		err := cmd.Wait()
+		t.Logf("writer %d: %v: %s", i, err, strings.TrimSpace(outs[i].String()))
+		if err != nil {
+			t.Errorf("writer %d failed: %v", i, err)
+		}
+	}
+	names := dirNames(t, dir)
+	if len(names) != 3 || names[0] != "LATEST" || !strings.HasPrefix(names[1], "step-") {
+		t.Errorf("directory holds %v, want LATEST and two versions", names)
+	}
+	b := newRig(t, d, 2, "fc", 3, adamMaker(otherAdam))
+	if _, err := nn.LoadCheckpoint(dir, b.params, b.opt); err != nil {
+		t.Error(err)
+	}
 }
