@@ -106,7 +106,11 @@ func optimizerFile(i int) string { return "optimizer-" + strconv.Itoa(i) + ".saf
 // lock another writer holds fails at once with a *checkpoint.LockedError
 // naming its pid and host. A LOCK left by a process that died is taken
 // over. LoadCheckpoint takes no lock: LATEST always names a complete
-// version, and the versions kept stay until later saves.
+// version, and the versions kept stay until later saves. Under the lock, a
+// save first removes what crashed saves left: temporary files
+// (.LATEST.tmp-*, and those of a version's files) and versions newer than
+// the one LATEST names. When LATEST is unreadable it removes no version and
+// numbers the new one after the newest there.
 // Weights or
 // moments holding a NaN or an infinity are refused with an error naming the
 // first such tensor (a *checkpoint.NonFiniteError): a diverged run never
@@ -139,13 +143,9 @@ func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 }
 
 func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts []Stateful) (err error) {
-	version := 1
 	cur, _, curErr := latest(dir)
-	if curErr == nil {
-		version = cur + 1
-	}
+	version := removeLeftovers(dir, cur, curErr == nil) + 1
 	vdir := filepath.Join(dir, "step-"+strconv.Itoa(version))
-	os.RemoveAll(vdir) // a leftover of a save that crashed before LATEST moved
 	if err := os.Mkdir(vdir, 0o755); err != nil {
 		return fmt.Errorf("nn: checkpoint: %w", err)
 	}
@@ -206,6 +206,53 @@ func saveOptimizer(vdir string, i int, opt Stateful) (s optimizerState, sum stri
 	}
 	s.Settings, err = json.Marshal(opt.hyper())
 	return s, sum, err
+}
+
+// removeLeftovers removes what saves that crashed left in dir: their
+// temporary files, and, when LATEST is readable (ok) and names version cur,
+// the versions newer than it, which it never named. It returns the newest
+// version left. The caller holds the directory's lock, so no other save
+// is under way; other files are left alone.
+func removeLeftovers(dir string, cur int, ok bool) (newest int) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		if v, isVersion := versionOf(name); isVersion && e.IsDir() {
+			if ok && v > cur {
+				os.RemoveAll(path)
+				continue
+			}
+			newest = max(newest, v)
+			sub, _ := os.ReadDir(path)
+			for _, f := range sub {
+				if isTemp(f.Name(), "state.json", "*.safetensors") {
+					os.Remove(filepath.Join(path, f.Name()))
+				}
+			}
+		} else if isTemp(name, "LATEST") {
+			os.Remove(path)
+		}
+	}
+	if ok {
+		newest = cur
+	}
+	return newest
+}
+
+// isTemp reports whether name is a temporary file that writing a file named
+// by one of patterns makes (checkpoint.WriteFile: ".name.tmp-digits").
+func isTemp(name string, patterns ...string) bool {
+	base, digits, found := strings.Cut(strings.TrimPrefix(name, "."), ".tmp-")
+	if !found || !strings.HasPrefix(name, ".") || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return false
+	}
+	for _, p := range patterns {
+		if m, _ := filepath.Match(p, base); m {
+			return true
+		}
+	}
+	return false
 }
 
 // prune removes the versions that CheckpointKeepLast no longer keeps: those

@@ -30,6 +30,7 @@ func TestCheckpointIntegrity(t *testing.T) {
 	t.Run("Checksums", func(t *testing.T) { checkpointChecksums(t, d) })
 	t.Run("NonFiniteLoad", func(t *testing.T) { checkpointNonFiniteLoad(t, d) })
 	t.Run("Locked", func(t *testing.T) { checkpointLocked(t, d) })
+	t.Run("Leftovers", func(t *testing.T) { checkpointLeftovers(t, d) })
 }
 
 // poison writes vals into x at the indices given.
@@ -317,4 +318,57 @@ func TestCheckpointTwoWriters(t *testing.T) {
 	if _, err := nn.LoadCheckpoint(dir, b.params, b.opt); err != nil {
 		t.Error(err)
 	}
+}
+
+// A save removes what crashed saves left: temporary files (.LATEST.tmp-*
+// and those of a version's files) and versions newer than LATEST's. It
+// keeps the files of others, and with LATEST unreadable it removes no
+// version, numbering the new one after the newest.
+func checkpointLeftovers(t *testing.T, d *vk.Device) {
+	dir := t.TempDir()
+	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+	a.train(1)
+	if err := nn.SaveCheckpoint(dir, a.params, nil, a.opt); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{".LATEST.tmp-123", ".LATEST.tmp-4567", "step-1/.state.json.tmp-9",
+		"step-2/.model.safetensors.tmp-5", "step-3/model.safetensors", "notes.txt", ".notes.txt.tmp-1"} {
+		write(name)
+	}
+	if err := nn.SaveCheckpoint(dir, a.params, nil, a.opt); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".", ".notes.txt.tmp-1", "LATEST", "notes.txt",
+		"step-1", "step-1/model.safetensors", "step-1/optimizer-0.safetensors", "step-1/state.json",
+		"step-2", "step-2/model.safetensors", "step-2/optimizer-0.safetensors", "step-2/state.json"}
+	if got := treeOf(t, dir); !slices.Equal(got, want) {
+		t.Errorf("after a save over leftovers:\n%v\nwant\n%v", got, want)
+	}
+
+	// LATEST unreadable: the new version is step-3, and none is removed
+	// but by retention.
+	if err := os.WriteFile(filepath.Join(dir, "LATEST"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := nn.SaveCheckpoint(dir, a.params, nil, a.opt); err != nil {
+		t.Fatal(err)
+	}
+	if names := dirNames(t, dir); !slices.Equal(names, []string{".notes.txt.tmp-1", "LATEST", "notes.txt", "step-2", "step-3"}) {
+		t.Errorf("after a save over a garbage LATEST: %v", names)
+	}
+	b := newRig(t, d, 2, "fc", 3, adamMaker(otherAdam))
+	if _, err := nn.LoadCheckpoint(dir, b.params, b.opt); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "loaded", b.state(), a.state())
 }
