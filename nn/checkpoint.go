@@ -14,8 +14,9 @@ import (
 	"github.com/vkamp/vkamp/tensor"
 )
 
-// A checkpoint is a directory of versions. Each save writes a new
-// subdirectory step-N (N counts the saves) holding
+// A checkpoint is a directory of versions. Each save writes, under the
+// directory's lock file LOCK, a new subdirectory step-N (N counts the
+// saves) holding
 //
 //	model.safetensors        the parameters
 //	optimizer-I.safetensors  the moment buffers of optimizer I, one file per optimizer
@@ -23,12 +24,12 @@ import (
 //	                         count, the extra sections, and the SHA-256 of
 //	                         every other file of the version
 //
-// under the lock file LOCK, then atomically points the file LATEST at it ("step-N", then a line
-// "state.json sha256:..." with the checksum of state.json), then removes
-// the versions older than the last CheckpointKeepLast. A crash at any
-// moment leaves LATEST naming a complete version. A load checks every file
-// against its checksum before it uses it: a flipped bit is an error naming
-// the file (wrapping checkpoint.ErrChecksum).
+// then atomically points the file LATEST at it (a line "step-N", then a
+// line "state.json sha256:..." with the checksum of state.json), then
+// removes the versions older than the last CheckpointKeepLast. A crash at
+// any moment leaves LATEST naming a complete version. A load checks every
+// file against its checksum before it uses it: a flipped bit is an error
+// naming the file (wrapping checkpoint.ErrChecksum).
 //
 // Format 1, written before the format was recorded, held exactly one
 // optimizer in optimizer.safetensors and no checksums; LoadCheckpoint still
@@ -101,22 +102,22 @@ func optimizerFile(i int) string { return "optimizer-" + strconv.Itoa(i) + ".saf
 // a scheduler's state, progress) as a new version in dir, then keeps the
 // last CheckpointKeepLast versions. It waits for the device.
 //
+// Weights or moments holding a NaN or an infinity are refused with an error
+// naming the first such tensor (a *checkpoint.NonFiniteError): a diverged
+// run never replaces its last good checkpoint. On any error LATEST names
+// the previous version, and no file of the new one remains.
+//
 // One writer at a time: a save holds the directory's lock file LOCK
 // (checkpoint.LockDir) from start to end, and a save into a directory whose
 // lock another writer holds fails at once with a *checkpoint.LockedError
 // naming its pid and host. A LOCK left by a process that died is taken
 // over. LoadCheckpoint takes no lock: LATEST always names a complete
-// version, and the versions kept stay until later saves. Under the lock, a
-// save first removes what crashed saves left: temporary files
-// (.LATEST.tmp-*, and those of a version's files) and versions newer than
-// the one LATEST names. When LATEST is unreadable it removes no version and
-// numbers the new one after the newest there.
-// Weights or
-// moments holding a NaN or an infinity are refused with an error naming the
-// first such tensor (a *checkpoint.NonFiniteError): a diverged run never
-// replaces its last good checkpoint. On any error the directory is left as
-// it was: LATEST names the previous version, and no file of the new one
-// remains.
+// version, and the versions kept stay until later saves.
+//
+// Under the lock, a save first removes what crashed saves left: temporary
+// files (.LATEST.tmp-*, and those of a version's files) and versions newer
+// than the one LATEST names. When LATEST is unreadable it removes no
+// version, and numbers the new one after the newest there.
 func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts ...Stateful) error {
 	for i, opt := range opts {
 		if opt == nil {
@@ -130,9 +131,9 @@ func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessag
 	lock, err := checkpoint.LockDir(dir)
 	if err == nil {
 		err = saveCheckpoint(dir, params, extra, opts)
-		if uerr := lock.Unlock(); err == nil && uerr != nil {
-			err = fmt.Errorf("nn: checkpoint %s: %w", dir, uerr)
-		}
+		// Closing the file releases the lock whatever Unlock returns; a
+		// LOCK file it could not remove is stale, and taken over.
+		lock.Unlock()
 	} else {
 		err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
 	}
