@@ -30,6 +30,30 @@
 // the temporary file is removed and the destination is untouched. New files
 // get mode 0644; a replaced file keeps its mode.
 //
+// # Non-finite values
+//
+// Save writes NaN and inf bit patterns as it reads them. SaveWith with
+// SaveOptions.Finite refuses a float tensor holding one, checking the bytes
+// it reads back for the file, and returns a *NonFiniteError naming the
+// first such tensor; the destination is untouched. NonFinite counts them,
+// and File.CheckFinite refuses a file read that holds them.
+//
+// # Checksums
+//
+// SaveWith returns the SHA-256 of the bytes it wrote ("sha256:" and hex, as
+// Sum gives it); ReadSum and ReadFileSum check a file against one before
+// parsing it, and a file whose bytes differ is an error wrapping
+// ErrChecksum that names it. Recording checksums is the caller's: package
+// nn keeps them in each checkpoint version's state.json.
+//
+// # Locking
+//
+// LockDir takes a directory's lock for one writer at a time, through the
+// file LOCK, which holds the writer's pid, host and start time; a second
+// writer gets a *LockedError naming them. Where flock(2) exists the kernel
+// drops the lock of a process that dies, and its stale LOCK file is taken
+// over.
+//
 // # Errors
 //
 // A truncated or corrupt file is an error that says what is wrong, never a

@@ -107,6 +107,7 @@ func parse(r io.ReaderAt, size int64) (*File, error) {
 	}
 	f := &File{Tensors: make(map[string]HostTensor, len(entries)), Meta: meta}
 	for _, e := range entries {
+		f.order = append(f.order, e.name)
 		end := e.begin + e.size
 		f.Tensors[e.name] = HostTensor{DType: e.dtype, Shape: e.shape, Data: data[e.begin:end:end]}
 	}

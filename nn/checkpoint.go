@@ -6,24 +6,52 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/vkamp/vkamp/checkpoint"
+	"github.com/vkamp/vkamp/tensor"
 )
 
-// A checkpoint is a directory of versions: each save writes a new
-// subdirectory step-N with model.safetensors (the parameters),
-// optimizer.safetensors (its moment buffers) and state.json (the optimizer's
-// scalars and step count, and extra sections such as the loss scaler's state
-// dict), then atomically points the file LATEST at it, then removes older
-// versions. A crash at any moment leaves LATEST naming a complete version.
+// A checkpoint is a directory of versions. Each save writes, under the
+// directory's lock file LOCK, a new subdirectory step-N (N counts the
+// saves) holding
+//
+//	model.safetensors        the parameters
+//	optimizer-I.safetensors  the moment buffers of optimizer I, one file per optimizer
+//	state.json               the format, each optimizer's kind, settings and step
+//	                         count, the extra sections, and the SHA-256 of
+//	                         every other file of the version
+//
+// then atomically points the file LATEST at it (a line "step-N", then a
+// line "state.json sha256:..." with the checksum of state.json), then
+// removes the versions older than the last CheckpointKeepLast. A crash at
+// any moment leaves LATEST naming a complete version. A load checks every
+// file against its checksum before it uses it: a flipped bit is an error
+// naming the file (wrapping checkpoint.ErrChecksum).
+//
+// Format 1, written before the format was recorded, held exactly one
+// optimizer in optimizer.safetensors and no checksums; LoadCheckpoint still
+// reads it, with no checksum to verify (the checks of the safetensors
+// layout, of names, shapes and dtypes, and of non-finite values still
+// apply). A later format is refused with an error naming it.
+
+// CheckpointKeepLast is how many versions SaveCheckpoint keeps in a
+// directory, the new one included: by default 2, the newest and the one
+// before it. Older versions are removed only once LATEST names the new
+// one, so a failed save removes nothing. Values below 1 count as 1. Set it
+// before saving, not while a save runs.
+var CheckpointKeepLast = 2
+
+// checkpointFormat is the format SaveCheckpoint writes.
+const checkpointFormat = 2
 
 // Stateful is an optimizer whose state a checkpoint holds: SGD and Adam.
 type Stateful interface {
 	stateTensors() []checkpoint.Named
 	hyper() any
+	kind() string
 	optimizerBase() *optimizer
 }
 
@@ -44,65 +72,201 @@ func (o *optimizer) stateTensors() []checkpoint.Named {
 func (s *SGD) hyper() any  { return &s.o }
 func (a *Adam) hyper() any { return &a.o }
 
+func (s *SGD) kind() string  { return "sgd" }
+func (a *Adam) kind() string { return "adam" }
+
 type stateFile struct {
-	Version   int                        `json:"version"`
-	Steps     int                        `json:"optimizer_steps"`
-	Optimizer json.RawMessage            `json:"optimizer"`
-	Extra     map[string]json.RawMessage `json:"extra,omitempty"`
+	Format     int                        `json:"format,omitempty"` // 0 in format 1
+	Version    int                        `json:"version"`
+	Optimizers []optimizerState           `json:"optimizers"`
+	Files      map[string]string          `json:"files"` // name: checksum, as checkpoint.Sum gives it
+	Extra      map[string]json.RawMessage `json:"extra,omitempty"`
+
+	// Format 1: the one optimizer.
+	Steps     *int            `json:"optimizer_steps,omitempty"`
+	Optimizer json.RawMessage `json:"optimizer,omitempty"`
 }
 
-// SaveCheckpoint writes params, the optimizer's state and extra JSON
-// sections (for example "scaler": the scaler's StateDict) as a new version
-// in dir. It waits for the device.
-func SaveCheckpoint(dir string, params []*Param, opt Stateful, extra map[string]json.RawMessage) error {
+// optimizerState is one optimizer in a state.json.
+type optimizerState struct {
+	Kind     string          `json:"kind"` // "" in format 1
+	File     string          `json:"file"`
+	Steps    int             `json:"steps"`
+	Settings json.RawMessage `json:"settings"`
+}
+
+func optimizerFile(i int) string { return "optimizer-" + strconv.Itoa(i) + ".safetensors" }
+
+// SaveCheckpoint writes params, the state of each optimizer of opts (any
+// number, none included), and extra JSON sections (the scaler's StateDict,
+// a scheduler's state, progress) as a new version in dir, then keeps the
+// last CheckpointKeepLast versions. It waits for the device.
+//
+// Weights or moments holding a NaN or an infinity are refused with an error
+// naming the first such tensor (a *checkpoint.NonFiniteError): a diverged
+// run never replaces its last good checkpoint. On any error LATEST names
+// the previous version, and no file of the new one remains.
+//
+// One writer at a time: a save holds the directory's lock file LOCK
+// (checkpoint.LockDir) from start to end, and a save into a directory whose
+// lock another writer holds fails at once with a *checkpoint.LockedError
+// naming its pid and host. A LOCK left by a process that died is taken
+// over. LoadCheckpoint takes no lock: LATEST always names a complete
+// version, and the versions kept stay until later saves.
+//
+// Under the lock, a save first removes what crashed saves left: temporary
+// files (.LATEST.tmp-*, and those of a version's files) and versions newer
+// than the one LATEST names. When LATEST is unreadable it removes no
+// version, and numbers the new one after the newest there.
+func SaveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts ...Stateful) error {
+	for i, opt := range opts {
+		if opt == nil {
+			panic(&tensor.UsageError{Op: "SaveCheckpoint", Msg: fmt.Sprintf("optimizer %d is nil", i)})
+		}
+	}
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("nn: checkpoint: %w", err)
 	}
-	version := 1
-	if cur, err := latest(dir); err == nil {
-		version = cur + 1
+	lock, err := checkpoint.LockDir(dir)
+	if err == nil {
+		err = saveCheckpoint(dir, params, extra, opts)
+		// Closing the file releases the lock whatever Unlock returns; a
+		// LOCK file it could not remove is stale, and taken over.
+		lock.Unlock()
+	} else {
+		err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
 	}
+	if err != nil && errors.Is(statErr, os.ErrNotExist) {
+		os.Remove(dir) // made for this save; only if still empty
+	}
+	return err
+}
+
+func saveCheckpoint(dir string, params []*Param, extra map[string]json.RawMessage, opts []Stateful) (err error) {
+	cur, _, curErr := latest(dir)
+	version := removeLeftovers(dir, cur, curErr == nil) + 1
 	vdir := filepath.Join(dir, "step-"+strconv.Itoa(version))
-	os.RemoveAll(vdir) // a leftover of a save that crashed before LATEST moved
 	if err := os.Mkdir(vdir, 0o755); err != nil {
 		return fmt.Errorf("nn: checkpoint: %w", err)
 	}
-	fail := func(err error) error {
+	defer func() {
+		if err == nil {
+			return
+		}
 		os.RemoveAll(vdir)
-		return fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		if nf := (*checkpoint.NonFiniteError)(nil); errors.As(err, &nf) && curErr == nil {
+			err = fmt.Errorf("%w; step-%d stays the latest version", err, cur)
+		}
+		err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+	}()
+	st := stateFile{Format: checkpointFormat, Version: version, Optimizers: make([]optimizerState, len(opts)),
+		Files: map[string]string{}, Extra: extra}
+	sum, err := checkpoint.SaveWith(filepath.Join(vdir, "model.safetensors"), named(params), nil, finite)
+	if err != nil {
+		return err
 	}
-	if err := checkpoint.Save(filepath.Join(vdir, "model.safetensors"), named(params), nil); err != nil {
-		return fail(err)
+	st.Files["model.safetensors"] = sum
+	for i, opt := range opts {
+		if st.Optimizers[i], sum, err = saveOptimizer(vdir, i, opt); err != nil {
+			return fmt.Errorf("optimizer %d: %w", i, err)
+		}
+		st.Files[st.Optimizers[i].File] = sum
 	}
+	b, err := json.MarshalIndent(st, "", "\t")
+	if err != nil {
+		return fmt.Errorf("state.json: %w", err)
+	}
+	b = append(b, '\n')
+	if err := checkpoint.WriteFile(filepath.Join(vdir, "state.json"), b); err != nil {
+		return err
+	}
+	if err := writeLatest(dir, version, checkpoint.Sum(b)); err != nil {
+		return err
+	}
+	prune(dir, version)
+	return nil
+}
+
+// finite refuses weights and moments that hold NaN or inf: such a version
+// would replace a good one and train no further.
+var finite = checkpoint.SaveOptions{Finite: true}
+
+// saveOptimizer writes optimizer i's moments and returns its section of
+// state.json and the checksum of its file.
+func saveOptimizer(vdir string, i int, opt Stateful) (s optimizerState, sum string, err error) {
 	o := opt.optimizerBase()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := checkpoint.Save(filepath.Join(vdir, "optimizer.safetensors"), opt.stateTensors(), nil); err != nil {
-		return fail(err)
+	s = optimizerState{Kind: opt.kind(), File: optimizerFile(i)}
+	if sum, err = checkpoint.SaveWith(filepath.Join(vdir, s.File), opt.stateTensors(), nil, finite); err != nil {
+		return s, "", err
 	}
-	steps, err := o.Steps()
-	if err != nil {
-		return fail(err)
+	if s.Steps, err = o.Steps(); err != nil {
+		return s, "", err
 	}
-	hyper, err := json.Marshal(opt.hyper())
-	if err != nil {
-		return fail(err)
-	}
-	st := stateFile{Version: version, Steps: steps, Optimizer: hyper, Extra: extra}
-	if err := checkpoint.SaveJSON(filepath.Join(vdir, "state.json"), st); err != nil {
-		return fail(err)
-	}
-	if err := writeLatest(dir, version); err != nil {
-		return fail(err)
-	}
-	// Older versions are no longer needed.
+	s.Settings, err = json.Marshal(opt.hyper())
+	return s, sum, err
+}
+
+// removeLeftovers removes what saves that crashed left in dir: their
+// temporary files, and, when LATEST is readable (ok) and names version cur,
+// the versions newer than it, which it never named. It returns the newest
+// version left. The caller holds the directory's lock, so no other save
+// is under way; other files are left alone.
+func removeLeftovers(dir string, cur int, ok bool) (newest int) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if v, ok := versionOf(e.Name()); ok && v != version {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		if v, isVersion := versionOf(name); isVersion && e.IsDir() {
+			if ok && v > cur {
+				os.RemoveAll(path)
+				continue
+			}
+			newest = max(newest, v)
+			sub, _ := os.ReadDir(path)
+			for _, f := range sub {
+				if isTemp(f.Name(), "state.json", "*.safetensors") {
+					os.Remove(filepath.Join(path, f.Name()))
+				}
+			}
+		} else if isTemp(name, "LATEST") {
+			os.Remove(path)
+		}
+	}
+	if ok {
+		newest = cur
+	}
+	return newest
+}
+
+// isTemp reports whether name is a temporary file that writing a file named
+// by one of patterns makes (checkpoint.WriteFile: ".name.tmp-digits").
+func isTemp(name string, patterns ...string) bool {
+	base, digits, found := strings.Cut(strings.TrimPrefix(name, "."), ".tmp-")
+	if !found || !strings.HasPrefix(name, ".") || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return false
+	}
+	for _, p := range patterns {
+		if m, _ := filepath.Match(p, base); m {
+			return true
+		}
+	}
+	return false
+}
+
+// prune removes the versions that CheckpointKeepLast no longer keeps: those
+// older than the newest kept. Failing to remove one is not an error: the
+// new version is complete and LATEST names it.
+func prune(dir string, version int) {
+	oldest := version - max(CheckpointKeepLast, 1) + 1
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if v, ok := versionOf(e.Name()); ok && v < oldest {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	return nil
 }
 
 func named(params []*Param) []checkpoint.Named {
@@ -122,89 +286,219 @@ func versionOf(name string) (int, bool) {
 	return v, err == nil && v > 0
 }
 
-func latest(dir string) (int, error) {
+// latest reads LATEST: the latest version, and the checksum of its
+// state.json ("" in format 1).
+func latest(dir string) (version int, stateSum string, err error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "LATEST"))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	v, ok := versionOf(strings.TrimSpace(string(raw)))
-	if !ok {
-		return 0, fmt.Errorf("LATEST holds %q, not step-N", strings.TrimSpace(string(raw)))
+	text := strings.TrimSpace(string(raw))
+	first, second, two := strings.Cut(text, "\n")
+	v, ok := versionOf(strings.TrimSpace(first))
+	if two {
+		stateSum, two = strings.CutPrefix(strings.TrimSpace(second), "state.json ")
 	}
-	return v, nil
+	if !ok || (!two && second != "") || strings.ContainsAny(stateSum, " \n") {
+		return 0, "", fmt.Errorf("LATEST holds %q, not step-N and the checksum of its state.json", text)
+	}
+	return v, stateSum, nil
 }
 
-func writeLatest(dir string, version int) error {
-	return checkpoint.WriteFile(filepath.Join(dir, "LATEST"), []byte("step-"+strconv.Itoa(version)+"\n"))
+func writeLatest(dir string, version int, stateSum string) error {
+	return checkpoint.WriteFile(filepath.Join(dir, "LATEST"), []byte("step-"+strconv.Itoa(version)+"\nstate.json "+stateSum+"\n"))
 }
 
 // ErrNoCheckpoint is returned by LoadCheckpoint for a directory without one.
 var ErrNoCheckpoint = errors.New("nn: no checkpoint")
 
-// LoadCheckpoint restores params and the optimizer's state from the latest
-// version in dir, and returns its extra sections. Names, shapes and dtypes
-// must match; the error says what differs, and nothing is changed then.
-func LoadCheckpoint(dir string, params []*Param, opt Stateful) (map[string]json.RawMessage, error) {
-	version, err := latest(dir)
+// LoadCheckpoint restores params and the state of each optimizer of opts
+// from the latest version in dir, and returns its extra sections. The
+// optimizers are given in the order they were saved, as many as were
+// saved; names, shapes, dtypes and optimizer kinds must match. Every file
+// is read and checked before anything changes: against the checksum the
+// version recorded (an error wrapping checkpoint.ErrChecksum names the
+// file), for its layout, and for NaN or inf in weights or moments (a
+// *checkpoint.NonFiniteError naming the tensor). On an error, which says
+// what is wrong, nothing is changed.
+func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[string]json.RawMessage, err error) {
+	for i, opt := range opts {
+		if opt == nil {
+			panic(&tensor.UsageError{Op: "LoadCheckpoint", Msg: fmt.Sprintf("optimizer %d is nil", i)})
+		}
+		for j := range i {
+			if opts[j].optimizerBase() == opt.optimizerBase() {
+				panic(&tensor.UsageError{Op: "LoadCheckpoint", Msg: fmt.Sprintf("optimizer %d is optimizer %d again", i, j)})
+			}
+		}
+	}
+	version, stateSum, err := latest(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
 	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		}
+	}()
 	if err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		return nil, err
 	}
 	vdir := filepath.Join(dir, "step-"+strconv.Itoa(version))
+	st, err := readState(vdir, version, stateSum)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Optimizers) != len(opts) {
+		return nil, fmt.Errorf("the checkpoint holds %d optimizer%s, %d given", len(st.Optimizers), plural(len(st.Optimizers)), len(opts))
+	}
+	// Read and check every file before changing anything.
+	model, err := checkpoint.ReadSum(filepath.Join(vdir, "model.safetensors"), st.Files["model.safetensors"])
+	if err != nil {
+		return nil, err
+	}
+	ts := named(params)
+	if err := model.Check(ts); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := model.CheckFinite(); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	for _, opt := range opts {
+		o := opt.optimizerBase()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+	}
+	loads := make([]optimizerLoad, len(opts))
+	for i, opt := range opts {
+		if loads[i], err = readOptimizer(vdir, st.Optimizers[i], st.Files[st.Optimizers[i].File], opt); err != nil {
+			return nil, fmt.Errorf("optimizer %d: %w", i, err)
+		}
+	}
+	// Change.
+	if err := model.Fill(ts); err != nil {
+		return nil, err
+	}
+	for i, l := range loads {
+		if err := l.apply(); err != nil {
+			return nil, fmt.Errorf("optimizer %d: %w", i, err)
+		}
+	}
+	return st.Extra, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// readState reads the state.json of version, in either format, checking it
+// against its checksum sum from LATEST.
+func readState(vdir string, version int, sum string) (*stateFile, error) {
+	path := filepath.Join(vdir, "state.json")
+	b, err := checkpoint.ReadFileSum(path, sum)
+	if err != nil {
+		return nil, err
+	}
 	var st stateFile
-	if err := checkpoint.LoadJSON(filepath.Join(vdir, "state.json"), &st); err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("checkpoint: load %s: %w", path, err)
 	}
-	if st.Version != version || st.Steps < 0 {
-		return nil, fmt.Errorf("nn: checkpoint %s: state.json is of version %d with %d steps, LATEST says %d", dir, st.Version, st.Steps, version)
+	if st.Version != version {
+		return nil, fmt.Errorf("state.json is of version %d, LATEST says %d", st.Version, version)
 	}
-	// Check both files fully before changing anything.
-	model, err := checkpoint.Read(filepath.Join(vdir, "model.safetensors"))
+	switch st.Format {
+	case 0: // format 1: one optimizer
+		if st.Steps == nil || st.Optimizer == nil {
+			return nil, errors.New("state.json of format 1 without its optimizer's steps and settings")
+		}
+		st.Optimizers = []optimizerState{{File: "optimizer.safetensors", Steps: *st.Steps, Settings: st.Optimizer}}
+		if sum != "" || st.Files != nil {
+			return nil, errors.New("state.json of format 1 with checksums")
+		}
+	case checkpointFormat:
+		if sum == "" {
+			return nil, fmt.Errorf("LATEST records no checksum for the state.json of format %d", st.Format)
+		}
+		for _, name := range append([]string{"model.safetensors"}, optimizerFiles(st.Optimizers)...) {
+			if !strings.HasPrefix(st.Files[name], "sha256:") {
+				return nil, fmt.Errorf("state.json records no checksum for %s", name)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("state.json is of format %d, written by a later vkamp: this one reads formats 1 and %d", st.Format, checkpointFormat)
+	}
+	for i, o := range st.Optimizers {
+		if o.Steps < 0 {
+			return nil, fmt.Errorf("state.json: optimizer %d has %d steps", i, o.Steps)
+		}
+		if o.File != filepath.Base(o.File) || !strings.HasSuffix(o.File, ".safetensors") {
+			return nil, fmt.Errorf("state.json: optimizer %d in file %q", i, o.File)
+		}
+	}
+	return &st, nil
+}
+
+func optimizerFiles(ss []optimizerState) []string {
+	names := make([]string, len(ss))
+	for i, o := range ss {
+		names[i] = o.File
+	}
+	return names
+}
+
+// optimizerLoad is an optimizer's state read and checked, to be applied.
+type optimizerLoad struct {
+	opt      Stateful
+	file     *checkpoint.File
+	settings reflect.Value // a pointer to the new settings
+	steps    int
+}
+
+// readOptimizer reads and checks an optimizer's state, its file against
+// the checksum sum; it changes nothing. The caller holds the optimizer's
+// lock.
+func readOptimizer(vdir string, s optimizerState, sum string, opt Stateful) (optimizerLoad, error) {
+	if s.Kind != "" && s.Kind != opt.kind() {
+		return optimizerLoad{}, fmt.Errorf("%s in the checkpoint, %s given", s.Kind, opt.kind())
+	}
+	f, err := checkpoint.ReadSum(filepath.Join(vdir, s.File), sum)
 	if err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+		return optimizerLoad{}, err
 	}
-	if err := matches(model, named(params)); err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: model: %w", dir, err)
+	if err := f.Check(opt.stateTensors()); err != nil {
+		return optimizerLoad{}, err
 	}
-	o := opt.optimizerBase()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	states := opt.stateTensors()
-	optFile, err := checkpoint.Read(filepath.Join(vdir, "optimizer.safetensors"))
-	if err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+	if err := f.CheckFinite(); err != nil {
+		return optimizerLoad{}, err
 	}
-	if err := matches(optFile, states); err != nil {
-		return nil, fmt.Errorf("nn: checkpoint %s: optimizer: %w", dir, err)
-	}
-	hyper := opt.hyper()
-	backup, _ := json.Marshal(hyper)
-	restore := func() { json.Unmarshal(backup, hyper) }
-	err = json.Unmarshal(st.Optimizer, hyper)
-	if v, ok := hyper.(interface{ validate() error }); ok && err == nil {
+	// The settings: the current ones with the file's over them, in a copy.
+	cur := reflect.ValueOf(opt.hyper())
+	settings := reflect.New(cur.Type().Elem())
+	settings.Elem().Set(cur.Elem())
+	h := settings.Interface()
+	err = json.Unmarshal(s.Settings, h)
+	if v, ok := h.(interface{ validate() error }); ok && err == nil {
 		err = v.validate()
 	}
 	if err == nil {
-		err = o.fits(hyper)
+		err = opt.optimizerBase().fits(h)
 	}
 	if err != nil {
-		restore()
-		return nil, fmt.Errorf("nn: checkpoint %s: optimizer settings: %w", dir, err)
+		return optimizerLoad{}, fmt.Errorf("settings: %w", err)
 	}
-	if err := checkpoint.Load(filepath.Join(vdir, "model.safetensors"), named(params)); err != nil {
-		restore()
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
+	return optimizerLoad{opt: opt, file: f, settings: settings, steps: s.Steps}, nil
+}
+
+// apply loads the state into the optimizer, whose lock the caller holds.
+func (l optimizerLoad) apply() error {
+	if err := l.file.Fill(l.opt.stateTensors()); err != nil {
+		return err
 	}
-	if err := checkpoint.Load(filepath.Join(vdir, "optimizer.safetensors"), states); err != nil {
-		restore()
-		return nil, fmt.Errorf("nn: checkpoint %s: %w", dir, err)
-	}
-	if err := o.setSteps(st.Steps); err != nil {
-		return nil, err
-	}
-	return st.Extra, nil
+	reflect.ValueOf(l.opt.hyper()).Elem().Set(l.settings.Elem())
+	return l.opt.optimizerBase().setSteps(l.steps)
 }
 
 // fits checks that settings loaded from a file need no state that the
@@ -213,29 +507,6 @@ func LoadCheckpoint(dir string, params []*Param, opt Stateful) (map[string]json.
 func (o *optimizer) fits(hyper any) error {
 	if h, ok := hyper.(*SGDOptions); ok && h.Momentum != 0 && o.moments(0) == nil {
 		return fmt.Errorf("momentum %g, but the optimizer was made without momentum buffers", h.Momentum)
-	}
-	return nil
-}
-
-// matches checks a file against the tensors it must fill.
-func matches(f *checkpoint.File, ts []checkpoint.Named) error {
-	var problems []string
-	for _, n := range ts {
-		h, ok := f.Tensors[n.Name]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("%s is missing", n.Name))
-		case h.DType != n.T.DType():
-			problems = append(problems, fmt.Sprintf("%s is %s, want %s", n.Name, h.DType, n.T.DType()))
-		case !slices.Equal(h.Shape, n.T.Shape()):
-			problems = append(problems, fmt.Sprintf("%s has shape %v, want %v", n.Name, h.Shape, n.T.Shape()))
-		}
-	}
-	if len(f.Tensors) != len(ts) && len(problems) == 0 {
-		problems = append(problems, fmt.Sprintf("%d tensors, want %d", len(f.Tensors), len(ts)))
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }

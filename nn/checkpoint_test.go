@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
@@ -127,15 +128,15 @@ func checkpointRoundTrip(t *testing.T, d *vk.Device) {
 			a := newRig(t, d, 1, "fc", 3, c.save)
 			a.train(2)
 			extra := map[string]json.RawMessage{"scaler": sd, "epoch": json.RawMessage("3")}
-			if err := nn.SaveCheckpoint(dir, a.params, a.opt, extra); err != nil {
+			if err := nn.SaveCheckpoint(dir, a.params, extra, a.opt); err != nil {
 				t.Fatal(err)
 			}
 			a.train(1)
-			if err := nn.SaveCheckpoint(dir, a.params, a.opt, extra); err != nil {
+			if err := nn.SaveCheckpoint(dir, a.params, extra, a.opt); err != nil {
 				t.Fatal(err)
 			}
-			if names := dirNames(t, dir); !slices.Equal(names, []string{"LATEST", "step-2"}) {
-				t.Errorf("checkpoint directory holds %v, want LATEST and step-2", names)
+			if names := dirNames(t, dir); !slices.Equal(names, []string{"LATEST", "step-1", "step-2"}) {
+				t.Errorf("checkpoint directory holds %v, want LATEST, step-1 and step-2", names)
 			}
 
 			b := newRig(t, d, 2, "fc", 3, c.add)
@@ -187,7 +188,7 @@ func checkpointResume(t *testing.T, d *vk.Device) {
 			dir := t.TempDir()
 			before := newRig(t, d, 1, "fc", 3, c.mk)
 			before.train(c.first)
-			if err := nn.SaveCheckpoint(dir, before.params, before.opt, nil); err != nil {
+			if err := nn.SaveCheckpoint(dir, before.params, nil, before.opt); err != nil {
 				t.Fatal(err)
 			}
 			after := newRig(t, d, 9, "fc", 3, c.fresh)
@@ -206,7 +207,7 @@ func checkpointMismatch(t *testing.T, d *vk.Device) {
 	dir := t.TempDir()
 	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
 	a.train(1)
-	if err := nn.SaveCheckpoint(dir, a.params, a.opt, nil); err != nil {
+	if err := nn.SaveCheckpoint(dir, a.params, nil, a.opt); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -241,7 +242,7 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
 	a.train(1)
 	good := t.TempDir()
-	if err := nn.SaveCheckpoint(good, a.params, a.opt, nil); err != nil {
+	if err := nn.SaveCheckpoint(good, a.params, nil, a.opt); err != nil {
 		t.Fatal(err)
 	}
 	truncate := func(name string) func(dir string) error {
@@ -257,37 +258,21 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	write := func(name, content string) func(dir string) error {
 		return func(dir string) error { return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644) }
 	}
-	editState := func(f func(st map[string]any)) func(dir string) error {
-		return func(dir string) error {
-			p := filepath.Join(dir, "step-1", "state.json")
-			raw, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			var st map[string]any
-			if err := json.Unmarshal(raw, &st); err != nil {
-				return err
-			}
-			f(st)
-			raw, _ = json.Marshal(st)
-			return os.WriteFile(p, raw, 0o644)
-		}
-	}
 	hyper := func(key string, v any) func(st map[string]any) {
-		return func(st map[string]any) { st["optimizer"].(map[string]any)[key] = v }
+		return func(st map[string]any) { optimizer0(st)["settings"].(map[string]any)[key] = v }
 	}
 	cases := []struct {
 		name    string
 		corrupt func(dir string) error
 	}{
 		{"truncated model.safetensors", truncate("model.safetensors")},
-		{"truncated optimizer.safetensors", truncate("optimizer.safetensors")},
+		{"truncated optimizer-0.safetensors", truncate("optimizer-0.safetensors")},
 		{"truncated state.json", truncate("state.json")},
 		{"model.safetensors of garbage", write("step-1/model.safetensors", "\xff\xff\xff\xff\xff\xff\xff\x7fgarbage")},
 		{"empty model.safetensors", write("step-1/model.safetensors", "")},
 		{"state.json not JSON", write("step-1/state.json", "{\"version\": 1, ")},
 		{"state.json of another version", editState(func(st map[string]any) { st["version"] = 2 })},
-		{"state.json with negative steps", editState(func(st map[string]any) { st["optimizer_steps"] = -1 })},
+		{"state.json with negative steps", editState(func(st map[string]any) { optimizer0(st)["steps"] = -1 })},
 		{"state.json with a negative lr", editState(hyper("LR", -1))},
 		{"state.json with beta1 1", editState(hyper("Beta1", 1))},
 		{"state.json with a mistyped setting", editState(hyper("Eps", "tiny"))},
@@ -327,7 +312,7 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	sgdDir := t.TempDir()
 	p := newRig(t, d, 1, "fc", 3, sgdMaker(plain))
 	p.train(1)
-	if err := nn.SaveCheckpoint(sgdDir, p.params, p.opt, nil); err != nil {
+	if err := nn.SaveCheckpoint(sgdDir, p.params, nil, p.opt); err != nil {
 		t.Fatal(err)
 	}
 	if err := editState(hyper("Momentum", 0.9))(sgdDir); err != nil {
@@ -344,13 +329,45 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 	}
 }
 
+// editState rewrites the state.json of the latest version in dir through
+// f, with the checksum LATEST records for it remade.
+func editState(f func(st map[string]any)) func(dir string) error {
+	return func(dir string) error {
+		latest, err := os.ReadFile(filepath.Join(dir, "LATEST"))
+		if err != nil {
+			return err
+		}
+		version, _, _ := strings.Cut(string(latest), "\n")
+		p := filepath.Join(dir, version, "state.json")
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var st map[string]any
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return err
+		}
+		f(st)
+		raw, _ = json.Marshal(st)
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "LATEST"), []byte(version+"\nstate.json "+checkpoint.Sum(raw)+"\n"), 0o644)
+	}
+}
+
+// optimizer0 returns the first optimizer's section of a state.json.
+func optimizer0(st map[string]any) map[string]any {
+	return st["optimizers"].([]any)[0].(map[string]any)
+}
+
 // A save that fails half-way leaves the previous version loadable and no
 // partial version behind.
 func checkpointFailedSave(t *testing.T, d *vk.Device) {
 	dir := t.TempDir()
 	a := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
 	a.train(1)
-	if err := nn.SaveCheckpoint(dir, a.params, a.opt, nil); err != nil {
+	if err := nn.SaveCheckpoint(dir, a.params, nil, a.opt); err != nil {
 		t.Fatal(err)
 	}
 	saved := a.state()
@@ -362,7 +379,7 @@ func checkpointFailedSave(t *testing.T, d *vk.Device) {
 	defer bad.Close()
 	params := slices.Clone(a.params)
 	params[1] = bad
-	err := nn.SaveCheckpoint(dir, params, a.opt, nil)
+	err := nn.SaveCheckpoint(dir, params, nil, a.opt)
 	if !errors.Is(err, vk.ErrOutOfDeviceMemory) {
 		t.Errorf("save with a failed parameter: %v, want its error", err)
 	}
@@ -371,7 +388,7 @@ func checkpointFailedSave(t *testing.T, d *vk.Device) {
 	lost := devtest.Open(t)
 	c := newRig(t, lost, 1, "fc", 3, adamMaker(ckptAdam))
 	loseDevice(t, lost)
-	if err := nn.SaveCheckpoint(dir, a.params, c.opt, nil); !errors.Is(err, vk.ErrDeviceLost) {
+	if err := nn.SaveCheckpoint(dir, a.params, nil, c.opt); !errors.Is(err, vk.ErrDeviceLost) {
 		t.Errorf("save with unreadable moments: %v, want %v", err, vk.ErrDeviceLost)
 	}
 	if names := dirNames(t, dir); !slices.Equal(names, []string{"LATEST", "step-1"}) {

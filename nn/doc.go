@@ -14,8 +14,9 @@
 // blocks, and StepUnless skips the update on the device when the scaler's
 // overflow flag is set (their step counts do not advance), so an AMP step
 // needs no host wait. SaveCheckpoint and LoadCheckpoint keep parameters and
-// optimizer state in safetensors files and scalars in JSON, as versions of a
-// directory switched atomically: a crash never leaves a torn checkpoint.
+// the state of any number of optimizers in safetensors files and scalars in
+// JSON, as versions of a directory switched atomically: a crash never leaves
+// a torn checkpoint, and a failed save leaves the directory as it was.
 //
 // Layer constructors panic with a *tensor.UsageError naming the layer for
 // sizes below 1 (misuse). A parameter the device cannot hold (out of

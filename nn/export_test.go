@@ -1,6 +1,9 @@
 package nn
 
-import "github.com/vkamp/vkamp/tensor"
+import (
+	"github.com/vkamp/vkamp/checkpoint"
+	"github.com/vkamp/vkamp/tensor"
+)
 
 // Moments returns an optimizer's state buffers, for tests: per parameter, the
 // first moment (SGD's momentum buffer) and Adam's second moment, nil where
@@ -9,3 +12,6 @@ func Moments(opt Stateful) (m1, m2 []*tensor.Tensor) {
 	o := opt.optimizerBase()
 	return o.moments(0), o.moments(1)
 }
+
+// StateTensors returns an optimizer's state as a checkpoint names it.
+func StateTensors(opt Stateful) []checkpoint.Named { return opt.stateTensors() }

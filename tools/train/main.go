@@ -4,6 +4,12 @@
 // and, with -report, a figure.
 //
 //	go run ./tools/train [-epochs 5] [-precision f16|f32] [-report report.png] [-compare]
+//	                     [-checkpoint DIR [-checkpoint-every N] [-resume]]
+//
+// With -checkpoint, a checkpoint is written after each epoch and, with
+// -checkpoint-every N, after every N-th step as well, so a killed run
+// loses at most N steps; -resume continues from the step it was written
+// after, inside its epoch.
 //
 // Ctrl-C finishes the current step, writes a checkpoint if -checkpoint is
 // set, and exits; -resume continues from it to the same result as an
@@ -43,7 +49,7 @@ import (
 
 type config struct {
 	device, precision, data, checkpoint, reportPath string
-	epochs, batch, logEvery                         int
+	epochs, batch, logEvery, checkpointEvery        int
 	lr, initScale                                   float64
 	seed                                            uint64
 	resume, compare                                 bool
@@ -55,6 +61,7 @@ func main() {
 	flag.StringVar(&c.precision, "precision", "f16", "f16 (mixed precision with loss scaling) or f32")
 	flag.StringVar(&c.data, "data", "testdata/mnist", "directory of MNIST IDX files (plain or .gz)")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to after each epoch and on Ctrl-C")
+	flag.IntVar(&c.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint after every this many steps (0: only after each epoch)")
 	flag.StringVar(&c.reportPath, "report", "", "write a PNG figure of the run here")
 	flag.IntVar(&c.epochs, "epochs", 5, "epochs to train")
 	flag.IntVar(&c.batch, "batch", 64, "samples per step")
@@ -92,6 +99,10 @@ func (c config) check() error {
 		return fmt.Errorf("-init-scale %g must be positive and finite in float32", c.initScale)
 	case c.resume && c.checkpoint == "":
 		return errors.New("-resume needs -checkpoint DIR")
+	case c.checkpointEvery < 0:
+		return fmt.Errorf("-checkpoint-every %d must be 0 or positive", c.checkpointEvery)
+	case c.checkpointEvery > 0 && c.checkpoint == "":
+		return errors.New("-checkpoint-every needs -checkpoint DIR")
 	}
 	if c.reportPath != "" { // fail now, not after an hour of training
 		f, err := os.CreateTemp(filepath.Dir(c.reportPath), ".report-check-*")
@@ -128,7 +139,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	runs = append(runs, r)
 	if c.compare {
 		other := c
-		other.checkpoint, other.resume = "", false
+		other.checkpoint, other.checkpointEvery, other.resume = "", 0, false
 		r, err := trainRun(ctx, other, d, train, test, c.precision != "f16", out, bars)
 		if err != nil {
 			return err
@@ -231,7 +242,11 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 				return hist, fmt.Errorf("checkpoint history: %w", err)
 			}
 		}
-		fmt.Fprintf(out, "resumed from %s at epoch %d\n", c.checkpoint, tr.EpochsDone()+1)
+		if pos := tr.StepInEpoch(); pos > 0 {
+			fmt.Fprintf(out, "resumed from %s at epoch %d, step %d of %d\n", c.checkpoint, tr.EpochsDone()+1, pos+1, train.N/c.batch)
+		} else {
+			fmt.Fprintf(out, "resumed from %s at epoch %d\n", c.checkpoint, tr.EpochsDone()+1)
+		}
 	}
 	save := func() error {
 		if c.checkpoint == "" {
@@ -240,6 +255,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 		raw, _ := json.Marshal(hist)
 		return tr.Save(c.checkpoint, map[string]json.RawMessage{"history": raw})
 	}
+	tr.SetCheckpointEvery(c.checkpointEvery, save)
 	steps := train.N / c.batch
 	for tr.EpochsDone() < c.epochs {
 		bar = progressbar.NewOptions(steps, progressbar.OptionSetWriter(bars), progressbar.OptionShowCount(),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/internal/devtest"
 )
 
@@ -39,6 +41,8 @@ func TestBadInput(t *testing.T) {
 		{"resume without checkpoint", func(c *config) { c.resume = true }, "-resume needs"},
 		{"zero epochs", func(c *config) { c.epochs = 0 }, "must be positive"},
 		{"nothing to resume", func(c *config) { c.resume, c.checkpoint = true, filepath.Join(dir, "empty") }, "no checkpoint"},
+		{"negative checkpoint-every", func(c *config) { c.checkpointEvery, c.checkpoint = -1, dir }, "-checkpoint-every -1 must be 0 or positive"},
+		{"checkpoint-every without checkpoint", func(c *config) { c.checkpointEvery = 10 }, "-checkpoint-every needs -checkpoint DIR"},
 	}
 	for _, tc := range cases {
 		c := base()
@@ -127,4 +131,74 @@ func TestCollapsedScale(t *testing.T) {
 	if _, err := os.Stat(c.checkpoint); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a checkpoint was written (%v)", err)
 	}
+}
+
+// TestCheckpointEvery: -checkpoint-every 3 saves after steps 3 and 6 of an
+// 8-step epoch as well as at its end. A run killed just after the save of
+// step 6 (LATEST pointed back at that version, which retention kept)
+// resumes at step 7 of 8 and ends the epoch as the uninterrupted run did.
+func TestCheckpointEvery(t *testing.T) {
+	devtest.Open(t) // skips without a device, fails in CI
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	c := base()
+	c.checkpoint, c.checkpointEvery = dir, 3
+	var out strings.Builder
+	if err := run(context.Background(), c, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	summary := epochSummary(t, out.String())
+
+	// Three saves: after steps 3 and 6, and at the epoch's end.
+	latest, err := os.ReadFile(filepath.Join(dir, "LATEST"))
+	if err != nil || !strings.HasPrefix(string(latest), "step-3\n") {
+		t.Fatalf("LATEST holds %q (%v), want the third save", latest, err)
+	}
+	state, err := os.ReadFile(filepath.Join(dir, "step-2", "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Extra struct {
+			Progress struct {
+				Epoch, Steps int
+				Pos          int `json:"step_in_epoch"`
+			}
+		}
+	}
+	if err := json.Unmarshal(state, &st); err != nil {
+		t.Fatal(err)
+	}
+	if p := st.Extra.Progress; p.Epoch != 0 || p.Steps != 6 || p.Pos != 6 {
+		t.Errorf("the second save's progress %+v, want epoch 0 after step 6", p)
+	}
+
+	// The kill: the last save on disk is the one of step 6.
+	if err := os.WriteFile(filepath.Join(dir, "LATEST"), []byte("step-2\nstate.json "+checkpoint.Sum(state)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.resume = true
+	var out2 strings.Builder
+	if err := run(context.Background(), c, &out2, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out2.String(), "resumed from "+dir+" at epoch 1, step 7 of 8\n") {
+		t.Errorf("the resumed run says:\n%s", out2.String())
+	}
+	if got := epochSummary(t, out2.String()); got != summary {
+		t.Errorf("resumed epoch\n%s\nuninterrupted\n%s", got, summary)
+	}
+}
+
+// epochSummary returns the first epoch summary line of out, without its
+// timing.
+func epochSummary(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "epoch 1:") {
+			s, _, _ := strings.Cut(line, "  skipped")
+			return s
+		}
+	}
+	t.Fatalf("no epoch summary in\n%s", out)
+	return ""
 }

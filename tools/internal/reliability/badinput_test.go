@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/nn"
@@ -187,7 +188,7 @@ func setupEnv(t *testing.T) *env {
 	}
 	defer savedOpt.Close()
 	e.ckpt = t.TempDir()
-	if err := nn.SaveCheckpoint(e.ckpt, saved.Parameters(), savedOpt, nil); err != nil {
+	if err := nn.SaveCheckpoint(e.ckpt, saved.Parameters(), nil, savedOpt); err != nil {
 		t.Fatal(err)
 	}
 	e.model = nn.NewLinear(e.d, "fc", 8, 4, rand.New(rand.NewPCG(2, 2)))
@@ -257,7 +258,8 @@ func truncate(path string, n int64) error {
 	return os.Truncate(path, n)
 }
 
-// editState rewrites the checkpoint's state.json through f.
+// editState rewrites the checkpoint's state.json through f, and the
+// checksum LATEST records for it.
 func editState(dir string, f func(m map[string]any)) error {
 	path := filepath.Join(dir, "step-1", "state.json")
 	raw, err := os.ReadFile(path)
@@ -272,7 +274,15 @@ func editState(dir string, f func(m map[string]any)) error {
 	if raw, err = json.Marshal(m); err != nil {
 		return err
 	}
-	return os.WriteFile(path, raw, 0o644)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "LATEST"), []byte("step-1\nstate.json "+checkpoint.Sum(raw)+"\n"), 0o644)
+}
+
+// optimizer0 returns the first optimizer's section of a state.json.
+func optimizer0(m map[string]any) map[string]any {
+	return m["optimizers"].([]any)[0].(map[string]any)
 }
 
 // loadScalerState loads data into a scaler that has device state, and
@@ -895,9 +905,9 @@ func badInputs() []badInput {
 				return os.WriteFile(path, raw, 0o644)
 			})
 		}},
-		{"checkpoint: optimizer truncated", fails, nil, []string{"optimizer.safetensors"}, func(e *env) error {
+		{"checkpoint: optimizer truncated", fails, nil, []string{"optimizer-0.safetensors"}, func(e *env) error {
 			return e.loadCorrupt(func(dir string) error {
-				return truncate(filepath.Join(dir, "step-1", "optimizer.safetensors"), -5)
+				return truncate(filepath.Join(dir, "step-1", "optimizer-0.safetensors"), -5)
 			})
 		}},
 		{"checkpoint: state.json truncated", fails, nil, []string{"state.json"}, func(e *env) error {
@@ -907,12 +917,12 @@ func badInputs() []badInput {
 		}},
 		{"checkpoint: negative learning rate", fails, nil, []string{"lr"}, func(e *env) error {
 			return e.loadCorrupt(func(dir string) error {
-				return editState(dir, func(m map[string]any) { m["optimizer"].(map[string]any)["LR"] = -1 })
+				return editState(dir, func(m map[string]any) { optimizer0(m)["settings"].(map[string]any)["LR"] = -1 })
 			})
 		}},
 		{"checkpoint: negative step count", fails, nil, []string{"steps"}, func(e *env) error {
 			return e.loadCorrupt(func(dir string) error {
-				return editState(dir, func(m map[string]any) { m["optimizer_steps"] = -5 })
+				return editState(dir, func(m map[string]any) { optimizer0(m)["steps"] = -5 })
 			})
 		}},
 		{"checkpoint: of another model", fails, nil, []string{"shape"}, func(e *env) error {
@@ -924,7 +934,7 @@ func badInputs() []badInput {
 					return err
 				}
 				defer opt.Close()
-				return nn.SaveCheckpoint(dir, other.Parameters(), opt, nil)
+				return nn.SaveCheckpoint(dir, other.Parameters(), nil, opt)
 			})
 		}},
 

@@ -71,6 +71,9 @@ type Trainer struct {
 	// An interrupted epoch resumes at step pos with the loss sum so far.
 	pos        int
 	partialSum float32
+	// checkpoint, if set, is called after every every-th step.
+	every      int
+	checkpoint func() error
 }
 
 // New builds the model and optimizer on the device.
@@ -174,6 +177,16 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 				}
 			}
 			o.OnStep(s)
+		}
+		if t.every > 0 && t.steps%t.every == 0 && i+1 < steps {
+			// Save resumes after this step, with the loss sum so far.
+			t.pos = i + 1
+			if t.partialSum, err = sum.Item(); err != nil {
+				return Epoch{}, err
+			}
+			if err := t.checkpoint(); err != nil {
+				return Epoch{}, fmt.Errorf("trainer: checkpoint after step %d: %w", t.steps, err)
+			}
 		}
 	}
 	total, err := sum.Item()
@@ -294,7 +307,7 @@ func (t *Trainer) Save(dir string, extra map[string]json.RawMessage) error {
 	for k, v := range extra {
 		sections[k] = v
 	}
-	return nn.SaveCheckpoint(dir, t.params, t.opt, sections)
+	return nn.SaveCheckpoint(dir, t.params, sections, t.opt)
 }
 
 // Load restores a checkpoint written by Save and returns its sections.
@@ -328,6 +341,16 @@ type progress struct {
 	Pos        int     `json:"step_in_epoch"`
 	PartialSum float32 `json:"partial_loss_sum"`
 	FP16       bool    `json:"fp16"`
+}
+
+// SetCheckpointEvery makes Epoch call save after every n-th step of the
+// run (StepsDone a multiple of n), with the progress set so that a Save
+// made by save resumes after that step, mid-epoch; n 0 turns it off. The
+// last step of an epoch is left out: Epoch returns just after it, and a
+// save then is the caller's. An error from save stops Epoch, which returns
+// it.
+func (t *Trainer) SetCheckpointEvery(n int, save func() error) {
+	t.every, t.checkpoint = n, save
 }
 
 // SetOnStep replaces the per-step callback.

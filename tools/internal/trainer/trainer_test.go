@@ -2,7 +2,9 @@ package trainer_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -256,5 +258,73 @@ func TestResume(t *testing.T) {
 				t.Fatalf("parameter %d element %d: resumed %g, uninterrupted %g", i, j, got[i][j], want[i][j])
 			}
 		}
+	}
+}
+
+// TestCheckpointEvery: with a checkpoint every 4 steps, a run killed in its
+// second epoch (stopped after step 7 of 10, with no save) resumes from the
+// checkpoint of step 16, inside the epoch, and reaches the uninterrupted
+// run's weights and epoch loss bit for bit. No checkpoint is taken on an
+// epoch's last step: the caller's epoch-end save is that one.
+func TestCheckpointEvery(t *testing.T) {
+	d := devtest.Open(t)
+	train, test := load(t)
+	o := trainer.Options{Device: d, Train: train.Subset(640), Test: test.Subset(100), FP16: true, Seed: 8}
+	straight := newTrainer(t, o)
+	epoch(t, straight)
+	last := epoch(t, straight)
+	want := readAll(t, straight.Params())
+
+	dir := t.TempDir()
+	first := newTrainer(t, o)
+	var saves []int
+	first.SetCheckpointEvery(4, func() error {
+		saves = append(saves, first.StepsDone())
+		return first.Save(dir, nil)
+	})
+	epoch(t, first)
+	ctx, cancel := context.WithCancel(context.Background())
+	first.SetOnStep(func(s trainer.Step) {
+		if s.Index == 7 {
+			cancel() // the kill: no save after this
+		}
+	})
+	if _, err := first.Epoch(ctx); err != context.Canceled {
+		t.Fatalf("interrupted epoch: %v", err)
+	}
+	if !slices.Equal(saves, []int{4, 8, 12, 16}) {
+		t.Errorf("checkpoints after steps %v, want 4, 8, 12 and 16", saves)
+	}
+
+	resumed := newTrainer(t, o)
+	if _, err := resumed.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if resumed.EpochsDone() != 1 || resumed.StepInEpoch() != 6 || resumed.StepsDone() != 16 {
+		t.Errorf("resumed at epoch %d, step %d in it, %d in all; want 1, 6 and 16",
+			resumed.EpochsDone(), resumed.StepInEpoch(), resumed.StepsDone())
+	}
+	e := epoch(t, resumed)
+	if e.Samples != (10-6)*64 {
+		t.Errorf("the resumed epoch ran %d samples, want the 4 steps left", e.Samples)
+	}
+	if math.Float64bits(e.TrainLoss) != math.Float64bits(last.TrainLoss) {
+		t.Errorf("resumed epoch loss %v, uninterrupted %v", e.TrainLoss, last.TrainLoss)
+	}
+	got := readAll(t, resumed.Params())
+	for i := range want {
+		for j := range want[i] {
+			if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+				t.Fatalf("parameter %d element %d: resumed %g, uninterrupted %g", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+
+	// A failed checkpoint stops the epoch with its error.
+	boom := errors.New("boom")
+	failing := newTrainer(t, o)
+	failing.SetCheckpointEvery(3, func() error { return boom })
+	if _, err := failing.Epoch(context.Background()); !errors.Is(err, boom) || failing.StepsDone() != 3 {
+		t.Errorf("failing checkpoint: %v after %d steps, want %v after 3", err, failing.StepsDone(), boom)
 	}
 }
