@@ -15,10 +15,10 @@ import (
 )
 
 // TestLockHelperProcess is not a test: run by TestLockProcesses as a second
-// process, it locks the directory VKAMP_LOCK_HELPER names, says "locked",
+// process, it locks the directory CHECKPOINT_TEST_LOCK_HELPER names, says "locked",
 // and unlocks when its stdin closes.
 func TestLockHelperProcess(t *testing.T) {
-	dir := os.Getenv("VKAMP_LOCK_HELPER")
+	dir := os.Getenv("CHECKPOINT_TEST_LOCK_HELPER")
 	if dir == "" {
 		return
 	}
@@ -45,7 +45,7 @@ type lockHolder struct {
 func startHolder(t *testing.T, dir string) *lockHolder {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelperProcess$")
-	cmd.Env = append(os.Environ(), "VKAMP_LOCK_HELPER="+dir)
+	cmd.Env = append(os.Environ(), "CHECKPOINT_TEST_LOCK_HELPER="+dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

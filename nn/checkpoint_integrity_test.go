@@ -256,10 +256,10 @@ func checkpointLocked(t *testing.T, d *vk.Device) {
 
 // TestCheckpointWriterProcess is not a test: run by TestCheckpointTwoWriters
 // as one of two processes, it saves a model into the directory
-// VKAMP_CKPT_WRITER names again and again, and exits 1 on any error but
+// NN_TEST_CKPT_WRITER names again and again, and exits 1 on any error but
 // the other writer's lock.
 func TestCheckpointWriterProcess(t *testing.T) {
-	dir := os.Getenv("VKAMP_CKPT_WRITER")
+	dir := os.Getenv("NN_TEST_CKPT_WRITER")
 	if dir == "" {
 		return
 	}
@@ -295,7 +295,7 @@ func TestCheckpointTwoWriters(t *testing.T) {
 	var outs []*strings.Builder
 	for range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpointWriterProcess$")
-		cmd.Env = append(os.Environ(), "VKAMP_CKPT_WRITER="+dir)
+		cmd.Env = append(os.Environ(), "NN_TEST_CKPT_WRITER="+dir)
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -308,6 +308,10 @@ func TestCheckpointTwoWriters(t *testing.T) {
 		t.Logf("writer %d: %v: %s", i, err, strings.TrimSpace(outs[i].String()))
 		if err != nil {
 			t.Errorf("writer %d failed: %v", i, err)
+		}
+		// A writer that skipped (no device) prints no count: that is no test.
+		if !strings.Contains(outs[i].String(), "saved ") {
+			t.Errorf("writer %d saved nothing: %s", i, outs[i].String())
 		}
 	}
 	names := dirNames(t, dir)
