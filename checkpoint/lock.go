@@ -61,7 +61,8 @@ func LockDir(dir string) (*Lock, error) {
 		host = "unknown"
 	}
 	info := fmt.Sprintf("pid %d\nhost %s\nsince %s\n", os.Getpid(), host, time.Now().Format(time.RFC3339))
-	if err := l.f.Truncate(0); err == nil {
+	err = l.f.Truncate(0)
+	if err == nil {
 		_, err = l.f.WriteAt([]byte(info), 0)
 	}
 	if err != nil {
