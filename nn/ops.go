@@ -151,6 +151,12 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 		return x
 	}
 	x = g.cast(x, g.dtypeFor(tensor.OpDropout, x))
+	if g.drops == 0 { // the graph's first dropout draws its seed
+		if g.seeds == nil {
+			g.seeds = defaultSeeds
+		}
+		g.seed = g.seeds.Next()
+	}
 	g.drops++
 	seed := g.seed*0x9E3779B9 + g.drops
 	return g.record(tensor.OpDropout, tensor.Dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)

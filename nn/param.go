@@ -185,8 +185,8 @@ func (GELU) Forward(g *Graph, x *Var) *Var { return g.GELU(x) }
 // Parameters returns none.
 func (GELU) Parameters() []*Param { return nil }
 
-// Dropout zeroes inputs with probability P while training; the graph's seed
-// makes it reproducible.
+// Dropout zeroes inputs with probability P while training, with a new mask
+// each Graph, drawn from the graph's Options.Seeds (see SeedSource).
 type Dropout struct {
 	P        float32
 	Training bool
