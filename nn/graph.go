@@ -69,6 +69,7 @@ type attrs struct {
 	f              float32
 	n              int
 	seed           uint32
+	tanh           bool // GELU's tanh form
 }
 
 // Options configure a Graph.

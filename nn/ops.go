@@ -95,11 +95,19 @@ func (g *Graph) ReLU(x *Var) *Var {
 	return g.record(tensor.OpReLU, tensor.ReLU(x.t, x.DType()), attrs{}, nil, x)
 }
 
-// GELU returns the tanh form of GELU.
+// GELU returns the exact GELU, x*Phi(x) (PyTorch's gelu(x)), in x's dtype.
 func (g *Graph) GELU(x *Var) *Var {
 	defer g.use("GELU").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpGELU, x))
 	return g.record(tensor.OpGELU, tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
+}
+
+// GELUTanh returns GELU's tanh approximation (PyTorch's gelu(x,
+// approximate='tanh')), in x's dtype.
+func (g *Graph) GELUTanh(x *Var) *Var {
+	defer g.use("GELUTanh").done()
+	x = g.cast(x, g.dtypeFor(tensor.OpGELU, x))
+	return g.record(tensor.OpGELU, tensor.GELUTanh(x.t, x.DType()), attrs{tanh: true}, nil, x)
 }
 
 // Exp returns e^x, in fp32 under autocast.

@@ -84,6 +84,8 @@ func opsDropoutMask(t *testing.T, d *vk.Device) {
 		msg := tPanics(t, "Dropout p", func() { g.Dropout(v, p) })
 		tContains(t, "Dropout p", msg, "Dropout")
 	}
+	msg := tPanics(t, "GELU approximate erf", func() { nn.GELU{Approximate: "erf"}.Forward(g, v) })
+	tContains(t, "GELU approximate erf", msg, "GELU", "erf", "tanh")
 }
 
 // Dropout draws a new mask each step by default: a loop that makes one
