@@ -291,13 +291,14 @@ func autocastMemoryFlat(t *testing.T, d *vk.Device) {
 	labels := tLabels(t, d, labelVals...)
 
 	const steps = 200
+	seeds := nn.NewSeedSource(1)
 	var first, last float32
 	var at20 vk.Stats
 	for step := 1; step <= steps; step++ {
 		if err := opt.ZeroGrad(); err != nil {
 			t.Fatal(err)
 		}
-		g := nn.NewGraph(d, nn.Options{Autocast: true, Seed: uint32(step)})
+		g := nn.NewGraph(d, nn.Options{Autocast: true, Seeds: seeds})
 		loss := g.CrossEntropyLoss(model.Forward(g, g.Input(x)), labels, nn.Mean)
 		if err := g.Backward(loss, s.Seed(loss.Value())); err != nil {
 			t.Fatal(err)

@@ -274,6 +274,7 @@ func checkpointCorrupt(t *testing.T, d *vk.Device) {
 		{"state.json of another version", editState(func(st map[string]any) { st["version"] = 2 })},
 		{"state.json with negative steps", editState(func(st map[string]any) { optimizer0(st)["steps"] = -1 })},
 		{"state.json with a negative lr", editState(hyper("LR", -1))},
+		{"state.json with lr 0 without ZeroLR", editState(hyper("LR", 0))},
 		{"state.json with beta1 1", editState(hyper("Beta1", 1))},
 		{"state.json with a mistyped setting", editState(hyper("Eps", "tiny"))},
 		{"LATEST of garbage", write("LATEST", "garbage\n")},

@@ -130,6 +130,18 @@ func gradCases(t *testing.T, d *vk.Device) []gradCase {
 			host:  func(in [][]float64) []float64 { return mapf(in[0], ref.Gelu64) },
 		},
 		gradCase{
+			name: "gelu_tanh", shapes: [][]int{{3, 5}}, k: ref.ExpRoundings, out16: true,
+			prep:  func(_ int, v []float32) []float32 { return scaled(v, 3) },
+			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.GELUTanh(in[0]) },
+			host:  func(in [][]float64) []float64 { return mapf(in[0], ref.GeluTanh64) },
+		},
+		gradCase{
+			name: "gelu_module_tanh", shapes: [][]int{{3, 5}}, k: ref.ExpRoundings, out16: true,
+			prep:  func(_ int, v []float32) []float32 { return scaled(v, 3) },
+			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return nn.GELU{Approximate: "tanh"}.Forward(g, in[0]) },
+			host:  func(in [][]float64) []float64 { return mapf(in[0], ref.GeluTanh64) },
+		},
+		gradCase{
 			name: "exp", shapes: [][]int{{3, 5}}, k: ref.ExpRoundings,
 			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.Exp(in[0]) },
 			host:  func(in [][]float64) []float64 { return mapf(in[0], math.Exp) },
@@ -254,7 +266,7 @@ func checkGradCase(t *testing.T, d *vk.Device, c gradCase, dt tensor.DType) {
 		in64[i] = to64(vals[i])
 		params[i] = tParam(t, d, fmt.Sprintf("in%d", i), vals[i], s...)
 	}
-	g := nn.NewGraph(d, nn.Options{Autocast: dt == f16, Seed: 11})
+	g := nn.NewGraph(d, nn.Options{Autocast: dt == f16, Seeds: nn.NewSeedSource(11)})
 	defer g.Release()
 	vars := make([]*nn.Var, len(params))
 	for i, p := range params {

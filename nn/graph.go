@@ -26,7 +26,8 @@ type Graph struct {
 	nodes    []*node
 	temps    tensor.Scope
 	drops    uint32 // dropout masks made, for distinct seeds per op
-	seed     uint32
+	seeds    *SeedSource
+	seed     uint32      // drawn from seeds at the first Dropout
 	busy     atomic.Bool // a method of the graph is running
 	released bool
 	retain   bool // Options.RetainGraph
@@ -68,6 +69,7 @@ type attrs struct {
 	f              float32
 	n              int
 	seed           uint32
+	tanh           bool // GELU's tanh form
 }
 
 // Options configure a Graph.
@@ -77,8 +79,11 @@ type Options struct {
 	Autocast bool
 	// NoGrad records nothing for backward, as torch.no_grad.
 	NoGrad bool
-	// Seed seeds dropout: a step's masks depend on it and on the op order.
-	Seed uint32
+	// Seeds is where the graph draws its dropout seed, once, at its first
+	// Dropout: a step's masks depend on the draw and on the op order. Nil
+	// draws from DefaultSeeds, so that graph after graph gets new masks;
+	// nn.NewSeedSource(runSeed) gives a run its own reproducible sequence.
+	Seeds *SeedSource
 	// RetainGraph lets Backward run more than once on the graph, as
 	// PyTorch's backward(retain_graph=True): each run adds its gradients
 	// into the parameters' Grad again. Without it a second Backward
@@ -88,7 +93,7 @@ type Options struct {
 
 // NewGraph starts recording on d.
 func NewGraph(d *vk.Device, o Options) *Graph {
-	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seed: o.Seed, retain: o.RetainGraph}
+	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph}
 }
 
 // claim marks g busy for the method op until done, and panics if another

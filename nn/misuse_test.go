@@ -101,6 +101,7 @@ func misuseOpsOnReleased(t *testing.T, d *vk.Device) {
 		{"Scale", func() { g.Scale(x, 2) }},
 		{"ReLU", func() { g.ReLU(x) }},
 		{"GELU", func() { g.GELU(x) }},
+		{"GELUTanh", func() { g.GELUTanh(x) }},
 		{"Sum", func() { g.Sum(x) }},
 		{"Mean", func() { g.Mean(x) }},
 		{"Softmax", func() { g.Softmax(x) }},

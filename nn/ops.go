@@ -95,11 +95,19 @@ func (g *Graph) ReLU(x *Var) *Var {
 	return g.record(tensor.OpReLU, tensor.ReLU(x.t, x.DType()), attrs{}, nil, x)
 }
 
-// GELU returns the tanh form of GELU.
+// GELU returns the exact GELU, x*Phi(x) (PyTorch's gelu(x)), in x's dtype.
 func (g *Graph) GELU(x *Var) *Var {
 	defer g.use("GELU").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpGELU, x))
 	return g.record(tensor.OpGELU, tensor.GELU(x.t, x.DType()), attrs{}, nil, x)
+}
+
+// GELUTanh returns GELU's tanh approximation (PyTorch's gelu(x,
+// approximate='tanh')), in x's dtype.
+func (g *Graph) GELUTanh(x *Var) *Var {
+	defer g.use("GELUTanh").done()
+	x = g.cast(x, g.dtypeFor(tensor.OpGELU, x))
+	return g.record(tensor.OpGELU, tensor.GELUTanh(x.t, x.DType()), attrs{tanh: true}, nil, x)
 }
 
 // Exp returns e^x, in fp32 under autocast.
@@ -151,6 +159,12 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 		return x
 	}
 	x = g.cast(x, g.dtypeFor(tensor.OpDropout, x))
+	if g.drops == 0 { // the graph's first dropout draws its seed
+		if g.seeds == nil {
+			g.seeds = defaultSeeds
+		}
+		g.seed = g.seeds.Next()
+	}
 	g.drops++
 	seed := g.seed*0x9E3779B9 + g.drops
 	return g.record(tensor.OpDropout, tensor.Dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)

@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ import (
 func TestOps(t *testing.T) {
 	d := devtest.Open(t)
 	t.Run("DropoutMask", func(t *testing.T) { opsDropoutMask(t, d) })
+	t.Run("DropoutSeedAdvances", func(t *testing.T) { opsDropoutSeedAdvances(t, d) })
 	t.Run("MisusePanics", func(t *testing.T) { opsMisusePanics(t, d) })
 	t.Run("CrossEntropyFloatLabels", func(t *testing.T) { opsCrossEntropyFloatLabels(t, d) })
 }
@@ -28,7 +30,7 @@ func opsDropoutMask(t *testing.T, d *vk.Device) {
 	}
 	x := tInput(t, d, ones, 64, 64)
 	drop := func(seed uint32, dt tensor.DType, n int) [][]float32 {
-		g := nn.NewGraph(d, nn.Options{Seed: seed})
+		g := nn.NewGraph(d, nn.Options{Seeds: nn.NewSeedSource(uint64(seed))})
 		defer g.Release()
 		v := g.Cast(g.Input(x), dt)
 		var out [][]float32
@@ -81,6 +83,67 @@ func opsDropoutMask(t *testing.T, d *vk.Device) {
 	for _, p := range []float32{-0.1, 1, float32(math.NaN())} {
 		msg := tPanics(t, "Dropout p", func() { g.Dropout(v, p) })
 		tContains(t, "Dropout p", msg, "Dropout")
+	}
+	msg := tPanics(t, "GELU approximate erf", func() { nn.GELU{Approximate: "erf"}.Forward(g, v) })
+	tContains(t, "GELU approximate erf", msg, "GELU", "erf", "tanh")
+}
+
+// Dropout draws a new mask each step by default: a loop that makes one
+// Graph per step with zero Options gets a different mask every step, and a
+// run from the same seed gets the same masks again.
+func opsDropoutSeedAdvances(t *testing.T, d *vk.Device) {
+	ones := make([]float32, 1024)
+	for i := range ones {
+		ones[i] = 1
+	}
+	x := tInput(t, d, ones, 32, 32)
+	steps := func(o nn.Options, n int) [][]float32 {
+		var out [][]float32
+		for i := 0; i < n; i++ {
+			g := nn.NewGraph(d, o)
+			out = append(out, tRead(t, g.Dropout(g.Input(x), 0.5).Value()))
+			g.Release()
+		}
+		return out
+	}
+	a := steps(nn.Options{}, 2)
+	if slices.Equal(a[0], a[1]) {
+		t.Error("zero Options: two steps have the same dropout mask")
+	}
+	nn.ManualSeed(7)
+	a = steps(nn.Options{}, 3)
+	nn.ManualSeed(7)
+	b := steps(nn.Options{}, 3)
+	for i := range a {
+		tSameBits(t, fmt.Sprintf("ManualSeed(7), step %d", i), b[i], a[i])
+	}
+	if slices.Equal(a[1], a[2]) {
+		t.Error("after ManualSeed: two steps have the same dropout mask")
+	}
+	// A run's own source, resumed at a step, continues the same masks.
+	src := nn.NewSeedSource(7)
+	c := steps(nn.Options{Seeds: src}, 3)
+	if slices.Equal(c[0], c[1]) {
+		t.Error("SeedSource: two steps have the same dropout mask")
+	}
+	if src.Step() != 3 {
+		t.Errorf("SeedSource at step %d after three graphs with dropout, want 3", src.Step())
+	}
+	resumed := nn.NewSeedSource(7)
+	resumed.SetStep(1)
+	e := steps(nn.Options{Seeds: resumed}, 2)
+	for i := range e {
+		tSameBits(t, fmt.Sprintf("resumed at step 1, step %d", i+1), e[i], c[i+1])
+	}
+	if other := steps(nn.Options{Seeds: nn.NewSeedSource(8)}, 1); slices.Equal(other[0], c[0]) {
+		t.Error("seeds 7 and 8 give the same first mask")
+	}
+	// A graph without dropout draws nothing.
+	g := nn.NewGraph(d, nn.Options{Seeds: src})
+	g.ReLU(g.Input(x))
+	g.Release()
+	if src.Step() != 3 {
+		t.Errorf("a graph without dropout advanced the source to step %d", src.Step())
 	}
 }
 

@@ -192,15 +192,34 @@ func checkHyper(name string, v, lo, hi float64, loOpen, hiOpen bool) error {
 	return nil
 }
 
-// SGDOptions configure SGD, as torch.optim.SGD.
+// checkLR checks a learning rate: finite, not negative, and not 0 unless
+// zeroOK. An LR of 0 trains nothing, and is what a zero options struct
+// holds, so it is refused unless the caller says it is meant.
+func checkLR(lr float64, zeroOK bool) error {
+	if err := checkHyper("lr", lr, 0, math.MaxFloat32, false, false); err != nil {
+		return err
+	}
+	if lr == 0 && !zeroOK {
+		return fmt.Errorf("nn: LR is 0, which trains nothing: set LR, or ZeroLR if 0 is meant")
+	}
+	return nil
+}
+
+// SGDOptions configure SGD, as torch.optim.SGD. LR has no default: 0 is an
+// error unless ZeroLR is set.
 type SGDOptions struct {
 	LR, Momentum, Dampening, WeightDecay float64
 	Nesterov                             bool
+	// ZeroLR allows an LR of 0 (steps that change nothing but the moments
+	// and the step count), in the options and in SetLR; without it LR 0 is
+	// an error, since a forgotten LR would otherwise train nothing, silently.
+	// A schedule that reaches 0 needs it too.
+	ZeroLR bool
 }
 
 // validate checks the options, as NewSGD and LoadCheckpoint need them.
 func (o *SGDOptions) validate() error {
-	if err := errs(checkHyper("lr", o.LR, 0, math.MaxFloat32, false, false),
+	if err := errs(checkLR(o.LR, o.ZeroLR),
 		checkHyper("momentum", o.Momentum, 0, 1, false, false),
 		checkHyper("dampening", o.Dampening, 0, 1, false, false),
 		checkHyper("weight decay", o.WeightDecay, 0, math.MaxFloat32, false, false)); err != nil {
@@ -261,13 +280,14 @@ func (s *SGD) step(found *tensor.Tensor) error {
 // LR returns the learning rate.
 func (s *SGD) LR() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.o.LR }
 
-// SetLR sets the learning rate for the following steps.
+// SetLR sets the learning rate for the following steps. 0 is an error
+// unless the options set ZeroLR.
 func (s *SGD) SetLR(lr float64) error {
-	if err := checkHyper("lr", lr, 0, math.MaxFloat32, false, false); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := checkLR(lr, s.o.ZeroLR); err != nil {
+		return err
+	}
 	s.o.LR = lr
 	return nil
 }
@@ -275,18 +295,22 @@ func (s *SGD) SetLR(lr float64) error {
 // Close releases the optimizer's state (not the parameters).
 func (s *SGD) Close() error { s.close(); return nil }
 
-// AdamOptions configure Adam and AdamW, as torch.optim.Adam(W).
+// AdamOptions configure Adam and AdamW, as torch.optim.Adam(W). LR has no
+// default: 0 is an error unless ZeroLR is set.
 type AdamOptions struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float64
 	// Decoupled makes it AdamW: weight decay applied to the weight, not
 	// added to the gradient.
 	Decoupled bool
+	// ZeroLR allows an LR of 0, in the options and in SetLR, as
+	// SGDOptions.ZeroLR.
+	ZeroLR bool
 }
 
 // validate checks the options, as NewAdam (after its defaults) and
 // LoadCheckpoint need them.
 func (o *AdamOptions) validate() error {
-	return errs(checkHyper("lr", o.LR, 0, math.MaxFloat32, false, false),
+	return errs(checkLR(o.LR, o.ZeroLR),
 		checkHyper("beta1", o.Beta1, 0, 1, false, true),
 		checkHyper("beta2", o.Beta2, 0, 1, false, true),
 		checkHyper("eps", o.Eps, 0, math.MaxFloat32, false, false),
@@ -348,13 +372,14 @@ func (a *Adam) step(found *tensor.Tensor) error {
 // LR returns the learning rate.
 func (a *Adam) LR() float64 { a.mu.Lock(); defer a.mu.Unlock(); return a.o.LR }
 
-// SetLR sets the learning rate for the following steps.
+// SetLR sets the learning rate for the following steps. 0 is an error
+// unless the options set ZeroLR.
 func (a *Adam) SetLR(lr float64) error {
-	if err := checkHyper("lr", lr, 0, math.MaxFloat32, false, false); err != nil {
-		return err
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := checkLR(lr, a.o.ZeroLR); err != nil {
+		return err
+	}
 	a.o.LR = lr
 	return nil
 }

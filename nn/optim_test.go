@@ -29,6 +29,7 @@ func TestOptimizers(t *testing.T) {
 	t.Run("StepUnless", func(t *testing.T) { optimStepUnless(t, d) })
 	t.Run("InvalidHyperparameters", func(t *testing.T) { optimInvalidHyperparameters(t, d) })
 	t.Run("SetLR", func(t *testing.T) { optimSetLR(t, d) })
+	t.Run("ZeroLR", func(t *testing.T) { optimZeroLR(t, d) })
 	t.Run("Close", func(t *testing.T) { optimClose(t, d) })
 	t.Run("ScalerSkipsOverflow", func(t *testing.T) { optimScalerSkipsOverflow(t, d) })
 }
@@ -378,6 +379,67 @@ func optimInvalidHyperparameters(t *testing.T, d *vk.Device) {
 		}
 		if opt.LR() != 0.1 {
 			t.Errorf("%T: LR %g after failed SetLR calls, want 0.1", opt, opt.LR())
+		}
+	}
+}
+
+// An LR of 0 trains nothing, so it is an error naming the option unless
+// ZeroLR says it is meant: in the options and in SetLR.
+func optimZeroLR(t *testing.T, d *vk.Device) {
+	p := tParam(t, d, "p", []float32{1, 2}, 2)
+	sgd, err := nn.NewSGD([]*nn.Param{p}, nn.SGDOptions{Momentum: 0.9})
+	if err == nil {
+		sgd.Close()
+		t.Error("NewSGD with LR 0: no error")
+	} else {
+		tContains(t, "NewSGD with LR 0", err.Error(), "LR", "ZeroLR")
+	}
+	adam, err := nn.NewAdam([]*nn.Param{p}, nn.AdamOptions{})
+	if err == nil {
+		adam.Close()
+		t.Error("NewAdam(AdamOptions{}): no error")
+	} else {
+		tContains(t, "NewAdam(AdamOptions{})", err.Error(), "LR", "ZeroLR")
+	}
+	sgd, err = nn.NewSGD([]*nn.Param{p}, nn.SGDOptions{Momentum: 0.9, ZeroLR: true})
+	if err != nil {
+		t.Fatalf("NewSGD with ZeroLR: %v", err)
+	}
+	t.Cleanup(func() { sgd.Close() })
+	adam, err = nn.NewAdam([]*nn.Param{p}, nn.AdamOptions{ZeroLR: true})
+	if err != nil {
+		t.Fatalf("NewAdam with ZeroLR: %v", err)
+	}
+	t.Cleanup(func() { adam.Close() })
+	sgd1, err := nn.NewSGD([]*nn.Param{p}, nn.SGDOptions{LR: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sgd1.Close() })
+	adam1, err := nn.NewAdam([]*nn.Param{p}, nn.AdamOptions{LR: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adam1.Close() })
+	for _, opt := range []optimizer{sgd1, adam1} {
+		if err := opt.SetLR(0); err == nil {
+			t.Errorf("%T.SetLR(0) without ZeroLR: no error", opt)
+		} else {
+			tContains(t, fmt.Sprintf("%T.SetLR(0)", opt), err.Error(), "LR", "ZeroLR")
+		}
+		if opt.LR() != 0.1 {
+			t.Errorf("%T: LR %g after a refused SetLR(0), want 0.1", opt, opt.LR())
+		}
+	}
+	for _, opt := range []optimizer{sgd, adam} {
+		if err := opt.SetLR(0.5); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.SetLR(0); err != nil {
+			t.Errorf("%T.SetLR(0) with ZeroLR: %v", opt, err)
+		}
+		if opt.LR() != 0 {
+			t.Errorf("%T: LR %g after SetLR(0), want 0", opt, opt.LR())
 		}
 	}
 }

@@ -176,17 +176,30 @@ func (ReLU) Forward(g *Graph, x *Var) *Var { return g.ReLU(x) }
 // Parameters returns none.
 func (ReLU) Parameters() []*Param { return nil }
 
-// GELU is the tanh form of GELU as a module.
-type GELU struct{}
+// GELU is GELU as a module, as torch.nn.GELU: GELU{} is the exact form,
+// GELU{Approximate: "tanh"} the tanh approximation.
+type GELU struct {
+	// Approximate is "none" (or "") for the exact form, "tanh" for the tanh
+	// approximation; anything else panics in Forward.
+	Approximate string
+}
 
 // Forward applies GELU.
-func (GELU) Forward(g *Graph, x *Var) *Var { return g.GELU(x) }
+func (m GELU) Forward(g *Graph, x *Var) *Var {
+	switch m.Approximate {
+	case "", "none":
+		return g.GELU(x)
+	case "tanh":
+		return g.GELUTanh(x)
+	}
+	panic(&tensor.UsageError{Op: "GELU", Msg: fmt.Sprintf("approximate %q: want \"none\" or \"tanh\"", m.Approximate)})
+}
 
 // Parameters returns none.
 func (GELU) Parameters() []*Param { return nil }
 
-// Dropout zeroes inputs with probability P while training; the graph's seed
-// makes it reproducible.
+// Dropout zeroes inputs with probability P while training, with a new mask
+// each Graph, drawn from the graph's Options.Seeds (see SeedSource).
 type Dropout struct {
 	P        float32
 	Training bool

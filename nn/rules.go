@@ -133,7 +133,11 @@ func reluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 }
 
 func geluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
-	return []*tensor.Tensor{tensor.GELUBackward(dy, n.inputs[0].t, n.inputs[0].DType())}
+	back := tensor.GELUBackward
+	if n.attr.tanh {
+		back = tensor.GELUTanhBackward
+	}
+	return []*tensor.Tensor{back(dy, n.inputs[0].t, n.inputs[0].DType())}
 }
 
 // d/dx e^x = e^x: the op's own output.

@@ -1,5 +1,5 @@
 #version 450
-// gelu: dst = 0.5a(1 + tanh(sqrt(2/pi)(a + 0.044715a^3))).
+// gelu: dst = a*Phi(a) = 0.5a(1 + erf(a/sqrt(2))), the exact GELU.
 #define OP(a) gelu(a)
 #include "ewise.glsl"
 #include "gelu.glsl"

@@ -1,5 +1,5 @@
 #version 450
-// gelu_backward: dst = dy * gelu'(x).
+// gelu_backward: dst = dy * gelu'(x) of the exact GELU.
 #define OP(dy, x) ((dy) * gelu_grad(x))
 #include "ewise.glsl"
 #include "gelu.glsl"

@@ -29,6 +29,8 @@ var table = []Kernel{
 	{Name: "fill32", Tier: vk.TierPacked, File: "spv/fill32.packed.spv", Bindings: []vk.Access{vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "gelu", Tier: vk.TierPacked, File: "spv/gelu.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "gelu_backward", Tier: vk.TierPacked, File: "spv/gelu_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "gelu_tanh", Tier: vk.TierPacked, File: "spv/gelu_tanh.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "gelu_tanh_backward", Tier: vk.TierPacked, File: "spv/gelu_tanh_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "index_select", Tier: vk.TierPacked, File: "spv/index_select.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "layer_norm", Tier: vk.TierPacked, File: "spv/layer_norm.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "layer_norm_backward", Tier: vk.TierPacked, File: "spv/layer_norm_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Read, vk.Write, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -33,9 +33,15 @@ func ReLUBackward(dy, x *Tensor, out DType) *Tensor {
 	return binaryOp("ReLUBackward", kernels.ReluBackward, dy, x, 0, out)
 }
 
-// GELUBackward returns dy * GELU'(x), the derivative of the tanh form.
+// GELUBackward returns dy * GELU'(x) = dy * (Phi(x) + x phi(x)), the
+// derivative of the exact GELU, phi the standard normal density.
 func GELUBackward(dy, x *Tensor, out DType) *Tensor {
 	return binaryOp("GELUBackward", kernels.GeluBackward, dy, x, 0, out)
+}
+
+// GELUTanhBackward returns dy * GELU'(x), the derivative of the tanh form.
+func GELUTanhBackward(dy, x *Tensor, out DType) *Tensor {
+	return binaryOp("GELUTanhBackward", kernels.GeluTanhBackward, dy, x, 0, out)
 }
 
 // Scale returns s*a.
@@ -49,9 +55,18 @@ func ReLU(x *Tensor, out DType) *Tensor { return unaryOp("ReLU", kernels.Relu, x
 // Exp returns e^x.
 func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.Exp, x, 0, out) }
 
-// GELU returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the tanh
-// approximation of the Gaussian error linear unit.
+// GELU returns x*Phi(x) = 0.5x(1 + erf(x/sqrt(2))), the exact Gaussian
+// error linear unit (torch.nn.functional.gelu's default), Phi the standard
+// normal CDF. The kernel computes erfc by a Chebyshev fit of relative error
+// under 1.2e-7 (Numerical Recipes' erfcc); fp32 results are within about
+// 5e-7 relative of exact plus the driver's exp error.
 func GELU(x *Tensor, out DType) *Tensor { return unaryOp("GELU", kernels.Gelu, x, 0, out) }
+
+// GELUTanh returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the tanh
+// approximation of GELU (gelu(x, approximate='tanh')).
+func GELUTanh(x *Tensor, out DType) *Tensor {
+	return unaryOp("GELUTanh", kernels.GeluTanh, x, 0, out)
+}
 
 // AddBias returns x + bias with bias, of shape [N], added to every row of x,
 // of shape [..., N].

@@ -42,14 +42,11 @@ var ewOps = []ewOp{
 		}},
 	{name: "ReLUBackward", in: 1, k: 1, dev: tensor.ReLUBackward, ref: ref.ReLUBackward},
 	{name: "GELUBackward", in: 4, k: ref.ExpRoundings, dev: tensor.GELUBackward, ref: ref.GELUBackward,
+		// GELU' = Phi(x) + x phi(x) crosses zero near x = -0.75: scale by the terms.
+		scales: geluGradScales},
+	{name: "GELUTanhBackward", in: 4, k: ref.ExpRoundings, dev: tensor.GELUTanhBackward, ref: ref.GELUTanhBackward,
 		// GELU' = s + 2x s(1-s)u' crosses zero near x = -0.75: scale by the terms.
-		scales: func(dy, x []float32) []float64 {
-			s := make([]float64, len(x))
-			for i := range x {
-				s[i] = math.Abs(float64(dy[i])) * (1 + math.Abs(float64(x[i])))
-			}
-			return s
-		}},
+		scales: geluGradScales},
 	{name: "Scale", unary: true, in: 1, k: 1,
 		dev: func(a, _ *tensor.Tensor, out tensor.DType) *tensor.Tensor { return tensor.Scale(a, ewScale, out) },
 		ref: func(a, _ []float32, out tensor.DType) []float64 { return ref.Scale(a, ewScale, out) }},
@@ -62,6 +59,19 @@ var ewOps = []ewOp{
 	{name: "GELU", unary: true, in: 4, k: ref.ExpRoundings,
 		dev: func(a, _ *tensor.Tensor, out tensor.DType) *tensor.Tensor { return tensor.GELU(a, out) },
 		ref: func(a, _ []float32, out tensor.DType) []float64 { return ref.GELU(a, out) }},
+	{name: "GELUTanh", unary: true, in: 4, k: ref.ExpRoundings,
+		dev: func(a, _ *tensor.Tensor, out tensor.DType) *tensor.Tensor { return tensor.GELUTanh(a, out) },
+		ref: func(a, _ []float32, out tensor.DType) []float64 { return ref.GELUTanh(a, out) }},
+}
+
+// geluGradScales are the scales of GELU's gradient errors: the terms of
+// dy*GELU'(x), which cancel near x = -0.75.
+func geluGradScales(dy, x []float32) []float64 {
+	s := make([]float64, len(x))
+	for i := range x {
+		s[i] = math.Abs(float64(dy[i])) * (1 + math.Abs(float64(x[i])))
+	}
+	return s
 }
 
 // ewCombos lists the (a, b, out) dtypes of an op: all 27 for binary ops,

@@ -22,7 +22,7 @@ const (
 	OpAddBias      // x + bias over the last axis
 	OpScale        // s * x
 	OpReLU         // max(x, 0)
-	OpGELU         // GELU, tanh form
+	OpGELU         // GELU, exact or tanh form (one op, as PyTorch's gelu with approximate)
 	OpSum          // sum of all elements
 	OpMean         // mean of all elements
 	OpSoftmax      // softmax over the last axis

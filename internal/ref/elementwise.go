@@ -94,24 +94,45 @@ const (
 	geluC = 0.044715
 )
 
-// GELU returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
+// GELU returns x*Phi(x) = 0.5x*erfc(-x/sqrt(2)), the exact GELU (PyTorch's
+// default).
 func GELU(x []float32, out tensor.DType) []float64 { return Map(x, out, Gelu64) }
 
-// Gelu64 is GELU in float64, written x*sigmoid(2u), which equals the tanh form
-// and is accurate where 1 + tanh(u) cancels.
-func Gelu64(x float64) float64 {
-	u := geluK * (x + geluC*x*x*x)
-	return x / (1 + math.Exp(-2*u))
-}
+// Gelu64 is the exact GELU in float64, through erfc so that it keeps its
+// relative accuracy where 1 + erf(x/sqrt(2)) cancels (x negative).
+func Gelu64(x float64) float64 { return 0.5 * x * math.Erfc(-x/math.Sqrt2) }
 
-// GELUBackward returns dy * GELU'(x).
+// GELUBackward returns dy * GELU'(x), the exact form's derivative.
 func GELUBackward(dy, x []float32, out tensor.DType) []float64 {
 	return Map2(dy, x, out, func(dy, x float64) float64 { return dy * GeluGrad64(x) })
 }
 
-// GeluGrad64 is the derivative of GELU's tanh form: with s = sigmoid(2u),
-// s + 2x s(1-s) u'. It is NaN at ±inf, where the formula gives inf*0.
+// GeluGrad64 is the derivative of the exact GELU: Phi(x) + x*phi(x). It is
+// NaN at -inf, where the formula gives inf*0.
 func GeluGrad64(x float64) float64 {
+	return 0.5*math.Erfc(-x/math.Sqrt2) + x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)
+}
+
+// GELUTanh returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), PyTorch's
+// approximate='tanh'.
+func GELUTanh(x []float32, out tensor.DType) []float64 { return Map(x, out, GeluTanh64) }
+
+// GeluTanh64 is GELU's tanh form in float64, written x*sigmoid(2u), which
+// equals the tanh form and is accurate where 1 + tanh(u) cancels.
+func GeluTanh64(x float64) float64 {
+	u := geluK * (x + geluC*x*x*x)
+	return x / (1 + math.Exp(-2*u))
+}
+
+// GELUTanhBackward returns dy * GELU'(x) of the tanh form.
+func GELUTanhBackward(dy, x []float32, out tensor.DType) []float64 {
+	return Map2(dy, x, out, func(dy, x float64) float64 { return dy * GeluTanhGrad64(x) })
+}
+
+// GeluTanhGrad64 is the derivative of GELU's tanh form: with s =
+// sigmoid(2u), s + 2x s(1-s) u'. It is NaN at ±inf, where the formula
+// gives inf*0.
+func GeluTanhGrad64(x float64) float64 {
 	u := geluK * (x + geluC*x*x*x)
 	du := geluK * (1 + 3*geluC*x*x)
 	s := 1 / (1 + math.Exp(-2*u))

@@ -1,22 +1,53 @@
-// GELU, tanh form, through the identity 0.5(1 + tanh(u)) = 1/(1 + exp(-2u)):
-// it needs one exp, and saturates to exact 0 and x where tanh would give
-// inf/inf.
+// GELU in its two forms: exact, x*Phi(x) with Phi the normal CDF
+// (PyTorch's default), and the tanh approximation (approximate='tanh').
 #ifndef VKAMP_GELU_GLSL
 #define VKAMP_GELU_GLSL
+
+// phi_tail returns Phi(-a) = 0.5 erfc(a/sqrt(2)) for a >= 0 (NaN stays NaN),
+// by Numerical Recipes' erfcc: erfc(z) = t exp(-z^2 + P(t)), t = 1/(1 + z/2),
+// a Chebyshev fit with relative error under 1.2e-7 for every z >= 0. GLSL
+// has no erf. Keeping the relative error in the tail needs exp(-a^2/2) from
+// a split a = ah + (a - ah), ah with 12 significant bits so that ah*ah is
+// exact: an fp32 a^2/2 near 40 would be off by 2e-6. Simulated in fp32 with
+// an exact exp, the relative error of x*Phi(x) is under 4.7e-7 wherever it
+// is a normal number; the driver's exp adds its own.
+float phi_tail(float a) {
+    float t = 1.0 / (1.0 + 0.35355339059327373 * a); // 1/(1 + z/2), z = a/sqrt(2)
+    float p = t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 +
+              t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    float ah = uintBitsToFloat(floatBitsToUint(a) & 0xFFFFF000u);
+    if (a > 15.0) return 0.0; // Phi(-15) is 4e-51, and (a - ah)(a + ah) at inf is NaN
+    return 0.5 * t * exp(-0.5 * ah * ah) * exp(p - 1.26551223 - 0.5 * (a - ah) * (a + ah));
+}
+
+// normal_cdf is Phi(x), from the tail on the side where it is small.
+float normal_cdf(float x) { return x < 0.0 ? phi_tail(-x) : 1.0 - phi_tail(x); }
+
+// gelu is x*Phi(x): x past 15 gives x, x below -15 gives -0, and -inf NaN
+// (inf*0), as the formula does.
+float gelu(float x) { return x * normal_cdf(x); }
+
+// gelu_grad is d gelu/dx = Phi(x) + x phi(x), phi the normal density; x*x
+// overflows to inf for huge x and exp(-inf) is 0, so only ±inf give NaN.
+float gelu_grad(float x) { return normal_cdf(x) + x * 0.3989422804014327 * exp(-0.5 * x * x); }
+
+// The tanh form, through the identity 0.5(1 + tanh(u)) = 1/(1 + exp(-2u)):
+// it needs one exp, and saturates to exact 0 and x where tanh would give
+// inf/inf.
 
 const float GELU_K = 0.7978845608028654; // sqrt(2/pi)
 const float GELU_C = 0.044715;
 
-float gelu(float x) {
+float gelu_tanh(float x) {
     float u = GELU_K * (x + GELU_C * x * x * x);
     return x / (1.0 + exp(-2.0 * u));
 }
 
-// gelu_grad is d gelu/dx = s + 2x s(1-s) u' with s = sigmoid(2u). Past
+// gelu_tanh_grad is d gelu_tanh/dx = s + 2x s(1-s) u' with s = sigmoid(2u). Past
 // |x| = 1e6 the second term is exactly 0 in fp32 arithmetic but x*u' would
 // overflow, so finite large x take the limit (inf still gives NaN, as the
 // formula does).
-float gelu_grad(float x) {
+float gelu_tanh_grad(float x) {
     if (abs(x) > 1e6 && !is_inf(x)) return x > 0.0 ? 1.0 : 0.0;
     float u = GELU_K * (x + GELU_C * x * x * x);
     float du = GELU_K * (1.0 + 3.0 * GELU_C * x * x);

@@ -695,6 +695,59 @@ func GeluBackward(d *vk.Device, groups [3]uint32, s GeluBackwardSpec, p EwisePus
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
+// GeluTanhSpec holds the specialization constants of gelu_tanh.comp. A zero field
+// takes the shader's default.
+type GeluTanhSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// GeluTanhBind names the bindings of gelu_tanh.comp.
+type GeluTanhBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// GeluTanh records gelu_tanh.comp on d over groups workgroups.
+func GeluTanh(d *vk.Device, groups [3]uint32, s GeluTanhSpec, p EwisePush, b GeluTanhBind) error {
+	k := key{op: "gelu_tanh"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// GeluTanhBackwardSpec holds the specialization constants of gelu_tanh_backward.comp. A zero field
+// takes the shader's default.
+type GeluTanhBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// GeluTanhBackwardBind names the bindings of gelu_tanh_backward.comp.
+type GeluTanhBackwardBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	D *vk.Buffer // binding 2: written
+}
+
+// GeluTanhBackward records gelu_tanh_backward.comp on d over groups workgroups.
+func GeluTanhBackward(d *vk.Device, groups [3]uint32, s GeluTanhBackwardSpec, p EwisePush, b GeluTanhBackwardBind) error {
+	k := key{op: "gelu_tanh_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
 // IndexSelectSpec holds the specialization constants of index_select.comp. A zero field
 // takes the shader's default.
 type IndexSelectSpec struct {

@@ -67,7 +67,8 @@ type Trainer struct {
 	sc     *scaler.Scaler
 	zero   *tensor.Tensor // a flag that is always 0
 	epoch  int
-	steps  int // optimizer steps taken, skipped or not
+	steps  int            // optimizer steps taken, skipped or not
+	seeds  *nn.SeedSource // dropout seeds of the run, one per step's graph
 	// An interrupted epoch resumes at step pos with the loss sum so far.
 	pos        int
 	partialSum float32
@@ -95,7 +96,7 @@ func New(o Options) (*Trainer, error) {
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 1))
 	in := o.Train.Rows * o.Train.Cols
-	t := &Trainer{o: o}
+	t := &Trainer{o: o, seeds: nn.NewSeedSource(o.Seed)}
 	t.model = nn.Sequential{
 		nn.NewLinear(o.Device, "fc1", in, o.Hidden, rng),
 		nn.ReLU{},
@@ -230,7 +231,7 @@ func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor) (float32, sca
 	defer scope.Release()
 	xb := scope.Track(tensor.FromFloat32(d, x, o.Batch, len(x)/o.Batch))
 	yb := scope.Track(tensor.FromInt32(d, y, o.Batch))
-	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16, Seed: uint32(t.steps)})
+	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16, Seeds: t.seeds})
 	defer g.Release()
 	logits := t.model.Forward(g, g.Input(xb))
 	loss := g.CrossEntropyLoss(logits, yb, nn.Mean)
@@ -302,7 +303,8 @@ func (t *Trainer) Save(dir string, extra map[string]json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	prog, _ := json.Marshal(progress{Epoch: t.epoch, Steps: t.steps, Pos: t.pos, PartialSum: t.partialSum, FP16: t.o.FP16})
+	prog, _ := json.Marshal(progress{Epoch: t.epoch, Steps: t.steps, Pos: t.pos, PartialSum: t.partialSum, FP16: t.o.FP16,
+		DropoutStep: t.seeds.Step()})
 	sections := map[string]json.RawMessage{"scaler": sd, "progress": prog}
 	for k, v := range extra {
 		sections[k] = v
@@ -332,6 +334,7 @@ func (t *Trainer) Load(dir string) (map[string]json.RawMessage, error) {
 		}
 	}
 	t.epoch, t.steps, t.pos, t.partialSum = p.Epoch, p.Steps, p.Pos, p.PartialSum
+	t.seeds.SetStep(p.DropoutStep)
 	return extra, nil
 }
 
@@ -341,6 +344,9 @@ type progress struct {
 	Pos        int     `json:"step_in_epoch"`
 	PartialSum float32 `json:"partial_loss_sum"`
 	FP16       bool    `json:"fp16"`
+	// DropoutStep is the step of the run's dropout seeds, so that a resumed
+	// run draws the masks the uninterrupted one would have.
+	DropoutStep uint64 `json:"dropout_step"`
 }
 
 // SetCheckpointEvery makes Epoch call save after every n-th step of the
