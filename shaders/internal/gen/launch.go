@@ -126,14 +126,7 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 				b.WriteString("}\n\n")
 				fmt.Fprintf(&b, "func (p *%s) put(b []byte) {\n", pt)
 				for _, m := range f.push {
-					v := "p." + goName(m.name)
-					switch m.kind {
-					case "float":
-						v = "math.Float32bits(" + v + ")"
-					case "int":
-						v = "uint32(" + v + ")"
-					}
-					fmt.Fprintf(&b, "binary.LittleEndian.PutUint32(b[%d:], %s)\n", m.off, v)
+					fmt.Fprintf(&b, "binary.LittleEndian.PutUint32(b[%d:], %s)\n", m.off, wordExpr(m.kind, "p."+goName(m.name)))
 				}
 				b.WriteString("}\n\n")
 			}
@@ -153,13 +146,8 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 		fmt.Fprintf(&b, "func %s(d *vk.Device, groups [3]uint32, s %sSpec%s, b %sBind) error {\n", ident, ident, pushArg, ident)
 		fmt.Fprintf(&b, "k := key{op: %q}\n", f.name)
 		for _, c := range f.spec {
-			v := "s." + goName(c.name)
-			switch c.kind {
-			case "bool":
-				v = "b2u(" + v + ")"
-			case "float":
-				v = "math.Float32bits(" + v + ")"
-			default:
+			v := wordExpr(c.kind, "s."+goName(c.name))
+			if c.kind == "uint" { // the field may be a DType
 				v = "uint32(" + v + ")"
 			}
 			fmt.Fprintf(&b, "k.put(%d, %s)\n", c.id, v)
@@ -177,6 +165,20 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 		fmt.Fprintf(&b, "return run(d, k, groups, %s, %s)\n}\n\n", push, strings.Join(bufs, ", "))
 	}
 	return format.Source(b.Bytes())
+}
+
+// wordExpr is the Go expression of the 32-bit word that holds v, a value
+// of GLSL kind kind.
+func wordExpr(kind, v string) string {
+	switch kind {
+	case "bool":
+		return "b2u(" + v + ")"
+	case "float":
+		return "math.Float32bits(" + v + ")"
+	case "int":
+		return "uint32(" + v + ")"
+	}
+	return v
 }
 
 // accWords describes a binding's use over a kernel's variants.
