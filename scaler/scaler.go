@@ -30,7 +30,7 @@ type DeviceSkipper interface {
 type Options struct {
 	InitScale      float64 // initial scale; default 65536
 	GrowthFactor   float64 // scale multiplier after GrowthInterval clean steps; default 2, must be > 1
-	BackoffFactor  float64 // scale multiplier on overflow; default 0.5, must be in (0, 1)
+	BackoffFactor  float64 // scale multiplier on overflow; default 0.5, must be in [2^-800, 1)
 	GrowthInterval int     // clean steps between growths; default 2000
 	// Disabled makes the scaler pass everything through: scale 1, the
 	// optimizer stepped directly.
@@ -145,8 +145,10 @@ func (s *Scaler) checkGrowth(f float64) error {
 }
 
 func (s *Scaler) checkBackoff(f float64) error {
-	if !finite(f) || f <= 0 || f >= 1 {
-		return fmt.Errorf("%w: backoff factor %g must be in (0, 1)", ErrOptions, f)
+	// Below 2^-800 the kernel's exact product is not modelled; any factor
+	// under 2^-277 already takes every float scale to 0.
+	if !finite(f) || f < 0x1p-800 || f >= 1 {
+		return fmt.Errorf("%w: backoff factor %g must be in [2^-800, 1)", ErrOptions, f)
 	}
 	return nil
 }

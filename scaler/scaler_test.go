@@ -179,6 +179,31 @@ func TestUpdateRule(t *testing.T) {
 	}
 }
 
+// TestUpdateRuleOddFactors: factors that are not powers of two give
+// PyTorch's bits (the product in double, rounded once more to float), where
+// an fp32-rounded factor would drift: two backoffs of 0.8 from 65536 are
+// 41943.0390625 in PyTorch, 41943.04296875 with 0.8 rounded to float.
+func TestUpdateRuleOddFactors(t *testing.T) {
+	d := devtest.Open(t)
+	s := newScaler(t, scaler.Options{InitScale: 65536, GrowthFactor: 1.1, BackoffFactor: 0.8, GrowthInterval: 2})
+	o := newSGD(t, d, 10)
+	scale, tracker := float32(65536), 0
+	for i, inf := range []bool{true, true, false, false, false, false, true, false, false} {
+		iterate(t, d, s, o, inf)
+		scale, tracker = pyUpdate(scale, tracker, inf, 1.1, 0.8, 2)
+		got, err := s.ScaleValue()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && got != 41943.0390625 {
+			t.Errorf("two backoffs of 0.8 from 65536: %v, want PyTorch's 41943.0390625", got)
+		}
+		if float32(got) != scale {
+			t.Errorf("step %d: scale %v, want %v", i, got, scale)
+		}
+	}
+}
+
 // TestGrowthCap: growing past the float32 range keeps the scale and still
 // resets the tracker; MaxScale and MinScale bound it.
 func TestGrowthCap(t *testing.T) {

@@ -53,7 +53,7 @@ var table = []Kernel{
 	{Name: "relu_backward", Tier: vk.TierPacked, File: "spv/relu_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "scale", Tier: vk.TierPacked, File: "spv/scale.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "scale_by", Tier: vk.TierPacked, File: "spv/scale_by.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
-	{Name: "scale_update", Tier: vk.TierPacked, File: "spv/scale_update.packed.spv", Bindings: []vk.Access{vk.ReadWrite}, PushSize: 20, LocalSize: [3]uint32{1, 1, 1}},
+	{Name: "scale_update", Tier: vk.TierPacked, File: "spv/scale_update.packed.spv", Bindings: []vk.Access{vk.ReadWrite}, PushSize: 36, LocalSize: [3]uint32{1, 1, 1}},
 	{Name: "sgd", Tier: vk.TierPacked, File: "spv/sgd.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read}, PushSize: 24, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "softmax", Tier: vk.TierPacked, File: "spv/softmax.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "step_count", Tier: vk.TierPacked, File: "spv/step_count.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite}, PushSize: 0, LocalSize: [3]uint32{1, 1, 1}},

@@ -218,13 +218,35 @@ func (s *LossScale) onDevice(op string) {
 }
 
 // ScaleUpdate is the rule of LossScale.Update, PyTorch's
-// _amp_update_scale_ with an optional floor and cap.
+// _amp_update_scale_ with an optional floor and cap. The factors are
+// doubles, as PyTorch's: the scale times a factor is computed as PyTorch
+// computes it, in double rounded to float, bit for bit on every driver
+// (subnormal scales included).
 type ScaleUpdate struct {
-	Growth   float32 // scale multiplier after Interval clean steps
-	Backoff  float32 // scale multiplier on an inf
+	Growth   float64 // scale multiplier after Interval clean steps
+	Backoff  float64 // scale multiplier on an inf
 	Interval int     // clean steps between growths
 	MinScale float32 // floor after backoff; 0: none
 	MaxScale float32 // cap on growth; 0: none
+}
+
+// Factors outside [2^-minFactorExp, 2^maxFactorExp] could make the double
+// product of a float scale overflow or go subnormal, which the kernel's
+// integer code does not model; no useful factor is near them.
+const (
+	minFactorExp = 800
+	maxFactorExp = 800
+)
+
+// factorWords splits a positive finite factor into its 53-bit significand
+// (high and low words) and exponent: f = (hi*2^32 + lo) * 2^exp.
+func factorWords(op, name string, f float64) (hi, lo uint32, exp int32) {
+	if !(f >= math.Ldexp(1, -minFactorExp) && f <= math.Ldexp(1, maxFactorExp)) {
+		usagePanic(op, "%s factor %g must be in [2^-%d, 2^%d]", name, f, minFactorExp, maxFactorExp)
+	}
+	frac, e := math.Frexp(f) // f = frac * 2^e, frac in [0.5, 1)
+	m := uint64(math.Ldexp(frac, 53))
+	return uint32(m >> 32), uint32(m), int32(e - 53)
 }
 
 // Update records the update of the scale on the device: after an inf seen
@@ -232,15 +254,19 @@ type ScaleUpdate struct {
 // MinScale), the tracker resets and the overflow count grows; otherwise the
 // tracker counts the clean step and, reaching Interval, resets as the
 // scale grows (not above MaxScale, never to inf). It clears the inf flag.
-// It panics before the first Scale.
+// It panics before the first Scale, and on a factor that is not positive
+// and finite (or beyond 2^±800).
 func (s *LossScale) Update(u ScaleUpdate) error {
 	const op = "LossScale.Update"
 	s.onDevice(op)
+	gh, gl, ge := factorWords(op, "growth", u.Growth)
+	bh, bl, be := factorWords(op, "backoff", u.Backoff)
 	if err := s.state.err; err != nil {
 		return err
 	}
 	return opErr(op, kernels.ScaleUpdate(s.state.dev, [3]uint32{1, 1, 1}, kernels.ScaleUpdateSpec{},
-		kernels.ScaleUpdatePush{Growth: u.Growth, Backoff: u.Backoff, Interval: int32(u.Interval), MinScale: u.MinScale, MaxScale: u.MaxScale},
+		kernels.ScaleUpdatePush{GrowthHi: gh, GrowthLo: gl, GrowthExp: ge, BackoffHi: bh, BackoffLo: bl, BackoffExp: be,
+			Interval: int32(u.Interval), MinScale: u.MinScale, MaxScale: u.MaxScale},
 		kernels.ScaleUpdateBind{State: s.state.buf}))
 }
 

@@ -1464,22 +1464,30 @@ func ScaleBy(d *vk.Device, groups [3]uint32, s ScaleBySpec, p ScaleByPush, b Sca
 type ScaleUpdateSpec struct {
 }
 
-// ScaleUpdatePush is the push-constant block Push (20 bytes), laid out as the
+// ScaleUpdatePush is the push-constant block Push (36 bytes), laid out as the
 // SPIR-V says.
 type ScaleUpdatePush struct {
-	Growth   float32 // offset 0
-	Backoff  float32 // offset 4
-	Interval int32   // offset 8
-	MinScale float32 // offset 12
-	MaxScale float32 // offset 16
+	GrowthHi   uint32  // offset 0
+	GrowthLo   uint32  // offset 4
+	GrowthExp  int32   // offset 8
+	BackoffHi  uint32  // offset 12
+	BackoffLo  uint32  // offset 16
+	BackoffExp int32   // offset 20
+	Interval   int32   // offset 24
+	MinScale   float32 // offset 28
+	MaxScale   float32 // offset 32
 }
 
 func (p *ScaleUpdatePush) put(b []byte) {
-	binary.LittleEndian.PutUint32(b[0:], math.Float32bits(p.Growth))
-	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.Backoff))
-	binary.LittleEndian.PutUint32(b[8:], uint32(p.Interval))
-	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.MinScale))
-	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(p.MaxScale))
+	binary.LittleEndian.PutUint32(b[0:], p.GrowthHi)
+	binary.LittleEndian.PutUint32(b[4:], p.GrowthLo)
+	binary.LittleEndian.PutUint32(b[8:], uint32(p.GrowthExp))
+	binary.LittleEndian.PutUint32(b[12:], p.BackoffHi)
+	binary.LittleEndian.PutUint32(b[16:], p.BackoffLo)
+	binary.LittleEndian.PutUint32(b[20:], uint32(p.BackoffExp))
+	binary.LittleEndian.PutUint32(b[24:], uint32(p.Interval))
+	binary.LittleEndian.PutUint32(b[28:], math.Float32bits(p.MinScale))
+	binary.LittleEndian.PutUint32(b[32:], math.Float32bits(p.MaxScale))
 }
 
 // ScaleUpdateBind names the bindings of scale_update.comp.
@@ -1490,7 +1498,7 @@ type ScaleUpdateBind struct {
 // ScaleUpdate records scale_update.comp on d over groups workgroups.
 func ScaleUpdate(d *vk.Device, groups [3]uint32, s ScaleUpdateSpec, p ScaleUpdatePush, b ScaleUpdateBind) error {
 	k := key{op: "scale_update"}
-	var push [20]byte
+	var push [36]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.State)
 }
