@@ -7,7 +7,7 @@
 //
 // The policy table is keyed by tensor.Op and holds PyTorch's CUDA lists
 // for the ops that exist here. Within a region, ops on the lower-precision
-// list (matmul, linear) run in the region's dtype (fp16; bf16 later), ops
+// list (matmul, linear) run in the region's dtype (fp16 or bf16), ops
 // on the fp32 list (sum, softmax, log_softmax, layer_norm and the losses)
 // run in fp32, and ops on the promote list (none yet) run in the widest of
 // their floating inputs. Every other op keeps its inputs' dtype, promoted
@@ -95,12 +95,12 @@ type Region struct {
 // off when enabled is false.
 func New(enabled bool, dt tensor.DType) *Region {
 	checkDType(dt)
-	return &Region{enabled: enabled, dtype: dt, cache: &cache{m: map[*tensor.Tensor]*tensor.Tensor{}}}
+	return &Region{enabled: enabled, dtype: dt, cache: &cache{m: map[castKey]*tensor.Tensor{}}}
 }
 
 func checkDType(dt tensor.DType) {
-	if dt != tensor.Float16 {
-		panic(&tensor.DTypeError{Op: "amp.New", Got: dt, Want: "float16 (bfloat16 is not supported yet)"})
+	if dt != tensor.Float16 && dt != tensor.BFloat16 {
+		panic(&tensor.DTypeError{Op: "amp.New", Got: dt, Want: "float16 or bfloat16"})
 	}
 }
 
@@ -183,19 +183,27 @@ func (r *Region) CachedCasts() int {
 	return len(r.cache.m)
 }
 
+// castKey names a cached cast: nested regions of fp16 and bf16 cast the
+// same weight to both.
+type castKey struct {
+	x  *tensor.Tensor
+	dt tensor.DType
+}
+
 type cache struct {
 	mu sync.Mutex
-	m  map[*tensor.Tensor]*tensor.Tensor
+	m  map[castKey]*tensor.Tensor
 }
 
 func (c *cache) get(x *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if y, ok := c.m[x]; ok {
+	k := castKey{x, dt}
+	if y, ok := c.m[k]; ok {
 		return y
 	}
 	y := tensor.Cast(x, dt)
-	c.m[x] = y
+	c.m[k] = y
 	return y
 }
 
@@ -205,5 +213,5 @@ func (c *cache) clear() {
 	for _, y := range c.m {
 		y.Release()
 	}
-	c.m = map[*tensor.Tensor]*tensor.Tensor{}
+	c.m = map[castKey]*tensor.Tensor{}
 }

@@ -64,3 +64,20 @@ func TestOpDType(t *testing.T) {
 	}
 	require.PanicsWithError(t, "tensor: amp.OpDType: layer_norm has no inputs", func() { on.OpDType(tensor.OpLayerNorm) })
 }
+
+// A bf16 region lowers to bf16; bf16 with fp16 promotes to fp32, as
+// PyTorch's type promotion gives; a dtype other than fp16 or bf16 panics.
+func TestOpDTypeBF16(t *testing.T) {
+	bf, f16, f32 := tensor.BFloat16, tensor.Float16, tensor.Float32
+	on := New(true, bf)
+	require.Equal(t, bf, on.DType())
+	require.Equal(t, bf, on.OpDType(tensor.OpMatMul, f32, f32))
+	require.Equal(t, f32, on.OpDType(tensor.OpSum, bf))
+	require.Equal(t, f32, on.OpDType(tensor.OpAdd, bf, f16))
+	require.Equal(t, bf, on.OpDType(tensor.OpAdd, bf, bf))
+	inner := on.Enter(true, f16)
+	require.Equal(t, f16, inner.OpDType(tensor.OpLinear, f32, f32, f32))
+	require.Equal(t, bf, inner.Exit().OpDType(tensor.OpLinear, f32, f32, f32))
+	require.Panics(t, func() { New(true, f32) })
+	require.Panics(t, func() { on.Enter(true, tensor.Int32) })
+}

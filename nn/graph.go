@@ -74,9 +74,15 @@ type attrs struct {
 
 // Options configure a Graph.
 type Options struct {
-	// Autocast runs the ops of the lists in amp in fp16 (Float16), or in
+	// Autocast runs the ops of the lists in amp in AutocastDType, or in
 	// their own dtype when false.
 	Autocast bool
+	// AutocastDType is autocast's lower-precision dtype: tensor.Float16
+	// (the zero value, Float32, also means Float16) or tensor.BFloat16.
+	// bf16 has fp32's range, so it trains without a loss scaler, as
+	// PyTorch's torch.autocast(dtype=torch.bfloat16) does; a scaler still
+	// works with it.
+	AutocastDType tensor.DType
 	// NoGrad records nothing for backward, as torch.no_grad.
 	NoGrad bool
 	// Seeds is where the graph draws its dropout seed, once, at its first
@@ -93,7 +99,11 @@ type Options struct {
 
 // NewGraph starts recording on d.
 func NewGraph(d *vk.Device, o Options) *Graph {
-	return &Graph{dev: d, amp: amp.New(o.Autocast, tensor.Float16), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph}
+	dt := o.AutocastDType
+	if dt == tensor.Float32 {
+		dt = tensor.Float16
+	}
+	return &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph}
 }
 
 // claim marks g busy for the method op until done, and panics if another
@@ -134,13 +144,28 @@ func (g *Graph) Autocast() *amp.Region {
 }
 
 // WithAutocast runs f in a nested autocast region (on or off), as a nested
-// torch.autocast block, and restores the enclosing one after.
+// torch.autocast block, and restores the enclosing one after. The region
+// keeps the enclosing region's dtype.
 func (g *Graph) WithAutocast(enabled bool, f func()) {
-	g.use("WithAutocast")
-	g.amp = g.amp.Enter(enabled, tensor.Float16)
+	g.withAutocast("WithAutocast", enabled, g.amp.DType(), f)
+}
+
+// WithAutocastDType is WithAutocast with the region's dtype, Float16 or
+// BFloat16, as torch.autocast(dtype=...); a weight is cast once per dtype.
+func (g *Graph) WithAutocastDType(enabled bool, dt tensor.DType, f func()) {
+	g.withAutocast("WithAutocastDType", enabled, dt, f)
+}
+
+func (g *Graph) withAutocast(op string, enabled bool, dt tensor.DType, f func()) {
+	g.use(op)
+	if dt != tensor.Float16 && dt != tensor.BFloat16 {
+		g.done()
+		panic(&tensor.DTypeError{Op: op, Got: dt, Want: "float16 or bfloat16"})
+	}
+	g.amp = g.amp.Enter(enabled, dt)
 	g.done()
 	defer func() {
-		defer g.claim("WithAutocast").done()
+		defer g.claim(op).done()
 		if !g.released { // Release in f exited every region
 			g.amp = g.amp.Exit()
 		}

@@ -40,7 +40,8 @@ type MatMulOpts struct {
 // dimensions of A and B must be equal, or B may have none, so that one weight
 // matrix serves every batch. The result is [..., M, N] in dtype o.Out.
 //
-// A and B may each be fp16 or fp32. Products are always accumulated in fp32;
+// A and B may each be fp16, bf16 or fp32 (a bf16 operand is read through an
+// exact fp32 copy: no kernel loads bf16 tiles yet). Products are always accumulated in fp32;
 // alpha, C and the bias are applied in fp32 and the sum is rounded once to
 // the output dtype (to nearest even, overflowing to inf). Infinities and NaNs
 // propagate as in IEEE arithmetic: a NaN in row i of op(A) makes row i of
@@ -65,6 +66,14 @@ type MatMulOpts struct {
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
+	if a.dtype == BFloat16 || b.dtype == BFloat16 {
+		// bf16 -> fp32 is exact and the kernels accumulate in fp32, so fp32
+		// copies of bf16 operands give the bf16 product bit for bit.
+		a, b = mmWidenBF16(a), mmWidenBF16(b)
+		defer releaseWidened(m.a, a)
+		defer releaseWidened(m.b, b)
+		m.a, m.b = a, b
+	}
 	info := a.dev.Info()
 	g, pl, err := mmChoose(info, a, b, m.g)
 	if err == nil {
@@ -92,6 +101,22 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m.g = g
 	m.launch(out, pl)
 	return out
+}
+
+// mmWidenBF16 returns a bf16 operand as an fp32 copy, others as they are.
+func mmWidenBF16(t *Tensor) *Tensor {
+	if t.dtype != BFloat16 {
+		return t
+	}
+	return Cast(t, Float32)
+}
+
+// releaseWidened releases w if it is a copy made of t; the device keeps it
+// until the product has run.
+func releaseWidened(t, w *Tensor) {
+	if w != t {
+		w.Release()
+	}
 }
 
 // mmCall is a checked MatMul call: out = alpha·op(a)·op(b) + beta·c + bias,
@@ -163,13 +188,13 @@ func (m mmCall) inputs() []*Tensor {
 	return ts
 }
 
-// mmCheckDTypes panics with a *DTypeError unless A and B are fp32 or fp16
-// (their loads know no other encoding) and C (when read), the bias and the
+// mmCheckDTypes panics with a *DTypeError unless A and B are fp32, fp16 or
+// bf16 (MatMul widens bf16 to fp32 before the kernel) and C (when read), the bias and the
 // output are fp32, fp16 or bf16 (the epilogue converts by dtype code).
 func mmCheckDTypes(op string, m mmCall, out DType) {
 	for _, t := range []*Tensor{m.a, m.b} {
-		if t.dtype != Float32 && t.dtype != Float16 {
-			panic(&DTypeError{Op: op, Got: t.dtype, Want: "float32 or float16"})
+		if !t.dtype.floating() {
+			panic(&DTypeError{Op: op, Got: t.dtype, Want: "float32, float16 or bfloat16"})
 		}
 	}
 	ds := []DType{out}

@@ -13,8 +13,8 @@ import (
 )
 
 // Tests of MatMul's epilogue dtypes: C, the bias and the result may each be
-// fp32, fp16 or bf16 (the kernels take their dtype codes), A and B only fp32
-// or fp16.
+// fp32, fp16 or bf16 (the kernels take their dtype codes), and so may A and
+// B (bf16 through an exact fp32 copy).
 
 // mmBF16Bits rounds f to bfloat16 bits, to nearest even (overflowing to inf;
 // NaN stays NaN, quiet): the nearer of the two bf16 values around f, by
@@ -85,6 +85,10 @@ func mmEpilogueCases() []mmCase {
 		{m: 66, n: 130, k: 42, da: mmF16, db: mmF16, out: mmBF16, alpha: 2, beta: 0.5, dc: mmF32, bias: true, dbias: mmF16},
 		{m: 72, n: 66, k: 40, da: mmF16, db: mmF16, out: mmF32, transA: true, beta: 2, dc: mmBF16, bias: true, dbias: mmBF16},
 		{m: 128, n: 128, k: 128, da: mmF16, db: mmF16, out: mmBF16, beta: 1, dc: mmF16, bias: true, dbias: mmBF16},
+		// bf16 operands, as bf16 autocast gives them.
+		{batch: []int{2}, m: 9, n: 11, k: 13, da: mmBF16, db: mmBF16, out: mmBF16, bias: true, dbias: mmBF16},
+		{m: 64, n: 72, k: 40, da: mmBF16, db: mmBF16, out: mmF32, transB: true},
+		{m: 5, n: 6, k: 7, da: mmBF16, db: mmF16, out: mmF16, transA: true, beta: 1, dc: mmF32},
 	}
 }
 
@@ -160,18 +164,20 @@ func mmBF16Rounding(t *testing.T, d *vk.Device, run mmRun) {
 	}
 }
 
-// TestMatMulOperandDTypes checks that A or B of a dtype MatMul cannot load
-// (bf16, or one it does not know) panics with a *DTypeError, as does a C,
-// bias or result dtype outside fp32, fp16 and bf16.
+// TestMatMulOperandDTypes checks that an A or B MatMul cannot load (int32)
+// panics with a *DTypeError, as does a C, bias or result dtype outside
+// fp32, fp16 and bf16.
 func TestMatMulOperandDTypes(t *testing.T) {
 	d := devtest.Open(t)
 	f := mmUpload(t, d, make([]float32, 6), mmF32, 2, 3)
-	bf := mmUpload(t, d, make([]float32, 6), mmBF16, 2, 3)
-	bfT := mmUpload(t, d, make([]float32, 6), mmBF16, 3, 2)
+	i32 := tensor.FromInt32(d, make([]int32, 6), 2, 3)
+	t.Cleanup(i32.Release)
+	i32T := tensor.FromInt32(d, make([]int32, 6), 3, 2)
+	t.Cleanup(i32T.Release)
 	unknown := tensor.DType(200)
 	for name, call := range map[string]func(){
-		"bf16 A":      func() { tensor.MatMul(bf, f, tensor.MatMulOpts{TransB: true}) },
-		"bf16 B":      func() { tensor.MatMul(f, bfT, tensor.MatMulOpts{}) },
+		"int32 A":     func() { tensor.MatMul(i32, f, tensor.MatMulOpts{TransB: true}) },
+		"int32 B":     func() { tensor.MatMul(f, i32T, tensor.MatMulOpts{}) },
 		"unknown out": func() { tensor.MatMul(f, f, tensor.MatMulOpts{TransB: true, Out: unknown}) },
 	} {
 		func() {

@@ -3,7 +3,7 @@
 // and shows how it went: a progress bar per epoch, a summary line per epoch
 // and, with -report, a figure.
 //
-//	go run ./tools/train [-epochs 5] [-precision f16|f32] [-report report.png] [-compare]
+//	go run ./tools/train [-epochs 5] [-precision f16|bf16|f32] [-report report.png] [-compare]
 //	                     [-checkpoint DIR [-checkpoint-every N] [-resume]]
 //
 // With -checkpoint, a checkpoint is written after each epoch and, with
@@ -14,6 +14,9 @@
 // Ctrl-C finishes the current step, writes a checkpoint if -checkpoint is
 // set, and exits; -resume continues from it to the same result as an
 // uninterrupted run.
+//
+// bf16 runs autocast in bfloat16 without a loss scaler (bf16 has fp32's
+// range), as torch.autocast(dtype=torch.bfloat16) is used.
 //
 // With fp16, a step whose gradients hold an inf or NaN is skipped and the
 // loss scale halves. When 50 steps in a row are skipped (collapseAfter),
@@ -58,7 +61,7 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.device, "device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
-	flag.StringVar(&c.precision, "precision", "f16", "f16 (mixed precision with loss scaling) or f32")
+	flag.StringVar(&c.precision, "precision", "f16", "f16 (mixed precision with loss scaling), bf16 (mixed precision, no scaler) or f32")
 	flag.StringVar(&c.data, "data", "testdata/mnist", "directory of MNIST IDX files (plain or .gz)")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to after each epoch and on Ctrl-C")
 	flag.IntVar(&c.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint after every this many steps (0: only after each epoch)")
@@ -87,10 +90,8 @@ func main() {
 
 func (c config) check() error {
 	switch {
-	case c.precision == "bf16":
-		return errors.New("precision bf16 is not supported yet: use f16 or f32")
-	case c.precision != "f16" && c.precision != "f32":
-		return fmt.Errorf("unknown precision %q: use f16 or f32", c.precision)
+	case c.precision != "f16" && c.precision != "bf16" && c.precision != "f32":
+		return fmt.Errorf("unknown precision %q: use f16, bf16 or f32", c.precision)
 	case c.epochs < 1 || c.batch < 1 || c.logEvery < 1:
 		return fmt.Errorf("-epochs, -batch and -log-every must be positive")
 	case !(c.lr > 0) || c.lr > 1e3:
@@ -132,7 +133,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	fmt.Fprintf(out, "device %d: %s (%s, %s %s), tier %s\n", info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, d.Tier())
 	fmt.Fprintf(out, "data: %d training and %d test digits from %s\n", train.N, test.N, c.data)
 	runs := []report.Run{}
-	r, err := trainRun(ctx, c, d, train, test, c.precision == "f16", out, bars)
+	r, err := trainRun(ctx, c, d, train, test, c.precision, out, bars)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,11 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	if c.compare {
 		other := c
 		other.checkpoint, other.checkpointEvery, other.resume = "", 0, false
-		r, err := trainRun(ctx, other, d, train, test, c.precision != "f16", out, bars)
+		other.precision = "f32" // mixed precision against fp32, fp32 against fp16
+		if c.precision == "f32" {
+			other.precision = "f16"
+		}
+		r, err := trainRun(ctx, other, d, train, test, other.precision, out, bars)
 		if err != nil {
 			return err
 		}
@@ -155,11 +160,8 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	return nil
 }
 
-func precisionName(fp16 bool) string {
-	if fp16 {
-		return "fp16 AMP"
-	}
-	return "fp32"
+func precisionName(precision string) string {
+	return map[string]string{"f16": "fp16 AMP", "bf16": "bf16 AMP", "f32": "fp32"}[precision]
 }
 
 // collapseAfter is how many steps skipped in a row stop a run: the loss
@@ -171,7 +173,8 @@ const collapseAfter = 50
 // errCollapsed is the error of a run stopped by a collapsed loss scale.
 var errCollapsed = errors.New("the loss scale has collapsed")
 
-func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Set, fp16 bool, out, bars io.Writer) (report.Run, error) {
+func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Set, precision string, out, bars io.Writer) (report.Run, error) {
+	fp16 := precision == "f16"
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var halted error // why OnStep stopped the run
@@ -181,12 +184,12 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 		}
 		cancel()
 	}
-	hist := report.Run{Name: precisionName(fp16)}
+	hist := report.Run{Name: precisionName(precision)}
 	var bar *progressbar.ProgressBar
 	var pending []trainer.Step
 	inRow := 0 // steps skipped in a row, up to the last one read
 	var tr *trainer.Trainer
-	tr, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, Batch: c.batch, LR: c.lr, FP16: fp16,
+	tr, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, Batch: c.batch, LR: c.lr, FP16: fp16, BF16: precision == "bf16",
 		Seed: c.seed, LossEvery: c.logEvery, Scaler: scaler.Options{InitScale: c.initScale},
 		OnStep: func(s trainer.Step) {
 			step := tr.StepsDone()

@@ -35,7 +35,6 @@ func TestBadInput(t *testing.T) {
 		{"missing data", func(c *config) { c.data = filepath.Join(dir, "nothing") }, "neither"},
 		{"corrupt data", func(c *config) { c.data = corrupt }, "magic"},
 		{"unknown precision", func(c *config) { c.precision = "f8" }, "unknown precision"},
-		{"bf16", func(c *config) { c.precision = "bf16" }, "not supported"},
 		{"unwritable report", func(c *config) { c.reportPath = filepath.Join(dir, "no", "such", "dir", "r.png") }, "cannot write the report"},
 		{"unknown device", func(c *config) { c.device = "no-such-gpu" }, "no device"},
 		{"resume without checkpoint", func(c *config) { c.resume = true }, "-resume needs"},

@@ -27,6 +27,7 @@ type Options struct {
 	Batch       int     // samples per step [64]
 	LR          float64 // Adam's learning rate [1e-3]
 	FP16        bool    // mixed precision with a loss scaler, else fp32
+	BF16        bool    // bf16 mixed precision, without a loss scaler (not with FP16)
 	Seed        uint64  // weights, shuffling and dropout
 	Scaler      scaler.Options
 	// LossEvery reads the loss every this many steps for OnStep (each read
@@ -91,6 +92,9 @@ func New(o Options) (*Trainer, error) {
 	if o.LR == 0 {
 		o.LR = 1e-3
 	}
+	if o.FP16 && o.BF16 {
+		return nil, errors.New("trainer: fp16 and bf16 are exclusive")
+	}
 	if o.Batch < 1 || o.Batch > o.Train.N || o.Hidden < 1 {
 		return nil, fmt.Errorf("trainer: batch %d (of %d samples) or hidden %d out of range", o.Batch, o.Train.N, o.Hidden)
 	}
@@ -116,6 +120,14 @@ func New(o Options) (*Trainer, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// autocastDType is the run's autocast dtype.
+func autocastDType(o Options) tensor.DType {
+	if o.BF16 {
+		return tensor.BFloat16
+	}
+	return tensor.Float16
 }
 
 // Close releases everything on the device.
@@ -231,7 +243,7 @@ func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor) (float32, sca
 	defer scope.Release()
 	xb := scope.Track(tensor.FromFloat32(d, x, o.Batch, len(x)/o.Batch))
 	yb := scope.Track(tensor.FromInt32(d, y, o.Batch))
-	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16, Seeds: t.seeds})
+	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds})
 	defer g.Release()
 	logits := t.model.Forward(g, g.Input(xb))
 	loss := g.CrossEntropyLoss(logits, yb, nn.Mean)
@@ -273,7 +285,7 @@ func (t *Trainer) Evaluate() (float64, error) {
 	for lo := 0; lo < o.Test.N; lo += batch {
 		n := min(batch, o.Test.N-lo)
 		xb := tensor.FromFloat32(d, o.Test.Images[lo*px:(lo+n)*px], n, px)
-		g := nn.NewGraph(d, nn.Options{Autocast: o.FP16, NoGrad: true})
+		g := nn.NewGraph(d, nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), NoGrad: true})
 		logits, err := t.model.Forward(g, g.Input(xb)).Value().Float32s()
 		g.Release()
 		xb.Release()
@@ -304,7 +316,7 @@ func (t *Trainer) Save(dir string, extra map[string]json.RawMessage) error {
 		return err
 	}
 	prog, _ := json.Marshal(progress{Epoch: t.epoch, Steps: t.steps, Pos: t.pos, PartialSum: t.partialSum, FP16: t.o.FP16,
-		DropoutStep: t.seeds.Step()})
+		BF16: t.o.BF16, DropoutStep: t.seeds.Step()})
 	sections := map[string]json.RawMessage{"scaler": sd, "progress": prog}
 	for k, v := range extra {
 		sections[k] = v
@@ -322,8 +334,8 @@ func (t *Trainer) Load(dir string) (map[string]json.RawMessage, error) {
 	if err := json.Unmarshal(extra["progress"], &p); err != nil {
 		return nil, fmt.Errorf("trainer: checkpoint progress: %w", err)
 	}
-	if p.FP16 != t.o.FP16 {
-		return nil, fmt.Errorf("trainer: checkpoint of an fp16=%v run, resumed with fp16=%v", p.FP16, t.o.FP16)
+	if p.FP16 != t.o.FP16 || p.BF16 != t.o.BF16 {
+		return nil, fmt.Errorf("trainer: checkpoint of an fp16=%v bf16=%v run, resumed with fp16=%v bf16=%v", p.FP16, p.BF16, t.o.FP16, t.o.BF16)
 	}
 	if p.Pos < 0 || p.Pos >= t.o.Train.N/t.o.Batch || p.Epoch < 0 || p.Steps < 0 {
 		return nil, fmt.Errorf("trainer: checkpoint progress out of range: %+v", p)
@@ -344,6 +356,7 @@ type progress struct {
 	Pos        int     `json:"step_in_epoch"`
 	PartialSum float32 `json:"partial_loss_sum"`
 	FP16       bool    `json:"fp16"`
+	BF16       bool    `json:"bf16,omitempty"`
 	// DropoutStep is the step of the run's dropout seeds, so that a resumed
 	// run draws the masks the uninterrupted one would have.
 	DropoutStep uint64 `json:"dropout_step"`

@@ -86,6 +86,34 @@ func TestMNIST(t *testing.T) {
 	}
 }
 
+// TestMNISTBF16: bf16 autocast trains without a loss scaler to within two
+// points of fp32 on a short run (the 5-epoch figure is tools/train's:
+// -precision bf16 against -precision f32).
+func TestMNISTBF16(t *testing.T) {
+	d := devtest.Open(t)
+	train, test := load(t)
+	train, test = train.Subset(2000), test.Subset(1000)
+	acc := map[bool]float64{}
+	for _, bf16 := range []bool{true, false} {
+		tr := newTrainer(t, trainer.Options{Device: d, Train: train, Test: test, BF16: bf16, Seed: 7})
+		var e trainer.Epoch
+		for range 2 {
+			e = epoch(t, tr)
+		}
+		t.Logf("bf16=%v: loss %.4f accuracy %.4f, %.0f samples/s", bf16, e.TrainLoss, e.TestAccuracy, float64(e.Samples)/e.Duration.Seconds())
+		if e.Skipped != 0 {
+			t.Errorf("bf16=%v: %d steps skipped without a scaler", bf16, e.Skipped)
+		}
+		acc[bf16] = e.TestAccuracy
+	}
+	if acc[true] < 0.85 || math.Abs(acc[true]-acc[false]) > 0.02 {
+		t.Errorf("bf16 accuracy %.4f vs fp32 %.4f: want at least 0.85 and within 0.02", acc[true], acc[false])
+	}
+	if _, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, FP16: true, BF16: true}); err == nil {
+		t.Error("fp16 and bf16 together: no error")
+	}
+}
+
 // TestPlantedInf: an inf planted in one gradient mid-training skips that
 // step: the weights stay bit-identical across it, the scale halves, and
 // training recovers.
