@@ -224,3 +224,26 @@ func MaskedFill(x, mask *Tensor, value float32) *Tensor {
 	launched(o, kernels.MaskedFill(o.dev, pairs(o), s, p, kernels.MaskedFillBind{X: x.buf, Mask: mask.buf, D: o.buf}))
 	return o
 }
+
+// Expand returns x broadcast to shape, in dtype out: torch.broadcast_to,
+// copied. x's shape must broadcast to shape.
+func Expand(x *Tensor, out DType, shape ...int) *Tensor {
+	const op = "Expand"
+	sameDevice(op, x)
+	checkShape(op, shape)
+	if b, ok := BroadcastShape(x.shape, shape); !ok || !slices.Equal(b, shape) {
+		shapePanic(op, x.shape, shape, "x must broadcast to the shape")
+	}
+	checkFloating(op, out, x)
+	one := Full(x.dev, Float32, 1, 1)
+	defer one.Release() // the device keeps it until the kernel has run
+	p := broadcastPush(op, shape, x.shape, one.shape)
+	o := newOut(x.dev, out, shape, x, one)
+	if o.err != nil {
+		return o
+	}
+	// x * 1 is x, bit for bit, NaN, inf and -0 included.
+	s := kernels.BcastMulSpec{In0DT: x.dtype.code(), In1DT: Float32.code(), OutDT: out.code()}
+	launched(o, kernels.BcastMul(o.dev, pairs(o), s, p, kernels.BcastMulBind{A: x.buf, B: one.buf, D: o.buf}))
+	return o
+}
