@@ -48,7 +48,21 @@ func TestBroadcast(t *testing.T) {
 	t.Run("Random", func(t *testing.T) { bcRandom(t, d) })
 	t.Run("Specials", func(t *testing.T) { bcSpecials(t, d) })
 	t.Run("Where", func(t *testing.T) { bcWhere(t, d) })
+	t.Run("Expand", func(t *testing.T) { bcExpand(t, d) })
 	t.Run("Panics", func(t *testing.T) { bcPanics(t, d) })
+}
+
+// bcExpand copies values exactly, specials included, into every dtype.
+func bcExpand(t *testing.T, d *vk.Device) {
+	var checks []opCheck
+	n := len(opSpecials)
+	for _, c := range bcFew {
+		x, xv := opInput(t, d, opSpecials, c[0], n, 1)
+		out := []int{2, n, 3}
+		checks = append(checks, opWant(t, fmt.Sprintf("Expand(%s -> %s)", c[0], c[2]), tensor.Expand(x, c[2], out...), c[2], out,
+			ref.Map(ref.Expand(xv, []int{n, 1}, out), c[2], func(v float64) float64 { return v }), nil, 0))
+	}
+	opRun(checks)
 }
 
 // bcFew are dtype combinations that give every dtype each role, for the
@@ -156,6 +170,7 @@ func bcPanics(t *testing.T, d *vk.Device) {
 		opPanics[*tensor.DTypeError](t, op.name+" int32", func() { op.dev(a, ints, tensor.Float32) }, op.name, "int32")
 		opPanics[*tensor.DTypeError](t, op.name+" into int32", func() { op.dev(a, a, tensor.Int32) }, op.name, "int32")
 	}
+	opPanics[*tensor.ShapeError](t, "Expand", func() { tensor.Expand(a, tensor.Float32, 3) }, "Expand", "[2 3]", "[3]")
 	seven1, _ := opRand(t, d, 3, 1, tensor.Float32, 2, 1, 2, 1, 2, 1, 2)
 	seven2, _ := opRand(t, d, 4, 1, tensor.Float32, 1, 2, 1, 2, 1, 2, 1)
 	opPanics[*tensor.UsageError](t, "seven dims", func() { tensor.Add(seven1, seven2, tensor.Float32) }, "Add", "7 dimensions")
