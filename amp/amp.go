@@ -75,6 +75,25 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpGELU:    Keep,
 	tensor.OpMean:    Keep,
 	tensor.OpDropout: Keep,
+
+	// The math ops. log, rsqrt, pow and sum (sum_dim here) are on
+	// PyTorch's CUDA fp32 list; div, neg, sqrt, tanh, sigmoid, where,
+	// masked_fill, mean, amax and amin are on no list: they run in their
+	// inputs' dtype, promoted (the reductions return fp32 all the same).
+	tensor.OpLog:        FP32,
+	tensor.OpRsqrt:      FP32,
+	tensor.OpPow:        FP32,
+	tensor.OpSumAxes:    FP32,
+	tensor.OpDiv:        Keep,
+	tensor.OpNeg:        Keep,
+	tensor.OpSqrt:       Keep,
+	tensor.OpTanh:       Keep,
+	tensor.OpSigmoid:    Keep,
+	tensor.OpWhere:      Keep,
+	tensor.OpMaskedFill: Keep,
+	tensor.OpMeanAxes:   Keep,
+	tensor.OpMaxAxes:    Keep,
+	tensor.OpMinAxes:    Keep,
 }
 
 // PolicyOf returns op's policy.

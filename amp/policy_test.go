@@ -26,6 +26,8 @@ func TestPolicyLists(t *testing.T) {
 		tensor.OpMatMul: Lower, tensor.OpLinear: Lower,
 		tensor.OpSum: FP32, tensor.OpSoftmax: FP32, tensor.OpLogSoftmax: FP32, tensor.OpLayerNorm: FP32,
 		tensor.OpMSELoss: FP32, tensor.OpCrossEntropy: FP32, tensor.OpExp: FP32,
+		// PyTorch's fp32 list: log, rsqrt, pow, sum (with dim).
+		tensor.OpLog: FP32, tensor.OpRsqrt: FP32, tensor.OpPow: FP32, tensor.OpSumAxes: FP32,
 	}
 	for _, op := range tensor.Ops() {
 		p, ok := want[op]

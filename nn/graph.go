@@ -69,7 +69,9 @@ type attrs struct {
 	f              float32
 	n              int
 	seed           uint32
-	tanh           bool // GELU's tanh form
+	tanh           bool  // GELU's tanh form
+	axes           []int // reduced axes, as given (nil: all)
+	keepdim        bool
 }
 
 // Options configure a Graph.

@@ -57,19 +57,20 @@ func (g *Graph) binary(op tensor.Op, a, b *Var, f func(a, b *tensor.Tensor, dt t
 	return g.record(op, f(a.t, b.t, dt), attrs{}, nil, a, b)
 }
 
-// Add returns a + b (same shapes), in the wider dtype.
+// Add returns a + b, broadcasting as PyTorch (tensor.BroadcastShape), in
+// the wider dtype. Gradients are summed back to each input's shape.
 func (g *Graph) Add(a, b *Var) *Var {
 	defer g.use("Add").done()
 	return g.binary(tensor.OpAdd, a, b, tensor.Add)
 }
 
-// Sub returns a - b.
+// Sub returns a - b, broadcasting as Add.
 func (g *Graph) Sub(a, b *Var) *Var {
 	defer g.use("Sub").done()
 	return g.binary(tensor.OpSub, a, b, tensor.Sub)
 }
 
-// Mul returns a * b elementwise.
+// Mul returns a * b elementwise, broadcasting as Add.
 func (g *Graph) Mul(a, b *Var) *Var {
 	defer g.use("Mul").done()
 	return g.binary(tensor.OpMul, a, b, tensor.Mul)

@@ -25,7 +25,7 @@ func init() {
 		tensor.OpCast:         castBack,
 		tensor.OpMatMul:       matmulBack,
 		tensor.OpLinear:       linearBack,
-		tensor.OpAdd:          func(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{dy, dy} },
+		tensor.OpAdd:          addBack,
 		tensor.OpSub:          subBack,
 		tensor.OpMul:          mulBack,
 		tensor.OpAddBias:      addBiasBack,
@@ -39,6 +39,20 @@ func init() {
 		tensor.OpMSELoss:      mseBack,
 		tensor.OpCrossEntropy: crossEntropyBack,
 		tensor.OpLayerNorm:    layerNormBack,
+		tensor.OpDiv:          divBack,
+		tensor.OpNeg:          negBack,
+		tensor.OpLog:          logBack,
+		tensor.OpSqrt:         sqrtBack,
+		tensor.OpRsqrt:        rsqrtBack,
+		tensor.OpPow:          powBack,
+		tensor.OpTanh:         tanhBack,
+		tensor.OpSigmoid:      sigmoidBack,
+		tensor.OpWhere:        whereBack,
+		tensor.OpMaskedFill:   maskedFillBack,
+		tensor.OpSumAxes:      sumAxesBack,
+		tensor.OpMeanAxes:     sumAxesBack,
+		tensor.OpMaxAxes:      extremeBack,
+		tensor.OpMinAxes:      extremeBack,
 	}
 }
 
@@ -89,26 +103,6 @@ func linearBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 		grads[2] = tensor.Cast(db, n.inputs[2].DType())
 	}
 	return grads
-}
-
-func subBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
-	var db *tensor.Tensor
-	if need(n, 1) {
-		db = tensor.Scale(dy, -1, dy.DType())
-	}
-	return []*tensor.Tensor{dy, db}
-}
-
-func mulBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
-	a, b := n.inputs[0].t, n.inputs[1].t
-	var da, db *tensor.Tensor
-	if need(n, 0) {
-		da = tensor.Mul(dy, b, a.DType())
-	}
-	if need(n, 1) {
-		db = tensor.Mul(dy, a, b.DType())
-	}
-	return []*tensor.Tensor{da, db}
 }
 
 func addBiasBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {

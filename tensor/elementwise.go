@@ -13,14 +13,20 @@ import (
 // with a *DTypeError. One kernel per op serves every dtype combination: the
 // dtype codes are specialization constants, folded by the driver.
 
-// Add returns a + b. a and b must have the same shape.
-func Add(a, b *Tensor, out DType) *Tensor { return binaryOp("Add", kernels.Add, a, b, 0, out) }
+// Add returns a + b, broadcasting a and b (see BroadcastShape).
+func Add(a, b *Tensor, out DType) *Tensor {
+	return broadcastOp("Add", kernels.Add, kernels.BcastAdd, a, b, out)
+}
 
-// Sub returns a - b. a and b must have the same shape.
-func Sub(a, b *Tensor, out DType) *Tensor { return binaryOp("Sub", kernels.Sub, a, b, 0, out) }
+// Sub returns a - b, broadcasting a and b (see BroadcastShape).
+func Sub(a, b *Tensor, out DType) *Tensor {
+	return broadcastOp("Sub", kernels.Sub, kernels.BcastSub, a, b, out)
+}
 
-// Mul returns the elementwise product a * b. a and b must have the same shape.
-func Mul(a, b *Tensor, out DType) *Tensor { return binaryOp("Mul", kernels.Mul, a, b, 0, out) }
+// Mul returns the elementwise product a * b, broadcasting a and b.
+func Mul(a, b *Tensor, out DType) *Tensor {
+	return broadcastOp("Mul", kernels.Mul, kernels.BcastMul, a, b, out)
+}
 
 // Axpy returns alpha*x + y. x and y must have the same shape.
 func Axpy(alpha float32, x, y *Tensor, out DType) *Tensor {

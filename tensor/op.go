@@ -32,6 +32,20 @@ const (
 	OpCrossEntropy // log-softmax and negative log-likelihood, fused
 	OpLayerNorm    // layer normalisation over the last axis
 	OpExp          // e^x
+	OpDiv          // a / b, broadcasting
+	OpNeg          // -x
+	OpLog          // natural logarithm
+	OpSqrt         // square root
+	OpRsqrt        // 1/sqrt(x)
+	OpPow          // x^p, p a scalar
+	OpTanh         // hyperbolic tangent
+	OpSigmoid      // 1/(1 + e^-x)
+	OpWhere        // cond ? a : b, broadcasting
+	OpMaskedFill   // x with a value where a mask is set
+	OpSumAxes      // sum over a set of axes
+	OpMeanAxes     // mean over a set of axes
+	OpMaxAxes      // max over a set of axes (amax)
+	OpMinAxes      // min over a set of axes (amin)
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -59,6 +73,20 @@ var opNames = [numOps]string{
 	OpCrossEntropy: "cross_entropy",
 	OpLayerNorm:    "layer_norm",
 	OpExp:          "exp",
+	OpDiv:          "div",
+	OpNeg:          "neg",
+	OpLog:          "log",
+	OpSqrt:         "sqrt",
+	OpRsqrt:        "rsqrt",
+	OpPow:          "pow",
+	OpTanh:         "tanh",
+	OpSigmoid:      "sigmoid",
+	OpWhere:        "where",
+	OpMaskedFill:   "masked_fill",
+	OpSumAxes:      "sum_dim",
+	OpMeanAxes:     "mean_dim",
+	OpMaxAxes:      "amax",
+	OpMinAxes:      "amin",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

@@ -240,6 +240,206 @@ func AxpyUnless(d *vk.Device, groups [3]uint32, s AxpyUnlessSpec, p AxpyUnlessPu
 	return run(d, k, groups, push[:], b.X, b.Y, b.Flag)
 }
 
+// BcastAddSpec holds the specialization constants of bcast_add.comp. A zero field
+// takes the shader's default.
+type BcastAddSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// BroadcastPush is the push-constant block BroadcastPush (104 bytes), laid out as the
+// SPIR-V says.
+type BroadcastPush struct {
+	N     uint32  // offset 0
+	Alpha float32 // offset 4
+	D0    uint32  // offset 8
+	D1    uint32  // offset 12
+	D2    uint32  // offset 16
+	D3    uint32  // offset 20
+	D4    uint32  // offset 24
+	D5    uint32  // offset 28
+	A0    uint32  // offset 32
+	A1    uint32  // offset 36
+	A2    uint32  // offset 40
+	A3    uint32  // offset 44
+	A4    uint32  // offset 48
+	A5    uint32  // offset 52
+	B0    uint32  // offset 56
+	B1    uint32  // offset 60
+	B2    uint32  // offset 64
+	B3    uint32  // offset 68
+	B4    uint32  // offset 72
+	B5    uint32  // offset 76
+	C0    uint32  // offset 80
+	C1    uint32  // offset 84
+	C2    uint32  // offset 88
+	C3    uint32  // offset 92
+	C4    uint32  // offset 96
+	C5    uint32  // offset 100
+}
+
+func (p *BroadcastPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.Alpha))
+	binary.LittleEndian.PutUint32(b[8:], p.D0)
+	binary.LittleEndian.PutUint32(b[12:], p.D1)
+	binary.LittleEndian.PutUint32(b[16:], p.D2)
+	binary.LittleEndian.PutUint32(b[20:], p.D3)
+	binary.LittleEndian.PutUint32(b[24:], p.D4)
+	binary.LittleEndian.PutUint32(b[28:], p.D5)
+	binary.LittleEndian.PutUint32(b[32:], p.A0)
+	binary.LittleEndian.PutUint32(b[36:], p.A1)
+	binary.LittleEndian.PutUint32(b[40:], p.A2)
+	binary.LittleEndian.PutUint32(b[44:], p.A3)
+	binary.LittleEndian.PutUint32(b[48:], p.A4)
+	binary.LittleEndian.PutUint32(b[52:], p.A5)
+	binary.LittleEndian.PutUint32(b[56:], p.B0)
+	binary.LittleEndian.PutUint32(b[60:], p.B1)
+	binary.LittleEndian.PutUint32(b[64:], p.B2)
+	binary.LittleEndian.PutUint32(b[68:], p.B3)
+	binary.LittleEndian.PutUint32(b[72:], p.B4)
+	binary.LittleEndian.PutUint32(b[76:], p.B5)
+	binary.LittleEndian.PutUint32(b[80:], p.C0)
+	binary.LittleEndian.PutUint32(b[84:], p.C1)
+	binary.LittleEndian.PutUint32(b[88:], p.C2)
+	binary.LittleEndian.PutUint32(b[92:], p.C3)
+	binary.LittleEndian.PutUint32(b[96:], p.C4)
+	binary.LittleEndian.PutUint32(b[100:], p.C5)
+}
+
+// BcastAddBind names the bindings of bcast_add.comp.
+type BcastAddBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	D *vk.Buffer // binding 2: written
+}
+
+// BcastAdd records bcast_add.comp on d over groups workgroups.
+func BcastAdd(d *vk.Device, groups [3]uint32, s BcastAddSpec, p BroadcastPush, b BcastAddBind) error {
+	k := key{op: "bcast_add"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [104]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// BcastDivSpec holds the specialization constants of bcast_div.comp. A zero field
+// takes the shader's default.
+type BcastDivSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// BcastDivBind names the bindings of bcast_div.comp.
+type BcastDivBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	D *vk.Buffer // binding 2: written
+}
+
+// BcastDiv records bcast_div.comp on d over groups workgroups.
+func BcastDiv(d *vk.Device, groups [3]uint32, s BcastDivSpec, p BroadcastPush, b BcastDivBind) error {
+	k := key{op: "bcast_div"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [104]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// BcastEqSpec holds the specialization constants of bcast_eq.comp. A zero field
+// takes the shader's default.
+type BcastEqSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// BcastEqBind names the bindings of bcast_eq.comp.
+type BcastEqBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	D *vk.Buffer // binding 2: written
+}
+
+// BcastEq records bcast_eq.comp on d over groups workgroups.
+func BcastEq(d *vk.Device, groups [3]uint32, s BcastEqSpec, p BroadcastPush, b BcastEqBind) error {
+	k := key{op: "bcast_eq"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [104]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// BcastMulSpec holds the specialization constants of bcast_mul.comp. A zero field
+// takes the shader's default.
+type BcastMulSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// BcastMulBind names the bindings of bcast_mul.comp.
+type BcastMulBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	D *vk.Buffer // binding 2: written
+}
+
+// BcastMul records bcast_mul.comp on d over groups workgroups.
+func BcastMul(d *vk.Device, groups [3]uint32, s BcastMulSpec, p BroadcastPush, b BcastMulBind) error {
+	k := key{op: "bcast_mul"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [104]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// BcastSubSpec holds the specialization constants of bcast_sub.comp. A zero field
+// takes the shader's default.
+type BcastSubSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// BcastSubBind names the bindings of bcast_sub.comp.
+type BcastSubBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	D *vk.Buffer // binding 2: written
+}
+
+// BcastSub records bcast_sub.comp on d over groups workgroups.
+func BcastSub(d *vk.Device, groups [3]uint32, s BcastSubSpec, p BroadcastPush, b BcastSubBind) error {
+	k := key{op: "bcast_sub"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [104]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
 // BroadcastScaleSpec holds the specialization constants of broadcast_scale.comp. A zero field
 // takes the shader's default.
 type BroadcastScaleSpec struct {
@@ -861,6 +1061,31 @@ func LayerNormBackward(d *vk.Device, groups [3]uint32, s LayerNormBackwardSpec, 
 	return run(d, k, groups, push[:], b.Dy, b.X, b.G, b.Stats, b.Dx, b.Dyx)
 }
 
+// LogSpec holds the specialization constants of log.comp. A zero field
+// takes the shader's default.
+type LogSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// LogBind names the bindings of log.comp.
+type LogBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Log records log.comp on d over groups workgroups.
+func Log(d *vk.Device, groups [3]uint32, s LogSpec, p EwisePush, b LogBind) error {
+	k := key{op: "log"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // LogSoftmaxSpec holds the specialization constants of log_softmax.comp. A zero field
 // takes the shader's default.
 type LogSoftmaxSpec struct {
@@ -896,6 +1121,32 @@ func LogSoftmax(d *vk.Device, groups [3]uint32, s LogSoftmaxSpec, p SoftmaxPush,
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// MaskedFillSpec holds the specialization constants of masked_fill.comp. A zero field
+// takes the shader's default.
+type MaskedFillSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// MaskedFillBind names the bindings of masked_fill.comp.
+type MaskedFillBind struct {
+	X    *vk.Buffer // binding 0: read
+	Mask *vk.Buffer // binding 1: read
+	D    *vk.Buffer // binding 2: written
+}
+
+// MaskedFill records masked_fill.comp on d over groups workgroups.
+func MaskedFill(d *vk.Device, groups [3]uint32, s MaskedFillSpec, p BroadcastPush, b MaskedFillBind) error {
+	k := key{op: "masked_fill"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [104]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Mask, b.D)
 }
 
 // MatmulCoopSpec holds the specialization constants of matmul_coop.comp. A zero field
@@ -1280,6 +1531,52 @@ func MaxRows(d *vk.Device, groups [3]uint32, s MaxRowsSpec, p RowsPush, b MaxRow
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// MinColsSpec holds the specialization constants of min_cols.comp. A zero field
+// takes the shader's default.
+type MinColsSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// MinColsBind names the bindings of min_cols.comp.
+type MinColsBind struct {
+	X *vk.Buffer // binding 0: read
+	Y *vk.Buffer // binding 1: written
+}
+
+// MinCols records min_cols.comp on d over groups workgroups.
+func MinCols(d *vk.Device, groups [3]uint32, s MinColsSpec, p ColsPush, b MinColsBind) error {
+	k := key{op: "min_cols"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// MinRowsSpec holds the specialization constants of min_rows.comp. A zero field
+// takes the shader's default.
+type MinRowsSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// MinRowsBind names the bindings of min_rows.comp.
+type MinRowsBind struct {
+	X *vk.Buffer // binding 0: read
+	Y *vk.Buffer // binding 1: written
+}
+
+// MinRows records min_rows.comp on d over groups workgroups.
+func MinRows(d *vk.Device, groups [3]uint32, s MinRowsSpec, p RowsPush, b MinRowsBind) error {
+	k := key{op: "min_rows"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
 // MulSpec holds the specialization constants of mul.comp. A zero field
 // takes the shader's default.
 type MulSpec struct {
@@ -1306,6 +1603,31 @@ func Mul(d *vk.Device, groups [3]uint32, s MulSpec, p EwisePush, b MulBind) erro
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// NegSpec holds the specialization constants of neg.comp. A zero field
+// takes the shader's default.
+type NegSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// NegBind names the bindings of neg.comp.
+type NegBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Neg records neg.comp on d over groups workgroups.
+func Neg(d *vk.Device, groups [3]uint32, s NegSpec, p EwisePush, b NegBind) error {
+	k := key{op: "neg"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
 }
 
 // NllSpec holds the specialization constants of nll.comp. A zero field
@@ -1343,6 +1665,31 @@ func Nll(d *vk.Device, groups [3]uint32, s NllSpec, p NllPush, b NllBind) error 
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.L, b.Y, b.Out, b.Assert)
+}
+
+// PowSpec holds the specialization constants of pow.comp. A zero field
+// takes the shader's default.
+type PowSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// PowBind names the bindings of pow.comp.
+type PowBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Pow records pow.comp on d over groups workgroups.
+func Pow(d *vk.Device, groups [3]uint32, s PowSpec, p EwisePush, b PowBind) error {
+	k := key{op: "pow"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
 }
 
 // ReluSpec holds the specialization constants of relu.comp. A zero field
@@ -1396,6 +1743,31 @@ func ReluBackward(d *vk.Device, groups [3]uint32, s ReluBackwardSpec, p EwisePus
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// RsqrtSpec holds the specialization constants of rsqrt.comp. A zero field
+// takes the shader's default.
+type RsqrtSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// RsqrtBind names the bindings of rsqrt.comp.
+type RsqrtBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Rsqrt records rsqrt.comp on d over groups workgroups.
+func Rsqrt(d *vk.Device, groups [3]uint32, s RsqrtSpec, p EwisePush, b RsqrtBind) error {
+	k := key{op: "rsqrt"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
 }
 
 // ScaleSpec holds the specialization constants of scale.comp. A zero field
@@ -1548,6 +1920,31 @@ func Sgd(d *vk.Device, groups [3]uint32, s SgdSpec, p SgdPush, b SgdBind) error 
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps)
 }
 
+// SigmoidSpec holds the specialization constants of sigmoid.comp. A zero field
+// takes the shader's default.
+type SigmoidSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SigmoidBind names the bindings of sigmoid.comp.
+type SigmoidBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Sigmoid records sigmoid.comp on d over groups workgroups.
+func Sigmoid(d *vk.Device, groups [3]uint32, s SigmoidSpec, p EwisePush, b SigmoidBind) error {
+	k := key{op: "sigmoid"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // SoftmaxSpec holds the specialization constants of softmax.comp. A zero field
 // takes the shader's default.
 type SoftmaxSpec struct {
@@ -1569,6 +1966,31 @@ func Softmax(d *vk.Device, groups [3]uint32, s SoftmaxSpec, p SoftmaxPush, b Sof
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// SqrtSpec holds the specialization constants of sqrt.comp. A zero field
+// takes the shader's default.
+type SqrtSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SqrtBind names the bindings of sqrt.comp.
+type SqrtBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Sqrt records sqrt.comp on d over groups workgroups.
+func Sqrt(d *vk.Device, groups [3]uint32, s SqrtSpec, p EwisePush, b SqrtBind) error {
+	k := key{op: "sqrt"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
 }
 
 // StepCountSpec holds the specialization constants of step_count.comp. A zero field
@@ -1685,6 +2107,31 @@ func SumsqRows(d *vk.Device, groups [3]uint32, s SumsqRowsSpec, p RowsPush, b Su
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// TanhSpec holds the specialization constants of tanh.comp. A zero field
+// takes the shader's default.
+type TanhSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// TanhBind names the bindings of tanh.comp.
+type TanhBind struct {
+	A *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// Tanh records tanh.comp on d over groups workgroups.
+func Tanh(d *vk.Device, groups [3]uint32, s TanhSpec, p EwisePush, b TanhBind) error {
+	k := key{op: "tanh"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // UnscaleCheckSpec holds the specialization constants of unscale_check.comp. A zero field
 // takes the shader's default.
 type UnscaleCheckSpec struct {
@@ -1716,4 +2163,33 @@ func UnscaleCheck(d *vk.Device, groups [3]uint32, s UnscaleCheckSpec, p UnscaleC
 	var push [4]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Data, b.Table, b.State, b.Found)
+}
+
+// WhereSpec holds the specialization constants of where.comp. A zero field
+// takes the shader's default.
+type WhereSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// WhereBind names the bindings of where.comp.
+type WhereBind struct {
+	Cond *vk.Buffer // binding 0: read
+	A    *vk.Buffer // binding 1: read
+	B    *vk.Buffer // binding 2: read
+	D    *vk.Buffer // binding 3: written
+}
+
+// Where records where.comp on d over groups workgroups.
+func Where(d *vk.Device, groups [3]uint32, s WhereSpec, p BroadcastPush, b WhereBind) error {
+	k := key{op: "where"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [104]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Cond, b.A, b.B, b.D)
 }

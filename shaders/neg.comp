@@ -1,0 +1,4 @@
+#version 450
+// neg: dst = -a.
+#define OP(a) (-(a))
+#include "unary.glsl"

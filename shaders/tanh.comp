@@ -1,0 +1,6 @@
+#version 450
+// tanh: dst = tanh a (mathx.glsl).
+#include "ewise.glsl"
+#include "mathx.glsl"
+#define OP(a) tanh_x(a)
+#include "unary.glsl"
