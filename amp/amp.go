@@ -75,6 +75,13 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpGELU:    Keep,
 	tensor.OpMean:    Keep,
 	tensor.OpDropout: Keep,
+	// Layout ops move elements without arithmetic: PyTorch's autocast
+	// lists none of them, and they keep (promote) their inputs' dtype.
+	tensor.OpPermute: Keep,
+	tensor.OpNarrow:  Keep,
+	tensor.OpConcat:  Keep,
+	tensor.OpStack:   Keep,
+	tensor.OpGather:  Keep,
 }
 
 // PolicyOf returns op's policy.

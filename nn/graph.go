@@ -69,7 +69,8 @@ type attrs struct {
 	f              float32
 	n              int
 	seed           uint32
-	tanh           bool // GELU's tanh form
+	tanh           bool  // GELU's tanh form
+	ints           []int // layout ops: a permutation, or an axis and the sizes along it
 }
 
 // Options configure a Graph.

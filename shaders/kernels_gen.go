@@ -29,6 +29,7 @@ var table = []Kernel{
 	{Name: "fill16", Tier: vk.TierStorage16, File: "spv/fill16.storage16.spv", Bindings: []vk.Access{vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "fill32", Tier: vk.TierPacked, File: "spv/fill32.packed.spv", Bindings: []vk.Access{vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "gather", Tier: vk.TierPacked, File: "spv/gather.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 76, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "gather_backward", Tier: vk.TierPacked, File: "spv/gather_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 76, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "gelu", Tier: vk.TierPacked, File: "spv/gelu.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "gelu_backward", Tier: vk.TierPacked, File: "spv/gelu_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "gelu_tanh", Tier: vk.TierPacked, File: "spv/gelu_tanh.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -271,3 +271,51 @@ func checkRank(op string, shape []int) {
 		usagePanic(op, "shape %v has more than %d dimensions", shape, maxLayoutRank)
 	}
 }
+
+// GatherBackward returns the gradient of Gather(x, axis, idx) with respect
+// to x, for x of shape xShape, from dy, the gradient of its result (idx's
+// shape, any float dtype): a Float32 tensor of xShape whose every element is
+// the sum, in fp32 and a fixed order, of the elements of dy that Gather took
+// from it (0 for none). Indices out of range add to nothing.
+func GatherBackward(dy, idx *Tensor, axis int, xShape ...int) *Tensor {
+	const op = "GatherBackward"
+	sameDevice(op, dy, idx)
+	checkFloating(op, Float32, dy)
+	if idx.dtype != Int32 {
+		panic(&DTypeError{Op: op, Got: idx.dtype, Want: "int32 indices"})
+	}
+	if !slices.Equal(dy.shape, idx.shape) {
+		shapePanic(op, dy.shape, idx.shape, "dy must have idx's shape")
+	}
+	checkShape(op, xShape)
+	checkRank(op, xShape)
+	r := len(xShape)
+	if len(idx.shape) != r {
+		shapePanic(op, xShape, idx.shape, "idx must have x's rank")
+	}
+	if axis < -r || axis >= r {
+		usagePanic(op, "axis %d out of range for shape %v", axis, xShape)
+	}
+	if axis < 0 {
+		axis += r
+	}
+	for d := range xShape {
+		if d != axis && idx.shape[d] > xShape[d] {
+			shapePanic(op, xShape, idx.shape, "idx is longer than x along axis %d", d)
+		}
+	}
+	out := newOut(dy.dev, Float32, xShape, dy, idx)
+	grid := groups1D(out, out.n)
+	per := ceilDiv(out.n, int(grid[0])*int(kernels.LocalSize(out.dev)))
+	if !checkLoops(out, op, per*(idx.shape[axis]+1), fmt.Sprintf("an index axis of %d", idx.shape[axis])) {
+		return out
+	}
+	xd, _, pad := padded(xShape, make([]int, r))
+	id, _, _ := padded(idx.shape, make([]int, r))
+	p := kernels.GatherBackwardPush{N: u32(out.n), Axis: u32(axis + pad), Len: u32(idx.shape[axis])}
+	p.X0, p.X1, p.X2, p.X3, p.X4, p.X5, p.X6, p.X7 = xd[0], xd[1], xd[2], xd[3], xd[4], xd[5], xd[6], xd[7]
+	p.I0, p.I1, p.I2, p.I3, p.I4, p.I5, p.I6, p.I7 = id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]
+	launched(out, kernels.GatherBackward(out.dev, grid, kernels.GatherBackwardSpec{In0DT: dy.dtype.code()}, p,
+		kernels.GatherBackwardBind{Dy: dy.buf, Idx: idx.buf, Dx: out.buf}))
+	return out
+}

@@ -25,13 +25,18 @@ const (
 	OpGELU         // GELU, exact or tanh form (one op, as PyTorch's gelu with approximate)
 	OpSum          // sum of all elements
 	OpMean         // mean of all elements
-	OpSoftmax      // softmax over the last axis
-	OpLogSoftmax   // log-softmax over the last axis
+	OpSoftmax      // softmax over an axis
+	OpLogSoftmax   // log-softmax over an axis
 	OpDropout      // dropout
 	OpMSELoss      // mean squared error
 	OpCrossEntropy // log-softmax and negative log-likelihood, fused
 	OpLayerNorm    // layer normalisation over the last axis
 	OpExp          // e^x
+	OpPermute      // axes reordered (Transpose too)
+	OpNarrow       // a slice along one axis
+	OpConcat       // tensors joined along an axis
+	OpStack        // tensors joined along a new axis
+	OpGather       // elements picked along an axis by int32 indices
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -59,6 +64,11 @@ var opNames = [numOps]string{
 	OpCrossEntropy: "cross_entropy",
 	OpLayerNorm:    "layer_norm",
 	OpExp:          "exp",
+	OpPermute:      "permute",
+	OpNarrow:       "narrow",
+	OpConcat:       "cat",
+	OpStack:        "stack",
+	OpGather:       "gather",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

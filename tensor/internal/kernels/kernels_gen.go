@@ -789,6 +789,76 @@ func Gather(d *vk.Device, groups [3]uint32, s GatherSpec, p GatherPush, b Gather
 	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
 }
 
+// GatherBackwardSpec holds the specialization constants of gather_backward.comp. A zero field
+// takes the shader's default.
+type GatherBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// GatherBackwardPush is the push-constant block GatherBackwardPush (76 bytes), laid out as the
+// SPIR-V says.
+type GatherBackwardPush struct {
+	N    uint32 // offset 0
+	Axis uint32 // offset 4
+	Len  uint32 // offset 8
+	X0   uint32 // offset 12
+	X1   uint32 // offset 16
+	X2   uint32 // offset 20
+	X3   uint32 // offset 24
+	X4   uint32 // offset 28
+	X5   uint32 // offset 32
+	X6   uint32 // offset 36
+	X7   uint32 // offset 40
+	I0   uint32 // offset 44
+	I1   uint32 // offset 48
+	I2   uint32 // offset 52
+	I3   uint32 // offset 56
+	I4   uint32 // offset 60
+	I5   uint32 // offset 64
+	I6   uint32 // offset 68
+	I7   uint32 // offset 72
+}
+
+func (p *GatherBackwardPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Axis)
+	binary.LittleEndian.PutUint32(b[8:], p.Len)
+	binary.LittleEndian.PutUint32(b[12:], p.X0)
+	binary.LittleEndian.PutUint32(b[16:], p.X1)
+	binary.LittleEndian.PutUint32(b[20:], p.X2)
+	binary.LittleEndian.PutUint32(b[24:], p.X3)
+	binary.LittleEndian.PutUint32(b[28:], p.X4)
+	binary.LittleEndian.PutUint32(b[32:], p.X5)
+	binary.LittleEndian.PutUint32(b[36:], p.X6)
+	binary.LittleEndian.PutUint32(b[40:], p.X7)
+	binary.LittleEndian.PutUint32(b[44:], p.I0)
+	binary.LittleEndian.PutUint32(b[48:], p.I1)
+	binary.LittleEndian.PutUint32(b[52:], p.I2)
+	binary.LittleEndian.PutUint32(b[56:], p.I3)
+	binary.LittleEndian.PutUint32(b[60:], p.I4)
+	binary.LittleEndian.PutUint32(b[64:], p.I5)
+	binary.LittleEndian.PutUint32(b[68:], p.I6)
+	binary.LittleEndian.PutUint32(b[72:], p.I7)
+}
+
+// GatherBackwardBind names the bindings of gather_backward.comp.
+type GatherBackwardBind struct {
+	Dy  *vk.Buffer // binding 0: read
+	Idx *vk.Buffer // binding 1: read
+	Dx  *vk.Buffer // binding 2: written
+}
+
+// GatherBackward records gather_backward.comp on d over groups workgroups.
+func GatherBackward(d *vk.Device, groups [3]uint32, s GatherBackwardSpec, p GatherBackwardPush, b GatherBackwardBind) error {
+	k := key{op: "gather_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [76]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.Idx, b.Dx)
+}
+
 // GeluSpec holds the specialization constants of gelu.comp. A zero field
 // takes the shader's default.
 type GeluSpec struct {
