@@ -194,6 +194,10 @@ func TestGather(t *testing.T) {
 			ix := castKeep(t, tensor.FromInt32(d, idx, is...))
 			want := ref.Gather(xb, shape, axis, idx, is, nan[dt])
 			lyWant(t, fmt.Sprintf("Gather(%s%v, %d)", dt, shape, axis), tensor.Gather(x, axis-3, ix), dt, is, want)
+			dy, dyv := opRand(t, d, uint64(axis), 2, dt, is...)
+			dx, scale := ref.GatherBackward(dyv, idx, is, shape, axis)
+			what := fmt.Sprintf("GatherBackward(%s%v, %d)", dt, is, axis)
+			opRun([]opCheck{opWant(t, what, tensor.GatherBackward(dy, ix, axis, shape...), tensor.Float32, shape, dx, scale, ref.Tol(tensor.Float32, 8))})
 		}
 	}
 }
@@ -226,6 +230,9 @@ func TestLayoutMisuse(t *testing.T) {
 	opPanics[*tensor.DTypeError](t, "gather float idx", func() { tensor.Gather(x, 0, y) }, "Gather", "float32")
 	opPanics[*tensor.ShapeError](t, "gather rank", func() { tensor.Gather(x, 0, ix1) }, "Gather", "[2 3]", "[2]")
 	opPanics[*tensor.ShapeError](t, "gather long", func() { tensor.Gather(x, 0, big) }, "Gather", "[2 3]", "[2 4]")
+	opPanics[*tensor.ShapeError](t, "gather backward dy", func() { tensor.GatherBackward(y, ix, 0, 2, 3) }, "GatherBackward", "[2 3]", "[2 1]")
+	opPanics[*tensor.DTypeError](t, "gather backward idx", func() { tensor.GatherBackward(y, y, 0, 2, 3) }, "GatherBackward", "float32")
+	opPanics[*tensor.UsageError](t, "gather backward axis", func() { tensor.GatherBackward(x, ints, 2, 2, 3) }, "GatherBackward", "axis 2")
 	r := castKeep(t, tensor.Zeros(d, tensor.Float32, 2, 3))
 	r.Release()
 	opPanics[*tensor.UsageError](t, "released", func() { tensor.Permute(r, 1, 0) }, "Permute", "released")

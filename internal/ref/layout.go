@@ -170,3 +170,24 @@ func SoftmaxBackward(y, dy []float32, shape []int, axis int, log bool) (dx, scal
 	}
 	return dx, scale
 }
+
+// GatherBackward is the gradient of Gather with respect to x of xShape: dy
+// (idx's shape) summed into the elements it was gathered from, and the sum
+// of magnitudes of each, for Check.
+func GatherBackward(dy []float32, idx []int32, idxShape, xShape []int, axis int) (dx, scale []float64) {
+	st := Strides(xShape)
+	dx, scale = make([]float64, numel(xShape)), make([]float64, numel(xShape))
+	for e, j := range idx {
+		if j < 0 || int(j) >= xShape[axis] {
+			continue
+		}
+		at, off := unravel(e, idxShape), 0
+		at[axis] = int(j)
+		for k := range at {
+			off += at[k] * st[k]
+		}
+		dx[off] += float64(dy[e])
+		scale[off] += math.Abs(float64(dy[e]))
+	}
+	return dx, scale
+}
