@@ -84,6 +84,9 @@ func TestMatMulBroadcast(t *testing.T) {
 		})
 	}
 	t.Run("coop-emu", func(t *testing.T) {
+		if d.Tier() < vk.TierStorage16 {
+			t.Skipf("feature not available: matmul_coop_emu needs 16-bit storage, %s runs tier %s", d.Info().Name, d.Tier())
+		}
 		var checks []func()
 		for i, c := range bmmCases() {
 			if c.da == tensor.Float16 && c.db == tensor.Float16 {
