@@ -94,6 +94,13 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpMeanAxes:   Keep,
 	tensor.OpMaxAxes:    Keep,
 	tensor.OpMinAxes:    Keep,
+	// Layout ops move elements without arithmetic: PyTorch's autocast
+	// lists none of them, and they keep (promote) their inputs' dtype.
+	tensor.OpPermute: Keep,
+	tensor.OpNarrow:  Keep,
+	tensor.OpConcat:  Keep,
+	tensor.OpStack:   Keep,
+	tensor.OpGather:  Keep,
 }
 
 // PolicyOf returns op's policy.

@@ -72,6 +72,7 @@ type attrs struct {
 	tanh           bool  // GELU's tanh form
 	axes           []int // reduced axes, as given (nil: all)
 	keepdim        bool
+	ints           []int // layout ops: a permutation, or an axis and the sizes along it
 }
 
 // Options configure a Graph.

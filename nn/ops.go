@@ -21,8 +21,11 @@ func (g *Graph) dtypeFor(op tensor.Op, vs ...*Var) tensor.DType {
 	return g.amp.OpDType(op, in...)
 }
 
-// MatMul returns op(a) op(b) for 2-D a and b, with op a transpose when the
-// flag is set. It runs in fp16 under autocast (fp32 accumulation).
+// MatMul returns op(a) op(b), with op a transpose of the last two axes when
+// the flag is set: a [..., M, K] and b [..., K, N] whose batch dimensions
+// broadcast as torch.matmul's ([B, H, T, D] @ [B, H, D, T], [B, T, D] @
+// [D, E]); the gradient of a broadcast operand is summed back to its shape.
+// It runs in fp16 under autocast (fp32 accumulation).
 func (g *Graph) MatMul(a, b *Var, transA, transB bool) *Var {
 	defer g.use("MatMul").done()
 	dt := g.dtypeFor(tensor.OpMatMul, a, b)
@@ -131,20 +134,20 @@ func (g *Graph) Mean(x *Var) *Var {
 	return g.record(tensor.OpMean, tensor.Mean(x.t), attrs{n: x.t.Len()}, nil, x)
 }
 
-// Softmax returns the row-wise softmax over the last axis, in fp32. It has
-// no backward rule yet: use CrossEntropy for training.
-func (g *Graph) Softmax(x *Var) *Var {
+// Softmax returns the softmax of x along axis (negative counts from the
+// end), in fp32 (PyTorch's autocast runs softmax in fp32; without autocast
+// the result is fp32 too, as the kernel accumulates and returns in fp32).
+func (g *Graph) Softmax(x *Var, axis int) *Var {
 	defer g.use("Softmax").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpSoftmax, x))
-	return g.keepVar(tensor.Softmax(x.t))
+	return g.record(tensor.OpSoftmax, tensor.SoftmaxAxis(x.t, axis), attrs{n: axis}, nil, x)
 }
 
-// LogSoftmax returns the row-wise log-softmax over the last axis, in fp32,
-// without a backward rule (see Softmax).
-func (g *Graph) LogSoftmax(x *Var) *Var {
+// LogSoftmax returns the log-softmax of x along axis, in fp32 (see Softmax).
+func (g *Graph) LogSoftmax(x *Var, axis int) *Var {
 	defer g.use("LogSoftmax").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpLogSoftmax, x))
-	return g.keepVar(tensor.LogSoftmax(x.t))
+	return g.record(tensor.OpLogSoftmax, tensor.LogSoftmaxAxis(x.t, axis), attrs{n: axis}, nil, x)
 }
 
 func (g *Graph) keepVar(t *tensor.Tensor) *Var { return &Var{g: g, t: g.keep(t)} }

@@ -15,10 +15,7 @@ var rules map[tensor.Op]rule
 
 // noBackward are the ops without a backward rule yet: they record no node,
 // so they cannot be trained through.
-var noBackward = map[tensor.Op]bool{
-	tensor.OpSoftmax:    true,
-	tensor.OpLogSoftmax: true,
-}
+var noBackward = map[tensor.Op]bool{}
 
 func init() {
 	rules = map[tensor.Op]rule{
@@ -53,6 +50,13 @@ func init() {
 		tensor.OpMeanAxes:     sumAxesBack,
 		tensor.OpMaxAxes:      extremeBack,
 		tensor.OpMinAxes:      extremeBack,
+		tensor.OpSoftmax:      softmaxBack,
+		tensor.OpLogSoftmax:   logSoftmaxBack,
+		tensor.OpPermute:      permuteBack,
+		tensor.OpNarrow:       narrowBack,
+		tensor.OpConcat:       concatBack,
+		tensor.OpStack:        stackBack,
+		tensor.OpGather:       gatherBack,
 	}
 }
 
@@ -66,7 +70,9 @@ func castBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 
 // For C = op(A) op(B):
 // dA = dC op(B)^T, or op(B) dC^T when A was transposed;
-// dB = op(A)^T dC, or dC^T op(A) when B was transposed.
+// dB = op(A)^T dC, or dC^T op(A) when B was transposed;
+// each over the broadcast batch, then summed over the batch dimensions
+// that the operand broadcast along (sumTo).
 func matmulBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	a, b := n.inputs[0].t, n.inputs[1].t
 	tA, tB := n.attr.transA, n.attr.transB
@@ -77,6 +83,7 @@ func matmulBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 		} else {
 			da = tensor.MatMul(b, dy, tensor.MatMulOpts{TransA: tB, TransB: true, Out: a.DType()})
 		}
+		da = sumTo(g, da, a)
 	}
 	if need(n, 1) {
 		if !tB {
@@ -84,6 +91,7 @@ func matmulBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 		} else {
 			db = tensor.MatMul(dy, a, tensor.MatMulOpts{TransA: true, TransB: tA, Out: b.DType()})
 		}
+		db = sumTo(g, db, b)
 	}
 	return []*tensor.Tensor{da, db}
 }

@@ -36,9 +36,12 @@ type MatMulOpts struct {
 // MatMul returns alpha·op(A)·op(B) + beta·C + bias, where op is the identity
 // or the transpose (see MatMulOpts).
 //
-// A is [..., M, K] and B is [..., K, N] (before op); the leading batch
-// dimensions of A and B must be equal, or B may have none, so that one weight
-// matrix serves every batch. The result is [..., M, N] in dtype o.Out.
+// A is [..., M, K] and B is [..., K, N] (before op); their leading batch
+// dimensions broadcast as in torch.matmul (right-aligned, a dimension of 1
+// or a missing one repeats: [B, H, T, D] @ [B, H, D, T], [B, T, D] @ [D, E],
+// [T, D] @ [B, D, E]), so that one weight matrix can serve every batch. The
+// result is [batch..., M, N] in dtype o.Out, and C, when read, has that
+// shape.
 //
 // A and B may each be fp16, bf16 or fp32 (a bf16 operand is read through an
 // exact fp32 copy: no kernel loads bf16 tiles yet). Products are always accumulated in fp32;
@@ -74,8 +77,14 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 		defer releaseWidened(m.b, b)
 		m.a, m.b = a, b
 	}
+	defer m.expand()()
 	info := a.dev.Info()
-	g, pl, err := mmChoose(info, a, b, m.g)
+	for _, in := range m.inputs() {
+		if in.err != nil {
+			return &Tensor{dev: a.dev, dtype: o.Out, shape: m.outShape, n: checkShape("MatMul", m.outShape), err: in.err}
+		}
+	}
+	g, pl, err := mmChoose(info, m.a, m.b, m.g)
 	if err == nil {
 		err = m.bindable(info, pl, o.Out)
 	}
@@ -125,7 +134,28 @@ type mmCall struct {
 	a, b, c, bias *Tensor
 	alpha, beta   float32
 	g             mmGeom
+	bt            mmBatch
 	outShape      []int
+}
+
+// expand copies out an operand whose batch dimensions broadcast along only
+// some of the result's (see mmBatch); release releases the copies once the
+// call is recorded (the device keeps them until it has run).
+func (m *mmCall) expand() (release func()) {
+	var made []*Tensor
+	if m.bt.expandA {
+		m.a = mmExpand(m.a, m.bt.shape)
+		made = append(made, m.a)
+	}
+	if m.bt.expandB {
+		m.b = mmExpand(m.b, m.bt.shape)
+		made = append(made, m.b)
+	}
+	return func() {
+		for _, t := range made {
+			t.Release()
+		}
+	}
 }
 
 // mmCheck checks a MatMul call's operands, panicking as MatMul documents.
@@ -142,7 +172,8 @@ func mmCheck(op string, a, b *Tensor, o MatMulOpts) mmCall {
 	sameDevice(op, m.inputs()...)
 	mmCheckDTypes(op, m, o.Out)
 	m.g = mmShapes(a, b, o)
-	m.outShape = append(slices.Clone(a.shape[:len(a.shape)-2]), m.g.m, m.g.n)
+	m.bt = mmBroadcast(op, a, b)
+	m.outShape = append(slices.Clone(m.bt.shape), m.g.m, m.g.n)
 	if m.c != nil && !slices.Equal(m.c.shape, m.outShape) {
 		shapePanic(op, m.c.shape, m.outShape, "C must have the result's shape")
 	}
@@ -222,11 +253,8 @@ func (m mmCall) launch(out *Tensor, pl mmPlan) {
 	if m.bias != nil {
 		bufs.bias = m.bias.buf
 	}
-	push := kernels.MatmulPush{M: u32(g.m), N: u32(g.n), K: u32(g.k), BatchA: u32(g.m * g.k), BatchB: u32(g.k * g.n),
+	push := kernels.MatmulPush{M: u32(g.m), N: u32(g.n), K: u32(g.k), BatchA: u32(m.bt.strideA), BatchB: u32(m.bt.strideB),
 		Batches: u32(g.batch), Flags: mmFlags(m.c, m.bias, out.dtype, pl), Alpha: m.alpha, Beta: m.beta}
-	if len(m.b.shape) == 2 {
-		push.BatchB = 0
-	}
 	rows, cols := pl.outTile()
 	gx, gy := ceilDiv(g.n, cols), ceilDiv(g.m, rows)
 	if gx > int(info.MaxWorkgroupCount[0]) || gy > int(info.MaxWorkgroupCount[1]) {
@@ -362,13 +390,7 @@ func mmShapes(a, b *Tensor, o MatMulOpts) mmGeom {
 	if ra < 2 || rb < 2 {
 		shapePanic(op, a.shape, b.shape, "operands need at least 2 dimensions")
 	}
-	if rb > 2 && !slices.Equal(a.shape[:ra-2], b.shape[:rb-2]) {
-		shapePanic(op, a.shape, b.shape, "batch dimensions differ (B may also have none)")
-	}
-	g := mmGeom{batch: 1, transA: o.TransA, transB: o.TransB}
-	for _, s := range a.shape[:ra-2] {
-		g.batch *= s
-	}
+	g := mmGeom{batch: mmNumel(mmBroadcast(op, a, b).shape), transA: o.TransA, transB: o.TransB}
 	g.m, g.k = a.shape[ra-2], a.shape[ra-1]
 	if o.TransA {
 		g.m, g.k = g.k, g.m

@@ -41,6 +41,7 @@ var CoopVariants = []string{"auto", "large", "small", "emu-large", "emu-small"}
 // variant (see CoopVariants). A and B must be fp16.
 func MatMulCoop(a, b *Tensor, o MatMulOpts, variant string) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
+	defer m.expand()()
 	out := newOut(a.dev, o.Out, m.outShape, m.inputs()...)
 	if out.err != nil {
 		return out

@@ -445,6 +445,7 @@ func TestMatMulPanics(t *testing.T) {
 	b := mmUpload(t, d, make([]float32, 12), mmF32, 4, 3)
 	v := mmUpload(t, d, make([]float32, 3), mmF32, 3)
 	b3 := mmUpload(t, d, make([]float32, 24), mmF32, 2, 3, 4)
+	a3 := mmUpload(t, d, make([]float32, 18), mmF32, 3, 2, 3) // batch 3 against B's 2: no broadcast
 	for _, tc := range []struct {
 		name string
 		f    func()
@@ -452,7 +453,7 @@ func TestMatMulPanics(t *testing.T) {
 	}{
 		{"inner", func() { tensor.MatMul(a, b, tensor.MatMulOpts{}) }, &tensor.ShapeError{}},
 		{"rank1", func() { tensor.MatMul(a, v, tensor.MatMulOpts{}) }, &tensor.ShapeError{}},
-		{"batchB", func() { tensor.MatMul(a, b3, tensor.MatMulOpts{}) }, &tensor.ShapeError{}},
+		{"batchB", func() { tensor.MatMul(a3, b3, tensor.MatMulOpts{}) }, &tensor.ShapeError{}},
 		{"bias", func() { tensor.MatMul(a, b, tensor.MatMulOpts{TransB: true, Bias: v}) }, &tensor.ShapeError{}},
 		{"C", func() { tensor.MatMul(a, b, tensor.MatMulOpts{TransB: true, Beta: 1, C: v}) }, &tensor.ShapeError{}},
 		{"nilC", func() { tensor.MatMul(a, b, tensor.MatMulOpts{TransB: true, Beta: 1}) }, &tensor.UsageError{}},

@@ -25,8 +25,8 @@ const (
 	OpGELU         // GELU, exact or tanh form (one op, as PyTorch's gelu with approximate)
 	OpSum          // sum of all elements
 	OpMean         // mean of all elements
-	OpSoftmax      // softmax over the last axis
-	OpLogSoftmax   // log-softmax over the last axis
+	OpSoftmax      // softmax over an axis
+	OpLogSoftmax   // log-softmax over an axis
 	OpDropout      // dropout
 	OpMSELoss      // mean squared error
 	OpCrossEntropy // log-softmax and negative log-likelihood, fused
@@ -46,6 +46,11 @@ const (
 	OpMeanAxes     // mean over a set of axes
 	OpMaxAxes      // max over a set of axes (amax)
 	OpMinAxes      // min over a set of axes (amin)
+	OpPermute      // axes reordered (Transpose too)
+	OpNarrow       // a slice along one axis
+	OpConcat       // tensors joined along an axis
+	OpStack        // tensors joined along a new axis
+	OpGather       // elements picked along an axis by int32 indices
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -87,6 +92,11 @@ var opNames = [numOps]string{
 	OpMeanAxes:     "mean_dim",
 	OpMaxAxes:      "amax",
 	OpMinAxes:      "amin",
+	OpPermute:      "permute",
+	OpNarrow:       "narrow",
+	OpConcat:       "cat",
+	OpStack:        "stack",
+	OpGather:       "gather",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

@@ -639,6 +639,83 @@ func Copy32(d *vk.Device, groups [3]uint32, s Copy32Spec, p Copy32Push, b Copy32
 	return run(d, k, groups, push[:], b.Src, b.Dst)
 }
 
+// CopyNdSpec holds the specialization constants of copy_nd.comp. A zero field
+// takes the shader's default.
+type CopyNdSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// CopyNdPush is the push-constant block CopyNdPush (92 bytes), laid out as the
+// SPIR-V says.
+type CopyNdPush struct {
+	N    uint32 // offset 0
+	W0   uint32 // offset 4
+	W1   uint32 // offset 8
+	Base uint32 // offset 12
+	Axis uint32 // offset 16
+	Lo   uint32 // offset 20
+	Hi   uint32 // offset 24
+	D0   uint32 // offset 28
+	D1   uint32 // offset 32
+	D2   uint32 // offset 36
+	D3   uint32 // offset 40
+	D4   uint32 // offset 44
+	D5   uint32 // offset 48
+	D6   uint32 // offset 52
+	D7   uint32 // offset 56
+	S0   uint32 // offset 60
+	S1   uint32 // offset 64
+	S2   uint32 // offset 68
+	S3   uint32 // offset 72
+	S4   uint32 // offset 76
+	S5   uint32 // offset 80
+	S6   uint32 // offset 84
+	S7   uint32 // offset 88
+}
+
+func (p *CopyNdPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.W0)
+	binary.LittleEndian.PutUint32(b[8:], p.W1)
+	binary.LittleEndian.PutUint32(b[12:], p.Base)
+	binary.LittleEndian.PutUint32(b[16:], p.Axis)
+	binary.LittleEndian.PutUint32(b[20:], p.Lo)
+	binary.LittleEndian.PutUint32(b[24:], p.Hi)
+	binary.LittleEndian.PutUint32(b[28:], p.D0)
+	binary.LittleEndian.PutUint32(b[32:], p.D1)
+	binary.LittleEndian.PutUint32(b[36:], p.D2)
+	binary.LittleEndian.PutUint32(b[40:], p.D3)
+	binary.LittleEndian.PutUint32(b[44:], p.D4)
+	binary.LittleEndian.PutUint32(b[48:], p.D5)
+	binary.LittleEndian.PutUint32(b[52:], p.D6)
+	binary.LittleEndian.PutUint32(b[56:], p.D7)
+	binary.LittleEndian.PutUint32(b[60:], p.S0)
+	binary.LittleEndian.PutUint32(b[64:], p.S1)
+	binary.LittleEndian.PutUint32(b[68:], p.S2)
+	binary.LittleEndian.PutUint32(b[72:], p.S3)
+	binary.LittleEndian.PutUint32(b[76:], p.S4)
+	binary.LittleEndian.PutUint32(b[80:], p.S5)
+	binary.LittleEndian.PutUint32(b[84:], p.S6)
+	binary.LittleEndian.PutUint32(b[88:], p.S7)
+}
+
+// CopyNdBind names the bindings of copy_nd.comp.
+type CopyNdBind struct {
+	X *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: read and written
+}
+
+// CopyNd records copy_nd.comp on d over groups workgroups.
+func CopyNd(d *vk.Device, groups [3]uint32, s CopyNdSpec, p CopyNdPush, b CopyNdBind) error {
+	k := key{op: "copy_nd"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [92]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.D)
+}
+
 // CopyTexelsSpec holds the specialization constants of copy_texels.comp. A zero field
 // takes the shader's default.
 type CopyTexelsSpec struct {
@@ -840,6 +917,146 @@ func Fill32(d *vk.Device, groups [3]uint32, s Fill32Spec, p Fill32Push, b Fill32
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Dst)
+}
+
+// GatherSpec holds the specialization constants of gather.comp. A zero field
+// takes the shader's default.
+type GatherSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// GatherPush is the push-constant block GatherPush (76 bytes), laid out as the
+// SPIR-V says.
+type GatherPush struct {
+	N     uint32 // offset 0
+	Axis  uint32 // offset 4
+	Bound uint32 // offset 8
+	D0    uint32 // offset 12
+	D1    uint32 // offset 16
+	D2    uint32 // offset 20
+	D3    uint32 // offset 24
+	D4    uint32 // offset 28
+	D5    uint32 // offset 32
+	D6    uint32 // offset 36
+	D7    uint32 // offset 40
+	S0    uint32 // offset 44
+	S1    uint32 // offset 48
+	S2    uint32 // offset 52
+	S3    uint32 // offset 56
+	S4    uint32 // offset 60
+	S5    uint32 // offset 64
+	S6    uint32 // offset 68
+	S7    uint32 // offset 72
+}
+
+func (p *GatherPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Axis)
+	binary.LittleEndian.PutUint32(b[8:], p.Bound)
+	binary.LittleEndian.PutUint32(b[12:], p.D0)
+	binary.LittleEndian.PutUint32(b[16:], p.D1)
+	binary.LittleEndian.PutUint32(b[20:], p.D2)
+	binary.LittleEndian.PutUint32(b[24:], p.D3)
+	binary.LittleEndian.PutUint32(b[28:], p.D4)
+	binary.LittleEndian.PutUint32(b[32:], p.D5)
+	binary.LittleEndian.PutUint32(b[36:], p.D6)
+	binary.LittleEndian.PutUint32(b[40:], p.D7)
+	binary.LittleEndian.PutUint32(b[44:], p.S0)
+	binary.LittleEndian.PutUint32(b[48:], p.S1)
+	binary.LittleEndian.PutUint32(b[52:], p.S2)
+	binary.LittleEndian.PutUint32(b[56:], p.S3)
+	binary.LittleEndian.PutUint32(b[60:], p.S4)
+	binary.LittleEndian.PutUint32(b[64:], p.S5)
+	binary.LittleEndian.PutUint32(b[68:], p.S6)
+	binary.LittleEndian.PutUint32(b[72:], p.S7)
+}
+
+// GatherBind names the bindings of gather.comp.
+type GatherBind struct {
+	X   *vk.Buffer // binding 0: read
+	Idx *vk.Buffer // binding 1: read
+	D   *vk.Buffer // binding 2: written
+}
+
+// Gather records gather.comp on d over groups workgroups.
+func Gather(d *vk.Device, groups [3]uint32, s GatherSpec, p GatherPush, b GatherBind) error {
+	k := key{op: "gather"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [76]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
+}
+
+// GatherBackwardSpec holds the specialization constants of gather_backward.comp. A zero field
+// takes the shader's default.
+type GatherBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// GatherBackwardPush is the push-constant block GatherBackwardPush (76 bytes), laid out as the
+// SPIR-V says.
+type GatherBackwardPush struct {
+	N    uint32 // offset 0
+	Axis uint32 // offset 4
+	Len  uint32 // offset 8
+	X0   uint32 // offset 12
+	X1   uint32 // offset 16
+	X2   uint32 // offset 20
+	X3   uint32 // offset 24
+	X4   uint32 // offset 28
+	X5   uint32 // offset 32
+	X6   uint32 // offset 36
+	X7   uint32 // offset 40
+	I0   uint32 // offset 44
+	I1   uint32 // offset 48
+	I2   uint32 // offset 52
+	I3   uint32 // offset 56
+	I4   uint32 // offset 60
+	I5   uint32 // offset 64
+	I6   uint32 // offset 68
+	I7   uint32 // offset 72
+}
+
+func (p *GatherBackwardPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Axis)
+	binary.LittleEndian.PutUint32(b[8:], p.Len)
+	binary.LittleEndian.PutUint32(b[12:], p.X0)
+	binary.LittleEndian.PutUint32(b[16:], p.X1)
+	binary.LittleEndian.PutUint32(b[20:], p.X2)
+	binary.LittleEndian.PutUint32(b[24:], p.X3)
+	binary.LittleEndian.PutUint32(b[28:], p.X4)
+	binary.LittleEndian.PutUint32(b[32:], p.X5)
+	binary.LittleEndian.PutUint32(b[36:], p.X6)
+	binary.LittleEndian.PutUint32(b[40:], p.X7)
+	binary.LittleEndian.PutUint32(b[44:], p.I0)
+	binary.LittleEndian.PutUint32(b[48:], p.I1)
+	binary.LittleEndian.PutUint32(b[52:], p.I2)
+	binary.LittleEndian.PutUint32(b[56:], p.I3)
+	binary.LittleEndian.PutUint32(b[60:], p.I4)
+	binary.LittleEndian.PutUint32(b[64:], p.I5)
+	binary.LittleEndian.PutUint32(b[68:], p.I6)
+	binary.LittleEndian.PutUint32(b[72:], p.I7)
+}
+
+// GatherBackwardBind names the bindings of gather_backward.comp.
+type GatherBackwardBind struct {
+	Dy  *vk.Buffer // binding 0: read
+	Idx *vk.Buffer // binding 1: read
+	Dx  *vk.Buffer // binding 2: written
+}
+
+// GatherBackward records gather_backward.comp on d over groups workgroups.
+func GatherBackward(d *vk.Device, groups [3]uint32, s GatherBackwardSpec, p GatherBackwardPush, b GatherBackwardBind) error {
+	k := key{op: "gather_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [76]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.Idx, b.Dx)
 }
 
 // GeluSpec holds the specialization constants of gelu.comp. A zero field
@@ -1121,6 +1338,32 @@ func LogSoftmax(d *vk.Device, groups [3]uint32, s LogSoftmaxSpec, p SoftmaxPush,
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// LogSoftmaxBackwardSpec holds the specialization constants of log_softmax_backward.comp. A zero field
+// takes the shader's default.
+type LogSoftmaxBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+}
+
+// LogSoftmaxBackwardBind names the bindings of log_softmax_backward.comp.
+type LogSoftmaxBackwardBind struct {
+	Y  *vk.Buffer // binding 0: read
+	Dy *vk.Buffer // binding 1: read
+	Dx *vk.Buffer // binding 2: written
+}
+
+// LogSoftmaxBackward records log_softmax_backward.comp on d over groups workgroups.
+func LogSoftmaxBackward(d *vk.Device, groups [3]uint32, s LogSoftmaxBackwardSpec, p SoftmaxPush, b LogSoftmaxBackwardBind) error {
+	k := key{op: "log_softmax_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
 // MaskedFillSpec holds the specialization constants of masked_fill.comp. A zero field
@@ -1966,6 +2209,32 @@ func Softmax(d *vk.Device, groups [3]uint32, s SoftmaxSpec, p SoftmaxPush, b Sof
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// SoftmaxBackwardSpec holds the specialization constants of softmax_backward.comp. A zero field
+// takes the shader's default.
+type SoftmaxBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+}
+
+// SoftmaxBackwardBind names the bindings of softmax_backward.comp.
+type SoftmaxBackwardBind struct {
+	Y  *vk.Buffer // binding 0: read
+	Dy *vk.Buffer // binding 1: read
+	Dx *vk.Buffer // binding 2: written
+}
+
+// SoftmaxBackward records softmax_backward.comp on d over groups workgroups.
+func SoftmaxBackward(d *vk.Device, groups [3]uint32, s SoftmaxBackwardSpec, p SoftmaxPush, b SoftmaxBackwardBind) error {
+	k := key{op: "softmax_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
 // SqrtSpec holds the specialization constants of sqrt.comp. A zero field
