@@ -101,6 +101,8 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpConcat:  Keep,
 	tensor.OpStack:   Keep,
 	tensor.OpGather:  Keep,
+	// embedding runs in the weight's dtype, as PyTorch's (on no list).
+	tensor.OpEmbedding: Keep,
 }
 
 // PolicyOf returns op's policy.

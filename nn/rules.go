@@ -57,6 +57,7 @@ func init() {
 		tensor.OpConcat:       concatBack,
 		tensor.OpStack:        stackBack,
 		tensor.OpGather:       gatherBack,
+		tensor.OpEmbedding:    embeddingBack,
 	}
 }
 

@@ -51,6 +51,7 @@ const (
 	OpConcat       // tensors joined along an axis
 	OpStack        // tensors joined along a new axis
 	OpGather       // elements picked along an axis by int32 indices
+	OpEmbedding    // rows of a table picked by indices
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -97,6 +98,7 @@ var opNames = [numOps]string{
 	OpConcat:       "cat",
 	OpStack:        "stack",
 	OpGather:       "gather",
+	OpEmbedding:    "embedding",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or
