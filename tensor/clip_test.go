@@ -10,6 +10,7 @@ import (
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // clipShapes: one element, a matrix, and two longer than a chunk of the
@@ -120,5 +121,28 @@ func TestClipMisuse(t *testing.T) {
 		"nan clip": func() { tensor.ClampValues([]*tensor.Tensor{x}, float32(math.NaN()), &tab) },
 	} {
 		require.Panics(t, f, name)
+	}
+}
+
+// With small memory blocks the tensors spread over several, one dispatch
+// per block: the partial sums of each land in their own place.
+func TestClipNormAcrossBlocks(t *testing.T) {
+	d := devtest.Open(t, vk.Options{BlockSize: 64 << 10})
+	var xs []*tensor.Tensor
+	var held [][]float32
+	for i, n := range []int{20000, 9000, 30000, 5, 17000} { // 80 KB, 36 KB, ...: several blocks
+		x, v := opRand(t, d, uint64(60+i), 1, tensor.Float32, n)
+		xs, held = append(xs, x), append(held, v)
+	}
+	var tab tensor.BlockTable
+	defer tab.Close()
+	norm, err := tensor.ClipNorm(xs, 2, 1e-6, &tab)
+	require.NoError(t, err)
+	defer norm.Release()
+	require.Greater(t, tensor.TableGroups(&tab), 1, "the tensors should span several blocks")
+	wantNorm, want := ref.ClipNorm(held, 2, 1e-6)
+	ref.Check(t, "norm", opRead(t, norm), []float64{wantNorm}, nil, 1e-5)
+	for i, x := range xs {
+		ref.Check(t, fmt.Sprintf("tensor %d", i), opRead(t, x), want[i], nil, 1e-5)
 	}
 }
