@@ -39,6 +39,12 @@ func init() {
 		tensor.OpMSELoss:      mseBack,
 		tensor.OpCrossEntropy: crossEntropyBack,
 		tensor.OpLayerNorm:    layerNormBack,
+
+		tensor.OpConv2d:            conv2dBack, // nn/rules_conv.go
+		tensor.OpMaxPool2d:         maxPool2dBack,
+		tensor.OpAvgPool2d:         avgPool2dBack,
+		tensor.OpAdaptiveAvgPool2d: adaptiveAvgPool2dBack,
+		tensor.OpReshape:           reshapeBack,
 	}
 }
 

@@ -33,6 +33,13 @@ const (
 	OpLayerNorm    // layer normalisation over the last axis
 	OpExp          // e^x
 
+	// Convolutional networks.
+	OpConv2d            // 2-D convolution, NCHW
+	OpMaxPool2d         // 2-D max pooling
+	OpAvgPool2d         // 2-D average pooling
+	OpAdaptiveAvgPool2d // 2-D adaptive average pooling
+	OpReshape           // the same elements in another shape (view, flatten)
+
 	numOps // keep last: Ops and String cover every op before it
 )
 
@@ -59,6 +66,12 @@ var opNames = [numOps]string{
 	OpCrossEntropy: "cross_entropy",
 	OpLayerNorm:    "layer_norm",
 	OpExp:          "exp",
+
+	OpConv2d:            "conv2d",
+	OpMaxPool2d:         "max_pool2d",
+	OpAvgPool2d:         "avg_pool2d",
+	OpAdaptiveAvgPool2d: "adaptive_avg_pool2d",
+	OpReshape:           "reshape",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

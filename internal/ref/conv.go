@@ -53,19 +53,37 @@ func (c Conv) taps(f func(yi, xi, wi int)) {
 // Forward returns y [N, Cout, Ho, Wo] and the sums of absolute products
 // (the scale of each result's rounding error); b may be nil.
 func (c Conv) Forward(x, w, b []float32) (y, scale []float64) {
+	var b64 []float64
+	if b != nil {
+		b64 = To64(b)
+	}
+	return c.Forward64(To64(x), To64(w), b64)
+}
+
+// To64 widens v to float64.
+func To64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// Forward64 is Forward on float64 values, for finite differences.
+func (c Conv) Forward64(x, w, b []float64) (y, scale []float64) {
 	ho, wo := c.Out()
 	y = make([]float64, c.N*c.Cout*ho*wo)
 	scale = make([]float64, len(y))
 	c.taps(func(yi, xi, wi int) {
-		p := float64(x[xi]) * float64(w[wi])
+		p := x[xi] * w[wi]
 		y[yi] += p
 		scale[yi] += math.Abs(p)
 	})
 	if b != nil {
 		for i := range y {
 			co := i / (ho * wo) % c.Cout
-			y[i] += float64(b[co])
-			scale[i] += math.Abs(float64(b[co]))
+			y[i] += b[co]
+			scale[i] += math.Abs(b[co])
 		}
 	}
 	return y, scale
@@ -151,7 +169,10 @@ func (p Pool) each(f func(plane, o, h0, h1, w0, w1 int)) {
 
 // Max returns the max pooling of x and each output's argmax (h*W + w in its
 // plane, the first maximum; NaN wins).
-func (p Pool) Max(x []float32) (y []float64, arg []int32) {
+func (p Pool) Max(x []float32) (y []float64, arg []int32) { return p.Max64(To64(x)) }
+
+// Max64 is Max on float64 values.
+func (p Pool) Max64(x []float64) (y []float64, arg []int32) {
 	ho, wo := p.Out()
 	y = make([]float64, p.Planes*ho*wo)
 	arg = make([]int32, len(y))
@@ -160,7 +181,7 @@ func (p Pool) Max(x []float32) (y []float64, arg []int32) {
 	scan:
 		for h := h0; h < h1; h++ {
 			for w := w0; w < w1; w++ {
-				v := float64(x[(pl*p.H+h)*p.W+w])
+				v := x[(pl*p.H+h)*p.W+w]
 				if v > m || math.IsNaN(v) {
 					m, at = v, h*p.W+w
 					if math.IsNaN(v) {
@@ -194,13 +215,16 @@ func (p Pool) divisor(h0, h1, w0, w1 int) float64 {
 }
 
 // Avg returns the average pooling of x.
-func (p Pool) Avg(x []float32) []float64 {
+func (p Pool) Avg(x []float32) []float64 { return p.Avg64(To64(x)) }
+
+// Avg64 is Avg on float64 values.
+func (p Pool) Avg64(x []float64) []float64 {
 	ho, wo := p.Out()
 	y := make([]float64, p.Planes*ho*wo)
 	p.each(func(pl, o, h0, h1, w0, w1 int) {
 		for h := h0; h < h1; h++ {
 			for w := w0; w < w1; w++ {
-				y[o] += float64(x[(pl*p.H+h)*p.W+w])
+				y[o] += x[(pl*p.H+h)*p.W+w]
 			}
 		}
 		y[o] /= p.divisor(h0, h1, w0, w1)
