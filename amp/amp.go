@@ -103,6 +103,13 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpGather:  Keep,
 	// embedding runs in the weight's dtype, as PyTorch's (on no list).
 	tensor.OpEmbedding: Keep,
+	// Convolutional networks: conv2d is on PyTorch's lower-precision list;
+	// the poolings and reshape are on no list and keep their input's dtype.
+	tensor.OpConv2d:            Lower,
+	tensor.OpMaxPool2d:         Keep,
+	tensor.OpAvgPool2d:         Keep,
+	tensor.OpAdaptiveAvgPool2d: Keep,
+	tensor.OpReshape:           Keep,
 }
 
 // PolicyOf returns op's policy.

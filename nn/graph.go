@@ -72,7 +72,8 @@ type attrs struct {
 	tanh           bool  // GELU's tanh form
 	axes           []int // reduced axes, as given (nil: all)
 	keepdim        bool
-	ints           []int // layout ops: a permutation, or an axis and the sizes along it
+	ints           []int      // layout ops: a permutation, or an axis and the sizes along it
+	conv           *convAttrs // conv2d, the poolings and reshape (nn/conv.go)
 }
 
 // Options configure a Graph.

@@ -58,6 +58,12 @@ func init() {
 		tensor.OpStack:        stackBack,
 		tensor.OpGather:       gatherBack,
 		tensor.OpEmbedding:    embeddingBack,
+
+		tensor.OpConv2d:            conv2dBack, // nn/rules_conv.go
+		tensor.OpMaxPool2d:         maxPool2dBack,
+		tensor.OpAvgPool2d:         avgPool2dBack,
+		tensor.OpAdaptiveAvgPool2d: adaptiveAvgPool2dBack,
+		tensor.OpReshape:           reshapeBack,
 	}
 }
 

@@ -53,6 +53,13 @@ const (
 	OpGather       // elements picked along an axis by int32 indices
 	OpEmbedding    // rows of a table picked by indices
 
+	// Convolutional networks.
+	OpConv2d            // 2-D convolution, NCHW
+	OpMaxPool2d         // 2-D max pooling
+	OpAvgPool2d         // 2-D average pooling
+	OpAdaptiveAvgPool2d // 2-D adaptive average pooling
+	OpReshape           // the same elements in another shape (view, flatten)
+
 	numOps // keep last: Ops and String cover every op before it
 )
 
@@ -99,6 +106,12 @@ var opNames = [numOps]string{
 	OpStack:        "stack",
 	OpGather:       "gather",
 	OpEmbedding:    "embedding",
+
+	OpConv2d:            "conv2d",
+	OpMaxPool2d:         "max_pool2d",
+	OpAvgPool2d:         "avg_pool2d",
+	OpAdaptiveAvgPool2d: "adaptive_avg_pool2d",
+	OpReshape:           "reshape",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or
