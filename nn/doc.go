@@ -5,7 +5,11 @@
 // A Graph records one forward pass; Backward runs the backward rules of its
 // ops in reverse, from one table whose rules the engine checks (one gradient
 // per input, each of its input's shape and dtype, or a panic naming the op).
-// Gradients accumulate into each Param's fp32 Grad. A Graph carries its own
+// Gradients accumulate into each Param's fp32 Grad. Grad returns gradients
+// with respect to any vars instead, as torch.autograd.grad, and with
+// createGraph records them as graph ops so that they are differentiable in
+// turn (a gradient penalty: double backward, from a second table of
+// differentiable rules). A Graph carries its own
 // autocast region (package amp), so there is no global state: two goroutines
 // train two models with two graphs. Release frees every tensor the graph
 // made, and its cached weight casts.

@@ -24,6 +24,7 @@ type Graph struct {
 	amp      *amp.Region
 	noGrad   bool
 	nodes    []*node
+	params   map[*Param]*Var // the var of each parameter used
 	temps    tensor.Scope
 	drops    uint32 // dropout masks made, for distinct seeds per op
 	seeds    *SeedSource
@@ -206,7 +207,17 @@ func (g *Graph) Input(t *tensor.Tensor) *Var {
 // Param returns a var for a parameter: its gradient accumulates into p.Grad.
 func (g *Graph) Param(p *Param) *Var {
 	defer g.use("Param").done()
-	return &Var{g: g, t: p.Value, param: p, needsGrad: !g.noGrad && !p.Frozen}
+	// One var per parameter, as PyTorch has one tensor: Grad with respect
+	// to it sums every use.
+	if v := g.params[p]; v != nil && v.t == p.Value {
+		return v
+	}
+	v := &Var{g: g, t: p.Value, param: p, needsGrad: !g.noGrad && !p.Frozen}
+	if g.params == nil {
+		g.params = map[*Param]*Var{}
+	}
+	g.params[p] = v
+	return v
 }
 
 // keep tracks a tensor the graph made.
