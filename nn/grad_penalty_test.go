@@ -228,3 +228,27 @@ func tF32(v []float64) []float32 {
 	}
 	return out
 }
+
+// TestWithNoGrad: ops inside WithNoGrad record nothing and need no
+// gradient, under autocast too; a parameter used inside and outside gets
+// its gradient only from the use outside.
+func TestWithNoGrad(t *testing.T) {
+	d := devtest.Open(t)
+	w := tParam(t, d, "w", []float32{2}, 1)
+	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	defer g.Release()
+	var inside *nn.Var
+	g.WithNoGrad(func() {
+		inside = g.Mul(g.Param(w), g.Param(w))
+	})
+	loss := g.Sum(g.Mul(g.Param(w), inside)) // w * const(w^2)
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	if v := tRead(t, w.Grad); v[0] != 4 {
+		t.Errorf("gradient %v, want 4 (w^2 a constant)", v[0])
+	}
+	if _, err := g.Grad(g.Sum(inside), nil, nil, false); err == nil {
+		t.Error("Grad of a no-grad result: no error")
+	}
+}

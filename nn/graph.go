@@ -178,6 +178,22 @@ func (g *Graph) withAutocast(op string, enabled bool, dt tensor.DType, f func())
 	f()
 }
 
+// WithNoGrad runs f with gradient recording off, as a torch.no_grad() block
+// inside a step: the ops of f record nothing for backward and their results
+// need no gradient (so nothing flows back through them); autocast still
+// applies. A graph made with Options.NoGrad is no-grad throughout.
+func (g *Graph) WithNoGrad(f func()) {
+	g.use("WithNoGrad")
+	was := g.noGrad
+	g.noGrad = true
+	g.done()
+	defer func() {
+		defer g.claim("WithNoGrad").done()
+		g.noGrad = was
+	}()
+	f()
+}
+
 // Release frees every tensor the graph made, and the weight casts of its
 // autocast region. Vars of the graph must not be used after, and every
 // other method of the graph panics. Release is idempotent.
@@ -207,12 +223,15 @@ func (g *Graph) Input(t *tensor.Tensor) *Var {
 // Param returns a var for a parameter: its gradient accumulates into p.Grad.
 func (g *Graph) Param(p *Param) *Var {
 	defer g.use("Param").done()
+	if g.noGrad { // a var that needs no gradient, kept out of the memo
+		return &Var{g: g, t: p.Value, param: p}
+	}
 	// One var per parameter, as PyTorch has one tensor: Grad with respect
 	// to it sums every use.
 	if v := g.params[p]; v != nil && v.t == p.Value {
 		return v
 	}
-	v := &Var{g: g, t: p.Value, param: p, needsGrad: !g.noGrad && !p.Frozen}
+	v := &Var{g: g, t: p.Value, param: p, needsGrad: !p.Frozen}
 	if g.params == nil {
 		g.params = map[*Param]*Var{}
 	}
