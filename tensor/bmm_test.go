@@ -90,7 +90,9 @@ func TestMatMulBroadcast(t *testing.T) {
 		var checks []func()
 		for i, c := range bmmCases() {
 			if c.da == tensor.Float16 && c.db == tensor.Float16 {
-				run := func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor { return tensor.MatMulCoop(a, b, o, "emu-small") }
+				run := func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor {
+					return tensor.MatMulCoop(a, b, o, "emu-small")
+				}
 				checks = append(checks, bmmStart(t, d, c, uint64(10*i), run))
 			}
 		}
