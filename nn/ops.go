@@ -150,8 +150,6 @@ func (g *Graph) LogSoftmax(x *Var, axis int) *Var {
 	return g.record(tensor.OpLogSoftmax, tensor.LogSoftmaxAxis(x.t, axis), attrs{n: axis}, nil, x)
 }
 
-func (g *Graph) keepVar(t *tensor.Tensor) *Var { return &Var{g: g, t: g.keep(t)} }
-
 // Dropout zeroes elements with probability p and scales the others by
 // 1/(1-p); with p == 0 it returns x.
 func (g *Graph) Dropout(x *Var, p float32) *Var {

@@ -90,7 +90,9 @@ func TestMatMulBroadcast(t *testing.T) {
 		var checks []func()
 		for i, c := range bmmCases() {
 			if c.da == tensor.Float16 && c.db == tensor.Float16 {
-				run := func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor { return tensor.MatMulCoop(a, b, o, "emu-small") }
+				run := func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor {
+					return tensor.MatMulCoop(a, b, o, "emu-small")
+				}
 				checks = append(checks, bmmStart(t, d, c, uint64(10*i), run))
 			}
 		}
@@ -110,4 +112,49 @@ func TestMatMulBroadcast(t *testing.T) {
 		}()
 		tensor.MatMul(a, b, tensor.MatMulOpts{})
 	}()
+}
+
+// TestCausalAttention composes attention from the batched ops:
+// softmax(q k^T * scale + mask) v over fp16 q, k, v [B, H, T, D], the
+// causal mask (-1e30 above the diagonal, built on the host) added through
+// MatMul's C, the probabilities rounded to fp16 for the second product, as
+// autocast runs it; against float64 with the same rounding of p.
+func TestCausalAttention(t *testing.T) {
+	d := devtest.Open(t)
+	const B, H, T, D = 2, 3, 37, 16
+	shape := []int{B, H, T, D}
+	qv := mmRoundAll(ref.Rand(B*H*T*D, 1), mmF16)
+	kv := mmRoundAll(ref.Rand(B*H*T*D, 2), mmF16)
+	vv := mmRoundAll(ref.Rand(B*H*T*D, 3), mmF16)
+	mask := make([]float32, B*H*T*T)
+	for i := range mask {
+		if r, c := i/T%T, i%T; c > r {
+			mask[i] = -1e30
+		}
+	}
+	q, k, v := mmUpload(t, d, qv, mmF16, shape...), mmUpload(t, d, kv, mmF16, shape...), mmUpload(t, d, vv, mmF16, shape...)
+	m := mmUpload(t, d, mask, mmF32, B, H, T, T)
+	scale := float32(0.25) // 1/sqrt(D), exact
+	s := castKeep(t, tensor.MatMul(q, k, tensor.MatMulOpts{TransB: true, Alpha: scale, Beta: 1, C: m}))
+	p := castKeep(t, tensor.SoftmaxAxis(s, -1))
+	p16 := castKeep(t, tensor.Cast(p, mmF16))
+	out := castKeep(t, tensor.MatMul(p16, v, tensor.MatMulOpts{}))
+
+	sw, _, _ := ref.MatMulBroadcast(qv, shape, kv, shape, false, true)
+	for i := range sw {
+		sw[i] = sw[i]*float64(scale) + float64(mask[i])
+	}
+	pw, _, _ := ref.SoftmaxAxis(mmRoundAll(f32s(sw), mmF32), []int{B, H, T, T}, 3)
+	pg := opRead(t, p)
+	ref.Check(t, "attention p", pg, pw, nil, ref.Tol(mmF32, T+D+ref.ExpRoundings))
+	want, sc, ws := ref.MatMulBroadcast(mmRoundAll(f32s(pw), mmF16), []int{B, H, T, T}, vv, shape, false, false)
+	require.Equal(t, ws, out.Shape())
+	// p's fp16 rounding on the device may differ from the reference's by
+	// one unit where p's fp32 values differ: the tolerance allows it.
+	ref.Check(t, "attention out", opRead(t, out), want, sc, 2*ref.Unit(mmF16)+ref.Tol(mmF32, T))
+	for r := range T { // causal: row r attends to columns <= r only
+		for c := r + 1; c < T; c++ {
+			require.Zero(t, pg[r*T+c], "p[0, 0, %d, %d]", r, c)
+		}
+	}
 }

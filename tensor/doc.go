@@ -1,7 +1,10 @@
 // Package tensor holds dense, row-major tensors on a Vulkan device and the
-// ops that run vkamp's kernels on them: matmul with fp32 accumulation,
-// elementwise ops and their backward kernels, reductions in fp32, casts,
-// row selection by index, and the ops of training: dropout, cross-entropy and layer normalisation
+// ops that run vkamp's kernels on them: matmul with fp32 accumulation
+// (batched, with torch.matmul's broadcasting of batch dimensions),
+// elementwise ops and their backward kernels, reductions in fp32, softmax
+// along any axis with its backward, casts, row selection by index, layout
+// copies (Permute, Transpose, Narrow, Concat, Stack, Gather), and the ops
+// of training: dropout, cross-entropy and layer normalisation
 // with their backward passes, the fused optimizer updates (OptimizerState)
 // and dynamic loss scaling (LossScale). It is the only package that
 // launches a kernel.

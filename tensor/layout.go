@@ -214,11 +214,8 @@ func copyStrided(op string, out, x *Tensor, strides []int, base, axis, lo, hi in
 	if out.err != nil {
 		return
 	}
-	dims, st, pad := padded(out.shape, strides)
-	p := kernels.CopyNdPush{N: u32(out.n), Base: uint32(int32(base)), Axis: maxLayoutRank, Hi: 1}
 	first, last := 0, out.n-1
 	if axis >= 0 {
-		p.Axis, p.Lo, p.Hi = u32(axis+pad), u32(lo), u32(hi)
 		inner := 1
 		for _, s := range out.shape[axis+1:] {
 			inner *= s
@@ -226,18 +223,51 @@ func copyStrided(op string, out, x *Tensor, strides []int, base, axis, lo, hi in
 		first = lo * inner
 		last = out.n - (out.shape[axis]-hi)*inner - 1
 	}
+	shape, st, ax := mergeDims(out.shape, strides, axis)
+	dims, pst, pad := padded(shape, st)
+	p := kernels.CopyNdPush{N: u32(out.n), Base: uint32(int32(base)), Axis: maxLayoutRank, Hi: 1}
+	if ax >= 0 {
+		p.Axis, p.Lo, p.Hi = u32(ax+pad), u32(lo), u32(hi)
+	}
 	w0, w1 := first, last+1
 	if !out.dtype.wide() {
 		w0, w1 = first/2, last/2+1
 	}
 	p.W0, p.W1 = u32(w0), u32(w1)
 	p.D0, p.D1, p.D2, p.D3, p.D4, p.D5, p.D6, p.D7 = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], dims[7]
-	p.S0, p.S1, p.S2, p.S3, p.S4, p.S5, p.S6, p.S7 = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]
-	err := kernels.CopyNd(out.dev, groups1D(out, w1-w0), kernels.CopyNdSpec{In0DT: x.dtype.code()}, p,
+	p.S0, p.S1, p.S2, p.S3, p.S4, p.S5, p.S6, p.S7 = pst[0], pst[1], pst[2], pst[3], pst[4], pst[5], pst[6], pst[7]
+	err := kernels.CopyNd(out.dev, groups1D(out, w1-w0), kernels.CopyNdSpec{In0DT: x.dtype.code(), Rank: u32(len(shape))}, p,
 		kernels.CopyNdBind{X: x.buf, D: out.buf})
 	if err != nil {
 		out.fail(fmt.Errorf("tensor: %s: %w", op, err))
 	}
+}
+
+// mergeDims drops the length-1 dimensions of a strided copy and merges
+// neighbours that the source walks as one (outer stride = inner stride *
+// inner length), keeping axis (-1 for none) apart; it returns the merged
+// shape and strides, at least one dimension, and axis's place among them.
+// Each dimension costs the kernel a division per element.
+func mergeDims(shape, strides []int, axis int) (ms, mst []int, ax int) {
+	ax = -1
+	for i, s := range shape {
+		if s == 1 && i != axis {
+			continue
+		}
+		if n := len(ms); n > 0 && i != axis && ax != n-1 && mst[n-1] == strides[i]*s {
+			ms[n-1] *= s
+			mst[n-1] = strides[i]
+			continue
+		}
+		ms, mst = append(ms, s), append(mst, strides[i])
+		if i == axis {
+			ax = len(ms) - 1
+		}
+	}
+	if len(ms) == 0 {
+		return []int{1}, []int{0}, -1
+	}
+	return ms, mst, ax
 }
 
 // padded returns shape and strides as the kernels' 8 dimensions, padded in

@@ -866,6 +866,7 @@ func Copy32(d *vk.Device, groups [3]uint32, s Copy32Spec, p Copy32Push, b Copy32
 type CopyNdSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	Rank       uint32 // RANK: constant 2, default 8
 }
 
 // CopyNdPush is the push-constant block CopyNdPush (92 bytes), laid out as the
@@ -933,6 +934,7 @@ func CopyNd(d *vk.Device, groups [3]uint32, s CopyNdSpec, p CopyNdPush, b CopyNd
 	k := key{op: "copy_nd"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.Rank))
 	var push [92]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.D)
