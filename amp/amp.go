@@ -7,10 +7,10 @@
 //
 // The policy table is keyed by tensor.Op and holds PyTorch's CUDA lists
 // for the ops that exist here. Within a region, ops on the lower-precision
-// list (matmul, linear) run in the region's dtype (fp16 or bf16), ops
-// on the fp32 list (sum, softmax, log_softmax, layer_norm and the losses)
-// run in fp32, and ops on the promote list (none yet) run in the widest of
-// their floating inputs. Every other op keeps its inputs' dtype, promoted
+// list (matmul, linear, conv2d, attention) run in the region's dtype (fp16
+// or bf16), ops on the fp32 list (sum, softmax, log_softmax, layer_norm,
+// exp, log, rsqrt, pow and the losses) run in fp32, and ops on the promote
+// list (none yet) run in the widest of their floating inputs. Every other op keeps its inputs' dtype, promoted
 // to the widest when there are several, as without autocast: so add of
 // fp16 and fp32 is fp32, as PyTorch's type promotion gives.
 package amp
@@ -44,7 +44,7 @@ func (p Policy) String() string { return policyNames[p] }
 
 // policies is the one table. Every op has an entry, Keep included, so a
 // test can tell an op left out from an op kept (policy_test.go). The ops of
-// PyTorch's lists that do not exist here (bmm, mm, addmm, log, pow,
+// PyTorch's lists that do not exist here (bmm, mm, addmm, log10,
 // nll_loss, ...) get entries when they are added.
 var policies = map[tensor.Op]Policy{
 	// Lower precision: the matrix products.

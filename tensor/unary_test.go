@@ -38,6 +38,7 @@ func TestMath(t *testing.T) {
 	t.Run("Random", func(t *testing.T) { mathRandom(t, d) })
 	t.Run("Specials", func(t *testing.T) { mathSpecials(t, d) })
 	t.Run("Pow", func(t *testing.T) { mathPow(t, d) })
+	t.Run("SignedZeros", func(t *testing.T) { mathSignedZeros(t, d) })
 	t.Run("Panics", func(t *testing.T) {
 		ints := bcInts(t, d, []int32{1, 2}, 2)
 		x, _ := opRand(t, d, 1, 1, tensor.Float32, 2)
@@ -102,4 +103,35 @@ func mathPow(t *testing.T, d *vk.Device) {
 		}
 	}
 	opRun(checks)
+}
+
+// mathSignedZeros checks the sign of zero results, which ref.Check does not:
+// sqrt(-0) is -0, tanh and odd powers keep the sign, even powers drop it.
+func mathSignedZeros(t *testing.T, d *vk.Device) {
+	negZero := float32(math.Copysign(0, -1))
+	for _, dt := range opDTypes {
+		x, _ := opInput(t, d, []float32{0, negZero}, dt, 2)
+		for _, c := range []struct {
+			name string
+			out  *tensor.Tensor
+			want [2]bool // sign bits
+		}{
+			{"Neg", tensor.Neg(x, dt), [2]bool{true, false}},
+			{"Sqrt", tensor.Sqrt(x, dt), [2]bool{false, true}},
+			{"Tanh", tensor.Tanh(x, dt), [2]bool{false, true}},
+			{"Pow 3", tensor.Pow(x, 3, dt), [2]bool{false, true}},
+			{"Pow 5", tensor.Pow(x, 5, dt), [2]bool{false, true}},
+			{"Pow 0.5", tensor.Pow(x, 0.5, dt), [2]bool{false, true}},
+			{"Pow 2", tensor.Pow(x, 2, dt), [2]bool{false, false}},
+			{"Pow 1.5", tensor.Pow(x, 1.5, dt), [2]bool{false, false}},
+		} {
+			t.Cleanup(c.out.Release)
+			v := opRead(t, c.out)
+			for i := range v {
+				if v[i] != 0 || math.Signbit(float64(v[i])) != c.want[i] {
+					t.Errorf("%s(%s %g) = %g, want a zero with sign bit %v", c.name, dt, []float32{0, negZero}[i], v[i], c.want[i])
+				}
+			}
+		}
+	}
 }

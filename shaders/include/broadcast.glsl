@@ -18,9 +18,10 @@ layout(push_constant) uniform BroadcastPush {
 
 // BC_STEP peels one dimension off the remaining index r. The six steps are
 // written out, not looped: lavapipe counts every loop iteration of an
-// invocation against its limit.
+// invocation against its limit. A padding dimension of 1 skips its
+// division (a uniform branch): merged shapes rarely need all six.
 #define BC_STEP(D, A, B, C)                   \
-    {                                         \
+    if (p.D != 1u) {                          \
         uint q = r / p.D;                     \
         uint k = r - q * p.D;                 \
         r = q;                                \

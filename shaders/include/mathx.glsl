@@ -74,7 +74,7 @@ float rsqrt_x(float x) {
 // cancellation near 0) and 1 - 2/(e^2|x| + 1) above, 1 past 9 (where GLSL
 // tanh may be inf/inf). ±0 stay ±0, ±inf give ±1, NaN stays NaN.
 float tanh_x(float x) {
-    if (is_nan(x)) return x;
+    if (is_nan(x) || x == 0.0) return x; // -0 + (-0)(+0)(p) would be +0
     float a = abs(x);
     if (a < 0.625) {
         float z = x * x;
