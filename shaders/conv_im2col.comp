@@ -29,8 +29,9 @@ layout(push_constant) uniform ConvPush {
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer D { uint d[]; };
 
-DEFINE_LOADS(x, x, IN0_DT)
+DEFINE_BITS(x, x, IN0_DT)
 DEFINE_STORE_AT(d, d, OUT_DT)
+DEFINE_STORE_BITS(d, d, OUT_DT)
 
 void main() {
     uint row = p.k0 + gl_WorkGroupID.y;
@@ -48,18 +49,22 @@ void main() {
         uint oh = q / p.wo, ow = q - oh * p.wo;
         uint xbase = ((p.n0 + nl) * p.cin + plane) * p.h * p.w;
         for (uint k = 0u; k < RUN && e + k < p.rows; k += 2u) {
-            vec2 v = vec2(0.0);
+            uvec2 b = uvec2(0u); // +0 in every dtype
             for (uint s = 0u; s < 2u; s++) {
                 int hi = int(oh) * p.sh + dy, wi = int(ow) * p.sw + dx;
                 if (e + k + s < p.rows && hi >= 0 && wi >= 0 && hi < int(p.h) && wi < int(p.w)) {
-                    v[s] = x_at(xbase + uint(hi) * p.w + uint(wi));
+                    b[s] = x_bits(xbase + uint(hi) * p.w + uint(wi));
                 }
                 if (++ow == p.wo) {
                     ow = 0u;
                     if (++oh == p.ho) { oh = 0u; xbase += p.cin * p.h * p.w; }
                 }
             }
-            d_at_pair(at + e + k, at + p.rows, v);
+            if (IN0_DT == OUT_DT) {
+                d_bits_pair(at + e + k, at + p.rows, b);
+            } else {
+                d_at_pair(at + e + k, at + p.rows, vec2(bits_to_f32(b.x, IN0_DT), bits_to_f32(b.y, IN0_DT)));
+            }
         }
     }
 }

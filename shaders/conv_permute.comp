@@ -27,6 +27,8 @@ layout(set = 0, binding = 1) readonly buffer Bias { uint bias[]; };
 layout(set = 0, binding = 2) writeonly buffer D { uint d[]; };
 
 DEFINE_LOADS(s, s, IN0_DT)
+DEFINE_BITS(s, s, IN0_DT)
+DEFINE_STORE_BITS(d, d, OUT_DT)
 DEFINE_LOADS(bias, bias, IN1_DT)
 DEFINE_STORE_AT(d, d, OUT_DT)
 
@@ -56,16 +58,20 @@ void main() {
             uint ch = e / p.rows, r = e - ch * p.rows;
             uint nl = r / p.hw, q = r - nl * p.hw;
             for (uint k = 0u; k < RUN && e + k < p.n; k += 2u) {
-                vec2 v = vec2(0.0);
+                uvec2 b = uvec2(0u);
                 for (uint t = 0u; t < 2u; t++) {
                     if (e + k + t >= p.n) break;
-                    v[t] = s_at(p.base + (nl * p.c + ch) * p.hw + q);
+                    b[t] = s_bits(p.base + (nl * p.c + ch) * p.hw + q);
                     if (++q == p.hw) {
                         q = 0u;
                         if (++nl * p.hw == p.rows) { nl = 0u; ch++; }
                     }
                 }
-                d_at_pair(off + e + k, off + p.n, v);
+                if (IN0_DT == OUT_DT) {
+                    d_bits_pair(off + e + k, off + p.n, b);
+                } else {
+                    d_at_pair(off + e + k, off + p.n, vec2(bits_to_f32(b.x, IN0_DT), bits_to_f32(b.y, IN0_DT)));
+                }
             }
         }
     }
