@@ -22,8 +22,8 @@ var MNISTConv2 = ConvShape{N: 64, Cin: 32, Cout: 64, H: 26, K: 3}
 // Conv measures Conv2d forward, backward-input and backward-weight of s in
 // fp16 and fp32, in GFLOP/s (2*N*Ho*Wo*Cout*Cin*K*K per pass), each beside
 // the MatMul of the same M, N, K and layout that the pass's GEMM has
-// (forward: [Cout, Cin*K*K] by [Cin*K*K, N*Ho*Wo]; backward-input:
-// [Cin*K*K, Cout] by [Cout, N*Ho*Wo]; backward-weight: [Cout, N*Ho*Wo] by
+// (forward: [Cout, Cin*K*K] by [Cin*K*K, N*Ho*Wo]; backward-input: [Cout,
+// Cin*K*K]^T by [Cout, N*Ho*Wo]; backward-weight: [Cout, N*Ho*Wo] by
 // [Cin*K*K, N*Ho*Wo]^T), measured in the same run, alternately, taking the
 // fastest call of each: the ratio is what im2col, col2im and the layout
 // permutes cost.
@@ -40,7 +40,7 @@ func Conv(d *vk.Device, s ConvShape, minTime time.Duration, emit func(Result)) e
 			return tensor.Cast(src, dt)
 		}
 		x, w, b, dy := up(1, xs...), up(2, ws...), up(3, s.Cout), up(4, ys...)
-		wm, wt, cols, dyT := up(5, n, k), up(8, k, n), up(6, k, m), up(7, n, m)
+		wm, cols, dyT := up(5, n, k), up(6, k, m), up(7, n, m)
 		passes := []struct {
 			name string
 			conv func() []*tensor.Tensor
@@ -53,7 +53,7 @@ func Conv(d *vk.Device, s ConvShape, minTime time.Duration, emit func(Result)) e
 				func() []*tensor.Tensor {
 					return []*tensor.Tensor{tensor.Conv2dBackwardInput(dy, w, xs, tensor.Conv2dOpts{})}
 				},
-				func() *tensor.Tensor { return tensor.MatMul(wt, dyT, tensor.MatMulOpts{Out: dt}) }},
+				func() *tensor.Tensor { return tensor.MatMul(wm, dyT, tensor.MatMulOpts{TransA: true, Out: dt}) }},
 			{"backward-weight",
 				func() []*tensor.Tensor {
 					dw, db := tensor.Conv2dBackwardWeight(dy, x, ws, tensor.Conv2dOpts{})
@@ -97,7 +97,7 @@ func Conv(d *vk.Device, s ConvShape, minTime time.Duration, emit func(Result)) e
 			emit(stamp(Result{Name: fmt.Sprintf("conv2d/%s/%s", p.name, dt), Value: convRate, Unit: "GFLOP/s",
 				Detail: fmt.Sprintf("x %v, w %v, im2col + MatMul", xs, ws), Ratio: convRate / mmRate, Versus: mmName}))
 		}
-		for _, t := range []*tensor.Tensor{x, w, b, dy, wm, wt, cols, dyT} {
+		for _, t := range []*tensor.Tensor{x, w, b, dy, wm, cols, dyT} {
 			t.Release()
 		}
 		if err != nil {
