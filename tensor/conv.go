@@ -263,6 +263,10 @@ func (g convGeom) im2col(op string, x *Tensor, dt DType, n0, m int) *Tensor {
 	return cols
 }
 
+// convMaxDepth bounds the rows of a weight-gradient pass on drivers with a
+// loop limit: the matmul kernels loop about depth/4 times per invocation.
+const convMaxDepth = 1 << 17
+
 // convRun is RUN of shaders/include/conv.glsl: the consecutive elements
 // one invocation of the convolution kernels makes.
 const convRun = 8
@@ -393,6 +397,11 @@ func Conv2dBackwardWeight(dy, x *Tensor, wShape []int, o Conv2dOpts) (dw, db *Te
 		err = fmt.Errorf("tensor: %s: %w", op, err)
 	} else {
 		err = firstErr(dy, x)
+	}
+	if loopLimit(x.dev) != 0 {
+		// The product's depth is the pass's rows: keep it where the matmul
+		// kernels' loops stay under the driver's limit (see ErrLoopLimit).
+		nc = min(nc, max(1, convMaxDepth/hw))
 	}
 	for n0 := 0; n0 < g.n && err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
