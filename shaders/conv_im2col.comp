@@ -1,18 +1,20 @@
 #version 450
-// conv_im2col lays out the patches a 2-D convolution reads as GEMM rows:
-// for samples n0 .. n0+nc of x [N, Cin, H, W] (NCHW), d is
-// [groups, nc*Ho*Wo, Kg] with Kg = Cin/groups*kH*kW, row (n, oh, ow), column
-// (ci, i, j), holding x[n0+n, g*Cin/groups+ci, oh*sh-ph+i*dh, ow*sw-pw+j*dw]
-// or 0 where that falls in the padding. Values are converted from IN0_DT to
-// OUT_DT (fp32 or fp16, what MatMul reads). Each invocation makes two
-// consecutive elements, so a 16-bit output word has one writer.
-#include "ewise.glsl"
+// conv_im2col lays out the patches a 2-D convolution reads as the columns
+// of a GEMM operand: for samples n0 .. n0+nc of x [N, Cin, H, W] (NCHW), d
+// is [groups*Kg, rows] with Kg = Cin/groups*kH*kW and rows = nc*Ho*Wo: row
+// (g, ci, i, j), column (n, oh, ow), holding
+// x[n0+n, g*Cin/groups+ci, oh*sh-ph+i*dh, ow*sw-pw+j*dw], or 0 where that
+// falls in the padding. Values are converted from IN0_DT to OUT_DT (fp32 or
+// fp16; rows must then be even, so that each word has one writer).
+// Workgroup row y is d's row k0 + y; each invocation makes RUN consecutive
+// columns (see conv.glsl).
+#include "conv.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
 
 layout(push_constant) uniform ConvPush {
-    uint n;      // elements of d
+    uint k0;     // first row of d in this dispatch
     uint n0;     // first sample
     uint cin;    // input channels
     uint h, w;   // input size
@@ -27,30 +29,42 @@ layout(push_constant) uniform ConvPush {
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer D { uint d[]; };
 
-DEFINE_LOADS(x, x, IN0_DT)
-DEFINE_STORE(d, d, OUT_DT)
-
-float elem(uint e) {
-    uint kg = p.cg * p.kh * p.kw;
-    uint k = e % kg;
-    uint r = (e / kg) % p.rows;
-    uint g = e / (kg * p.rows);
-    uint hw = p.ho * p.wo;
-    uint nl = r / hw, q = r % hw;
-    uint oh = q / p.wo, ow = q % p.wo;
-    uint kk = p.kh * p.kw;
-    uint ci = k / kk, t = k % kk;
-    int i = int(t / p.kw), j = int(t % p.kw);
-    int hi = int(oh) * p.sh - p.ph + i * p.dh;
-    int wi = int(ow) * p.sw - p.pw + j * p.dw;
-    if (hi < 0 || wi < 0 || hi >= int(p.h) || wi >= int(p.w)) return 0.0;
-    uint c = g * p.cg + ci;
-    return x_at((((p.n0 + nl) * p.cin + c) * p.h + uint(hi)) * p.w + uint(wi));
-}
+DEFINE_BITS(x, x, IN0_DT)
+DEFINE_STORE_AT(d, d, OUT_DT)
+DEFINE_STORE_BITS(d, d, OUT_DT)
 
 void main() {
-    GRID_STRIDE(w, (p.n + 1u) / 2u) {
-        uint e = 2u * w;
-        d_pair(w, p.n, vec2(elem(e), e + 1u < p.n ? elem(e + 1u) : 0.0));
+    uint row = p.k0 + gl_WorkGroupID.y;
+    uint kk = p.kh * p.kw, kg = p.cg * kk;
+    uint g = row / kg, k = row - g * kg;
+    uint ci = k / kk, t = k - ci * kk;
+    int i = int(t / p.kw), j = int(t - uint(i) * p.kw);
+    uint plane = g * p.cg + ci;  // input channel
+    int dy = i * p.dh - p.ph, dx = j * p.dw - p.pw;
+    uint hw = p.ho * p.wo;
+    uint at = row * p.rows; // d's element offset of the row
+    for (uint run = gl_GlobalInvocationID.x; run < (p.rows + RUN - 1u) / RUN; run += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+        uint e = RUN * run;
+        uint nl = e / hw, q = e - nl * hw;
+        uint oh = q / p.wo, ow = q - oh * p.wo;
+        uint xbase = ((p.n0 + nl) * p.cin + plane) * p.h * p.w;
+        for (uint k = 0u; k < RUN && e + k < p.rows; k += 2u) {
+            uvec2 b = uvec2(0u); // +0 in every dtype
+            for (uint s = 0u; s < 2u; s++) {
+                int hi = int(oh) * p.sh + dy, wi = int(ow) * p.sw + dx;
+                if (e + k + s < p.rows && hi >= 0 && wi >= 0 && hi < int(p.h) && wi < int(p.w)) {
+                    b[s] = x_bits(xbase + uint(hi) * p.w + uint(wi));
+                }
+                if (++ow == p.wo) {
+                    ow = 0u;
+                    if (++oh == p.ho) { oh = 0u; xbase += p.cin * p.h * p.w; }
+                }
+            }
+            if (IN0_DT == OUT_DT) {
+                d_bits_pair(at + e + k, at + p.rows, b);
+            } else {
+                d_at_pair(at + e + k, at + p.rows, vec2(bits_to_f32(b.x, IN0_DT), bits_to_f32(b.y, IN0_DT)));
+            }
+        }
     }
 }

@@ -25,7 +25,7 @@ var table = []Kernel{
 	{Name: "clip_coef", Tier: vk.TierPacked, File: "spv/clip_coef.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "conv_col2im", Tier: vk.TierPacked, File: "spv/conv_col2im.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 68, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "conv_im2col", Tier: vk.TierPacked, File: "spv/conv_im2col.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 68, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
-	{Name: "conv_permute", Tier: vk.TierPacked, File: "spv/conv_permute.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 24, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "conv_permute", Tier: vk.TierPacked, File: "spv/conv_permute.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "copy16", Tier: vk.TierPacked, File: "spv/copy16.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "copy16", Tier: vk.TierStorage16, File: "spv/copy16.storage16.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "copy32", Tier: vk.TierPacked, File: "spv/copy32.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

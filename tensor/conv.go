@@ -9,15 +9,19 @@ import (
 )
 
 // 2-D convolution as im2col and MatMul: the patches each output pixel reads
-// are laid out as the rows of a matrix (conv_im2col), multiplied by the
-// weights with MatMul (which picks the kernel and tile for the device), and
-// the [N*Ho*Wo, Cout] product is permuted to NCHW with the bias added
-// (conv_permute). The input gradient multiplies the permuted upstream
-// gradient by the weights and gathers the columns back to pixels
-// (conv_col2im: each input pixel sums, in a fixed order, the columns that
-// read it; no atomics). The weight gradient is the permuted upstream
-// gradient, transposed, times the patches. Work is split over the batch
-// where a patch matrix would pass the device's maxStorageBufferRange.
+// are laid out as the columns of a matrix [Cin/groups*kH*kW, N*Ho*Wo] per
+// group (conv_im2col), the weights [Cout/groups, Cin/groups*kH*kW] times it
+// with MatMul (which picks the kernel and tile for the device) give the
+// output channel-major, [Cout, N*Ho*Wo], which conv_permute turns into NCHW
+// with the bias added. The input gradient multiplies the weights,
+// transposed, by the upstream gradient in that channel-major layout and
+// gathers the columns back to pixels (conv_col2im: each input pixel sums, in
+// a fixed order, the columns that read it; no atomics). The weight gradient
+// is the channel-major upstream gradient times the patches, transposed.
+// The patches are K-major because lavapipe's texel matmul runs about twice
+// as fast on [Cout, K] by [K, N*Ho*Wo] as on [N*Ho*Wo, K] by [Cout, K]^T
+// (measured on the MNIST example's conv2). Work is split over the batch
+// where a matrix would pass the device's maxStorageBufferRange.
 
 // Conv2dOpts configures a 2-D convolution as PyTorch's nn.Conv2d does. Zero
 // values take PyTorch's defaults: stride 1, padding 0, dilation 1, groups
@@ -168,7 +172,7 @@ func Conv2d(x, w, b *Tensor, o Conv2dOpts) *Tensor {
 	wm := castTemp(w, gd)
 	defer releaseTemp(wm, w)
 	hw := g.ho * g.wo
-	nc, err := g.chunk(x.dev, int64(hw)*int64(max(g.groups*g.kg*gd.Size(), g.cout*4)), g.cout*hw, out.dtype)
+	nc, err := g.chunk(x.dev, int64(hw)*int64(max(g.groups*g.kg*g.colsSize(gd), g.cout*4)), g.cout*hw, out.dtype)
 	if err != nil {
 		out.fail(fmt.Errorf("tensor: %s: %w", op, err))
 		return out
@@ -177,7 +181,7 @@ func Conv2d(x, w, b *Tensor, o Conv2dOpts) *Tensor {
 	for n0 := 0; n0 < g.n && out.err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
 		cols := g.im2col(op, x, gd, n0, m)
-		y := MatMul(cols, wv, MatMulOpts{TransB: true, Out: Float32})
+		y := MatMul(wv, cols, MatMulOpts{Out: Float32})
 		cols.Release()
 		if err := firstErr(wm, y); err != nil {
 			out.fail(err)
@@ -217,26 +221,55 @@ func releaseTemp(tmp, orig *Tensor) {
 }
 
 // convPush is the push constants of im2col for samples n0 .. n0+m.
-func (g convGeom) convPush(n, n0, m int) kernels.ConvPush {
-	return kernels.ConvPush{N: u32(n), N0: u32(n0), Cin: u32(g.cin), H: u32(g.h), W: u32(g.w), Ho: u32(g.ho), Wo: u32(g.wo),
+func (g convGeom) convPush(n0, m int) kernels.ConvPush {
+	return kernels.ConvPush{N0: u32(n0), Cin: u32(g.cin), H: u32(g.h), W: u32(g.w), Ho: u32(g.ho), Wo: u32(g.wo),
 		Kh: u32(g.kh), Kw: u32(g.kw), Sh: int32(g.sh), Sw: int32(g.sw), Ph: int32(g.ph), Pw: int32(g.pw),
 		Dh: int32(g.dh), Dw: int32(g.dw), Cg: u32(g.cg), Rows: u32(m * g.ho * g.wo)}
 }
 
-// im2col returns the patch matrix [groups, m*Ho*Wo, Kg] of samples n0 ..
-// n0+m of x, in dtype dt.
+// colsSize is the bytes of a patch matrix element of dtype dt: 4 where
+// im2col may fall back to fp32 (odd rows).
+func (g convGeom) colsSize(dt DType) int {
+	if g.ho*g.wo%2 == 1 {
+		return 4
+	}
+	return dt.Size()
+}
+
+// im2col returns the patch matrix [groups, Kg, m*Ho*Wo] of samples n0 ..
+// n0+m of x, in dtype dt; in fp32 when dt is 16-bit and the rows have an
+// odd length (a word would straddle two rows, which two invocations write).
 func (g convGeom) im2col(op string, x *Tensor, dt DType, n0, m int) *Tensor {
-	cols := New(x.dev, dt, g.gemmShape(m*g.ho*g.wo, g.kg)...)
+	rows := m * g.ho * g.wo
+	if !dt.wide() && rows%2 == 1 {
+		dt = Float32
+	}
+	cols := New(x.dev, dt, g.gemmShape(g.kg, rows)...)
 	if cols.err != nil {
 		return cols
 	}
-	grid := pairGroups(x.dev, cols.n)
-	if checkLoops(cols, op, perInvocationOf(cols.dev, grid, (cols.n+1)/2), "im2col") {
+	grid := groups1D(cols, ceilDiv(rows, convRun))
+	if !checkLoops(cols, op, perInvocationOf(cols.dev, grid, ceilDiv(rows, convRun))*(convRun+1), "im2col") {
+		return cols
+	}
+	p := g.convPush(n0, m)
+	maxY := int(x.dev.Info().MaxWorkgroupCount[1])
+	for k0 := 0; k0 < g.groups*g.kg && cols.err == nil; k0 += maxY {
+		p.K0 = u32(k0)
+		grid[1] = u32(min(maxY, g.groups*g.kg-k0))
 		launched(cols, kernels.ConvIm2col(x.dev, grid, kernels.ConvIm2colSpec{In0DT: x.dtype.code(), OutDT: dt.code()},
-			g.convPush(cols.n, n0, m), kernels.ConvIm2colBind{X: x.buf, D: cols.buf}))
+			p, kernels.ConvIm2colBind{X: x.buf, D: cols.buf}))
 	}
 	return cols
 }
+
+// convMaxDepth bounds the rows of a weight-gradient pass on drivers with a
+// loop limit: the matmul kernels loop about depth/4 times per invocation.
+const convMaxDepth = 1 << 17
+
+// convRun is RUN of shaders/include/conv.glsl: the consecutive elements
+// one invocation of the convolution kernels makes.
+const convRun = 8
 
 // perInvocationOf is how many items a grid-stride kernel over n items runs
 // in each invocation of grid.
@@ -244,7 +277,7 @@ func perInvocationOf(d *vk.Device, grid [3]uint32, n int) int {
 	return ceilDiv(n, int(grid[0])*int(kernels.LocalSize(d)))
 }
 
-// permuteOut writes the GEMM result y [groups, m*Ho*Wo, Cout/groups] of
+// permuteOut writes the GEMM result y [groups, Cout/groups, m*Ho*Wo] of
 // samples n0 .. n0+m into out (NCHW), adding b unless it is nil.
 func (g convGeom) permuteOut(op string, out, y, b *Tensor, n0, m int) {
 	hw := g.ho * g.wo
@@ -254,27 +287,27 @@ func (g convGeom) permuteOut(op string, out, y, b *Tensor, n0, m int) {
 	if b != nil {
 		spec.HasBias, spec.In1DT, bias = true, b.dtype.code(), b.buf
 	}
-	grid := pairGroups(out.dev, n)
-	if checkLoops(out, op, perInvocationOf(out.dev, grid, (n+1)/2), "permute") {
+	grid := groups1D(out, ceilDiv(n, convRun))
+	if checkLoops(out, op, perInvocationOf(out.dev, grid, ceilDiv(n, convRun))*(convRun+1), "permute") {
 		launched(out, kernels.ConvPermute(out.dev, grid, spec,
-			kernels.PermutePush{N: u32(n), Base: u32(n0 * g.cout * hw), Hw: u32(hw), C: u32(g.cout), Cg: u32(g.og), Rows: u32(m * hw)},
+			kernels.PermutePush{N: u32(n), Base: u32(n0 * g.cout * hw), Hw: u32(hw), C: u32(g.cout), Rows: u32(m * hw)},
 			kernels.ConvPermuteBind{S: y.buf, Bias: bias, D: out.buf}))
 	}
 }
 
 // permuteIn returns dy's samples n0 .. n0+m in the GEMM layout [groups,
-// m*Ho*Wo, Cout/groups], in dtype dt.
+// Cout/groups, m*Ho*Wo], in dtype dt.
 func (g convGeom) permuteIn(op string, dy *Tensor, dt DType, n0, m int) *Tensor {
 	hw := g.ho * g.wo
-	t := New(dy.dev, dt, g.gemmShape(m*hw, g.og)...)
+	t := New(dy.dev, dt, g.gemmShape(g.og, m*hw)...)
 	if t.err != nil {
 		return t
 	}
-	grid := pairGroups(t.dev, t.n)
-	if checkLoops(t, op, perInvocationOf(t.dev, grid, (t.n+1)/2), "permute") {
+	grid := groups1D(t, ceilDiv(t.n, convRun))
+	if checkLoops(t, op, perInvocationOf(t.dev, grid, ceilDiv(t.n, convRun))*(convRun+1), "permute") {
 		launched(t, kernels.ConvPermute(t.dev, grid,
 			kernels.ConvPermuteSpec{In0DT: dy.dtype.code(), OutDT: dt.code(), FromNchw: true},
-			kernels.PermutePush{N: u32(t.n), Base: u32(n0 * g.cout * hw), Hw: u32(hw), C: u32(g.cout), Cg: u32(g.og), Rows: u32(m * hw)},
+			kernels.PermutePush{N: u32(t.n), Base: u32(n0 * g.cout * hw), Hw: u32(hw), C: u32(g.cout), Rows: u32(m * hw)},
 			kernels.ConvPermuteBind{S: dy.buf, Bias: dy.buf, D: t.buf}))
 	}
 	return t
@@ -319,19 +352,19 @@ func Conv2dBackwardInput(dy, w *Tensor, xShape []int, o Conv2dOpts) *Tensor {
 	for n0 := 0; n0 < g.n && dx.err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
 		dyg := g.permuteIn(op, dy, gd, n0, m)
-		dcols := MatMul(dyg, wv, MatMulOpts{Out: Float32})
+		dcols := MatMul(wv, dyg, MatMulOpts{TransA: true, Out: Float32})
 		dyg.Release()
 		if err := firstErr(wm, dcols); err != nil {
 			dx.fail(err)
 		} else {
 			n := m * g.cin * g.h * g.w
-			grid := pairGroups(dx.dev, n)
-			if checkLoops(dx, op, perInvocationOf(dx.dev, grid, (n+1)/2)*(2*kk+g.kh), "col2im") {
+			grid := groups1D(dx, ceilDiv(n, convRun))
+			if checkLoops(dx, op, perInvocationOf(dx.dev, grid, ceilDiv(n, convRun))*convRun*(kk+g.kh+1), "col2im") {
 				p := kernels.Col2imPush{N: u32(n), Base: u32(n0 * g.cin * g.h * g.w)}
-				c := g.convPush(0, 0, m)
+				c := g.convPush(0, m)
 				p.Cin, p.H, p.W, p.Ho, p.Wo, p.Kh, p.Kw = c.Cin, c.H, c.W, c.Ho, c.Wo, c.Kh, c.Kw
 				p.Sh, p.Sw, p.Ph, p.Pw, p.Dh, p.Dw, p.Cg, p.Rows = c.Sh, c.Sw, c.Ph, c.Pw, c.Dh, c.Dw, c.Cg, c.Rows
-				launched(dx, kernels.ConvCol2im(dx.dev, grid, kernels.ConvCol2imSpec{In0DT: Float32.code(), OutDT: dx.dtype.code()},
+				launched(dx, kernels.ConvCol2im(dx.dev, grid, kernels.ConvCol2imSpec{In0DT: Float32.code(), OutDT: dx.dtype.code(), UnitStride: g.sh == 1 && g.sw == 1},
 					p, kernels.ConvCol2imBind{S: dcols.buf, D: dx.buf}))
 			}
 		}
@@ -359,17 +392,22 @@ func Conv2dBackwardWeight(dy, x *Tensor, wShape []int, o Conv2dOpts) (dw, db *Te
 	gx, gy := gemmDType(x.dtype), gemmDType(dy.dtype)
 	hw := g.ho * g.wo
 	var acc *Tensor
-	nc, err := g.chunk(x.dev, int64(hw)*int64(max(g.groups*g.kg*gx.Size(), g.cout*gy.Size())), 0, Float32)
+	nc, err := g.chunk(x.dev, int64(hw)*int64(max(g.groups*g.kg*g.colsSize(gx), g.cout*gy.Size())), 0, Float32)
 	if err != nil {
 		err = fmt.Errorf("tensor: %s: %w", op, err)
 	} else {
 		err = firstErr(dy, x)
 	}
+	if loopLimit(x.dev) != 0 {
+		// The product's depth is the pass's rows: keep it where the matmul
+		// kernels' loops stay under the driver's limit (see ErrLoopLimit).
+		nc = min(nc, max(1, convMaxDepth/hw))
+	}
 	for n0 := 0; n0 < g.n && err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
 		cols := g.im2col(op, x, gx, n0, m)
 		dyg := g.permuteIn(op, dy, gy, n0, m)
-		o := MatMulOpts{TransA: true, Out: Float32}
+		o := MatMulOpts{TransB: true, Out: Float32}
 		if acc != nil {
 			o.Beta, o.C = 1, acc
 		}

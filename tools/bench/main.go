@@ -1,9 +1,9 @@
 // Command bench measures vkamp on a device: matmul (fp16 and fp32, beside
-// gonum on the CPU), casts and the fused check-and-unscale (beside a buffer
+// gonum on the CPU), conv2d (beside matmul of the same size), casts and the fused check-and-unscale (beside a buffer
 // copy), AMP and fp32 training steps, and the share of an AMP step's wall
 // time spent in kernels (by the runtime's timestamps) at each -step batch.
 //
-//	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-json]
+//	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-conv-only] [-json]
 //	go run ./tools/bench -autotune [-sizes 1024]   # store this device's fastest matmul tiles
 package main
 
@@ -36,6 +36,8 @@ func main() {
 	steps := flag.String("step", "64,256", "batch sizes for the kernel share of AMP training steps, comma-separated (empty skips)")
 	stepN := flag.Int("step-n", 50, "measured steps per -step batch size")
 	stepOnly := flag.Bool("step-only", false, "measure only the kernel share of training steps")
+	conv := flag.Bool("conv", true, "measure conv2d (the MNIST example's conv2 at batch 64) beside matmul of the same M, N, K")
+	convOnly := flag.Bool("conv-only", false, "measure only conv2d")
 	flag.Parse()
 	ns, err := ints(*sizes, 16384)
 	if err != nil {
@@ -89,8 +91,14 @@ func main() {
 		fmt.Fprintf(tw, "%s\t%.3g\t%s\t%s\t%s\n", r.Name, r.Value, r.Unit, ratio, r.Detail)
 		fmt.Fprintf(os.Stderr, "\r%-60s", r.Name) // progress; the table comes at the end
 	}
+	if *convOnly {
+		*stepOnly, *conv, batches = true, true, nil
+	}
 	if !*stepOnly {
 		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: *data}, emit)
+	}
+	if err == nil && *conv {
+		err = bench.Conv(d, bench.MNISTConv2, *minTime, emit)
 	}
 	if err == nil && len(batches) > 0 && *data != "" {
 		err = stepShares(*device, *data, batches, *stepN, emit)

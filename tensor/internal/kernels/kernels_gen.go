@@ -619,6 +619,7 @@ type ConvCol2imSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
 	OutDT      DType  // OUT_DT: constant 3, default 0
+	UnitStride bool   // UNIT_STRIDE: constant 4, default 0
 }
 
 // Col2imPush is the push-constant block Col2imPush (68 bytes), laid out as the
@@ -675,6 +676,7 @@ func ConvCol2im(d *vk.Device, groups [3]uint32, s ConvCol2imSpec, p Col2imPush, 
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
+	k.put(4, b2u(s.UnitStride))
 	var push [68]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.S, b.D)
@@ -691,7 +693,7 @@ type ConvIm2colSpec struct {
 // ConvPush is the push-constant block ConvPush (68 bytes), laid out as the
 // SPIR-V says.
 type ConvPush struct {
-	N    uint32 // offset 0
+	K0   uint32 // offset 0
 	N0   uint32 // offset 4
 	Cin  uint32 // offset 8
 	H    uint32 // offset 12
@@ -711,7 +713,7 @@ type ConvPush struct {
 }
 
 func (p *ConvPush) put(b []byte) {
-	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[0:], p.K0)
 	binary.LittleEndian.PutUint32(b[4:], p.N0)
 	binary.LittleEndian.PutUint32(b[8:], p.Cin)
 	binary.LittleEndian.PutUint32(b[12:], p.H)
@@ -758,15 +760,14 @@ type ConvPermuteSpec struct {
 	HasBias    bool   // HAS_BIAS: constant 5, default 0
 }
 
-// PermutePush is the push-constant block PermutePush (24 bytes), laid out as the
+// PermutePush is the push-constant block PermutePush (20 bytes), laid out as the
 // SPIR-V says.
 type PermutePush struct {
 	N    uint32 // offset 0
 	Base uint32 // offset 4
 	Hw   uint32 // offset 8
 	C    uint32 // offset 12
-	Cg   uint32 // offset 16
-	Rows uint32 // offset 20
+	Rows uint32 // offset 16
 }
 
 func (p *PermutePush) put(b []byte) {
@@ -774,8 +775,7 @@ func (p *PermutePush) put(b []byte) {
 	binary.LittleEndian.PutUint32(b[4:], p.Base)
 	binary.LittleEndian.PutUint32(b[8:], p.Hw)
 	binary.LittleEndian.PutUint32(b[12:], p.C)
-	binary.LittleEndian.PutUint32(b[16:], p.Cg)
-	binary.LittleEndian.PutUint32(b[20:], p.Rows)
+	binary.LittleEndian.PutUint32(b[16:], p.Rows)
 }
 
 // ConvPermuteBind names the bindings of conv_permute.comp.
@@ -794,7 +794,7 @@ func ConvPermute(d *vk.Device, groups [3]uint32, s ConvPermuteSpec, p PermutePus
 	k.put(3, uint32(s.OutDT))
 	k.put(4, b2u(s.FromNchw))
 	k.put(5, b2u(s.HasBias))
-	var push [24]byte
+	var push [20]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.S, b.Bias, b.D)
 }
