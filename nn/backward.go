@@ -20,6 +20,17 @@ func (v *Var) Backward() error {
 	return v.g.Backward(v, nil)
 }
 
+// BackwardFrom runs the backward pass from the one-element var v with seed
+// as v's gradient: Graph.Backward(v, seed). It makes v a scaler.Loss, so
+// that sc.ScaleLoss(loss).Backward() reads as PyTorch's
+// scaler.scale(loss).backward().
+func (v *Var) BackwardFrom(seed *tensor.Tensor) error {
+	if v == nil {
+		panic(&tensor.UsageError{Op: "Backward", Msg: "nil loss"})
+	}
+	return v.g.Backward(v, seed)
+}
+
 // Item waits for the device and returns the value of the one-element var
 // v, as loss.item() in PyTorch: the host wait of a step, to be taken only
 // when the value is logged.

@@ -50,5 +50,8 @@ func TestVarBackward(t *testing.T) {
 	if explicit[1]*256 != scaled[1] {
 		t.Errorf("scaled gradient %g, want 256 * %g", scaled[1], explicit[1])
 	}
+	viaScaler, _ := grad(func(_ *nn.Graph, loss *nn.Var) error { return sc.ScaleLoss(loss).Backward() })
+	tSameBits(t, "sc.ScaleLoss(loss).Backward()", viaScaler, explicitScaled)
 	tPanics(t, "zero ScaledLoss", func() { nn.ScaledLoss{}.Backward() })
+	tPanics(t, "zero scaler.ScaledLoss", func() { scaler.ScaledLoss{}.Backward() })
 }
