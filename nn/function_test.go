@@ -156,8 +156,10 @@ func TestFunctionMisuse(t *testing.T) {
 	// bad returns a function whose backward returns grads(w's tensor).
 	bad := func(grads func(x *tensor.Tensor) []*tensor.Tensor) *nn.Function {
 		return &nn.Function{
-			Name:    "Bad",
-			Forward: func(in []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) { return tensor.Scale(in[0], 2, in[0].DType()), nil },
+			Name: "Bad",
+			Forward: func(in []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+				return tensor.Scale(in[0], 2, in[0].DType()), nil
+			},
 			Backward: func(_, in []*tensor.Tensor, dy *tensor.Tensor) []*tensor.Tensor {
 				return grads(in[0])
 			},
