@@ -29,14 +29,15 @@ const recipeTol = 2e-3
 func TestAMPRecipes(t *testing.T) {
 	d := devtest.Open(t)
 	recipes := []struct {
-		name string
-		run  func(d *vk.Device, useAMP bool) (*recipeResult, error)
+		name  string
+		run   func(d *vk.Device, useAMP bool) (*recipeResult, error)
+		steps int // the optimizer steps the recipe counts (0: none counted)
 	}{
-		{"typical", recipeTypical},
-		{"gradient clipping", recipeClipping},
-		{"gradient accumulation", recipeAccumulation},
-		{"multiple models", recipeMultiple},
-		{"custom functions", recipeCustom},
+		{"typical", recipeTypical, 0},
+		{"gradient clipping", recipeClipping, 0},
+		{"gradient accumulation", recipeAccumulation, 10}, // 5 epochs of 4 batches, a step every 2
+		{"multiple models", recipeMultiple, 0},
+		{"custom functions", recipeCustom, 0},
 	}
 	for _, rc := range recipes {
 		t.Run(rc.name, func(t *testing.T) {
@@ -49,6 +50,9 @@ func TestAMPRecipes(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkRecipe(t, mixed, full)
+			if mixed.steps != rc.steps {
+				t.Errorf("%d optimizer steps, want %d", mixed.steps, rc.steps)
+			}
 		})
 	}
 }
