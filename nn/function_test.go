@@ -3,6 +3,7 @@ package nn_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/vkamp/vkamp/amp"
@@ -271,4 +272,60 @@ func TestFunctionNoGrad(t *testing.T) {
 	f.Backward = nil
 	y := g.Apply(f, g.Input(x))
 	ref.Check(t, "silu", tRead(t, y.Value()), mapf([]float64{-1, 0, 2}, silu64), []float64{1, 1, 1}, ref.Tol(f32, ref.ExpRoundings))
+}
+
+// CastInputs is custom_fwd's cast_inputs, by policy: under autocast the
+// floating inputs reach Forward cast (Int32 ones never), outside autocast
+// as they are.
+func TestFunctionCastInputs(t *testing.T) {
+	d := devtest.Open(t)
+	p := tParam(t, d, "w", []float32{1, 2}, 2)
+	h := tensor.FromFloat32(d, []float32{3, 4}, 2)
+	h16 := tensor.Cast(h, f16)
+	h.Release()
+	t.Cleanup(h16.Release)
+	idx := tLabels(t, d, 0, 1)
+	bf16 := tensor.BFloat16
+	cases := []struct {
+		policy   amp.Policy
+		autocast bool
+		region   tensor.DType
+		want     []tensor.DType // what Forward sees for w (fp32), h (fp16), idx
+	}{
+		{amp.Keep, true, f16, []tensor.DType{f32, f16, tensor.Int32}},
+		{amp.FP32, true, f16, []tensor.DType{f32, f32, tensor.Int32}},
+		{amp.Lower, true, bf16, []tensor.DType{bf16, bf16, tensor.Int32}},
+		{amp.Widest, true, f16, []tensor.DType{f32, f32, tensor.Int32}},
+		{amp.FP32, false, f16, []tensor.DType{f32, f16, tensor.Int32}},
+		{amp.Lower, false, f16, []tensor.DType{f32, f16, tensor.Int32}},
+	}
+	for _, c := range cases {
+		var got []tensor.DType
+		f := &nn.Function{
+			Name: "Probe",
+			Forward: func(in []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+				got = nil
+				for _, x := range in {
+					got = append(got, x.DType())
+				}
+				return tensor.Add(in[0], in[1], f32), nil
+			},
+			Backward: func(_, in []*tensor.Tensor, dy *tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{tensor.Cast(dy, in[0].DType()), nil, nil}
+			},
+			CastInputs: c.policy,
+		}
+		g := nn.NewGraph(d, nn.Options{Autocast: c.autocast, AutocastDType: c.region})
+		y := g.Apply(f, g.Param(p), g.Input(h16), g.Input(idx))
+		if err := g.Backward(g.Sum(y), nil); err != nil {
+			t.Fatal(err)
+		}
+		g.Release()
+		if !slices.Equal(got, c.want) {
+			t.Errorf("policy %s, autocast %v (%s): Forward saw %v, want %v", c.policy, c.autocast, c.region, got, c.want)
+		}
+	}
+	// The gradient went back through the casts to the fp32 parameter:
+	// d sum(w + h)/dw = 1 per backward, six backwards.
+	tSameBits(t, "w's gradient", tRead(t, p.Grad), []float32{6, 6})
 }
