@@ -19,7 +19,11 @@ import (
 // Forward and Backward compute with package tensor's functions: they run
 // outside autocast and choose their dtypes themselves (CastInputs chooses
 // the dtypes of the inputs), so custom_bwd's rule, backward in the
-// forward's autocast state, holds by construction.
+// forward's autocast state, holds by construction. They must not call the
+// graph's methods: they run inside Apply and Backward, and the graph
+// panics on a call that overlaps another. Backward's tensor ops are not
+// recorded: a Function is differentiable once, as PyTorch's with
+// @once_differentiable.
 //
 // Ownership: the graph owns the output and the saved tensors that Forward
 // returns, and the gradients that Backward returns, and releases them with
@@ -80,7 +84,7 @@ func (g *Graph) Apply(f *Function, in ...*Var) *Var {
 	if needsGrad && !g.noGrad && f.Backward == nil {
 		panic(&tensor.UsageError{Op: op, Msg: "nil Backward, and an input needs a gradient"})
 	}
-	in = g.castInputs(f.CastInputs, in)
+	in = g.castInputs(op, f.CastInputs, in)
 	ts := make([]*tensor.Tensor, len(in))
 	for i, v := range in {
 		ts[i] = v.t
@@ -107,7 +111,7 @@ func (g *Graph) Apply(f *Function, in ...*Var) *Var {
 
 // castInputs casts the floating inputs as a function's policy says under
 // autocast (recording the casts), and leaves them as they are otherwise.
-func (g *Graph) castInputs(p amp.Policy, in []*Var) []*Var {
+func (g *Graph) castInputs(op string, p amp.Policy, in []*Var) []*Var {
 	if !g.amp.Enabled() || p == amp.Keep {
 		return in
 	}
@@ -129,7 +133,7 @@ func (g *Graph) castInputs(p amp.Policy, in []*Var) []*Var {
 	case amp.Widest:
 		dt = tensor.Widest(floats...)
 	default:
-		panic(&tensor.UsageError{Op: "Apply", Msg: fmt.Sprintf("unknown CastInputs policy %d", p)})
+		panic(&tensor.UsageError{Op: op, Msg: fmt.Sprintf("unknown CastInputs policy %d", p)})
 	}
 	out := slices.Clone(in)
 	for i, v := range out {
