@@ -110,6 +110,10 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpAvgPool2d:         Keep,
 	tensor.OpAdaptiveAvgPool2d: Keep,
 	tensor.OpReshape:           Keep,
+	// A custom function (nn.Function) is on no list: its inputs reach its
+	// forward as they are, unless the function asks for a cast, as
+	// PyTorch's custom_fwd(cast_inputs=...).
+	tensor.OpCustom: Keep,
 }
 
 // PolicyOf returns op's policy.

@@ -32,6 +32,12 @@
 // mode over nested modules (Train, Eval). loss.Backward(),
 // loss.Scaled(sc).Backward() and loss.Item() are PyTorch's one-liners.
 //
+// An op defined outside the package, with its own forward and backward, is
+// a Function applied with Graph.Apply, as PyTorch's torch.autograd.Function
+// with custom_fwd and custom_bwd; its CastInputs is custom_fwd's
+// cast_inputs. The examples port PyTorch's "Automatic Mixed Precision
+// examples" page (docs/amp-examples.md).
+//
 // Layer constructors panic with a *tensor.UsageError naming the layer for
 // sizes below 1 (misuse). A parameter the device cannot hold (out of
 // memory, or over its maxStorageBufferRange) carries the error: Param.Err

@@ -75,6 +75,7 @@ type attrs struct {
 	keepdim        bool
 	ints           []int      // layout ops: a permutation, or an axis and the sizes along it
 	conv           *convAttrs // conv2d, the poolings and reshape (nn/conv.go)
+	fn             *Function  // a custom op (nn/function.go)
 }
 
 // Options configure a Graph.
@@ -356,22 +357,22 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 // only where the input needs none), each of its input's shape and dtype.
 func (g *Graph) checkGrads(n *node, grads []*tensor.Tensor) {
 	if len(grads) != len(n.inputs) {
-		panic(&tensor.UsageError{Op: n.op.String(), Msg: fmt.Sprintf("backward rule gave %d gradients for %d inputs", len(grads), len(n.inputs))})
+		panic(&tensor.UsageError{Op: n.name(), Msg: fmt.Sprintf("backward rule gave %d gradients for %d inputs", len(grads), len(n.inputs))})
 	}
 	for i, gr := range grads {
 		in := n.inputs[i]
 		if gr == nil {
 			if in.needsGrad {
-				panic(&tensor.UsageError{Op: n.op.String(), Msg: fmt.Sprintf("backward rule gave no gradient for input %d, which needs one", i)})
+				panic(&tensor.UsageError{Op: n.name(), Msg: fmt.Sprintf("backward rule gave no gradient for input %d, which needs one", i)})
 			}
 			continue
 		}
 		g.keep(gr)
 		if !slices.Equal(gr.Shape(), in.Shape()) {
-			panic(&tensor.ShapeError{Op: n.op.String() + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
+			panic(&tensor.ShapeError{Op: n.name() + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
 		}
 		if gr.DType() != in.DType() {
-			panic(&tensor.DTypeError{Op: n.op.String() + " backward", Got: gr.DType(), Want: in.DType().String()})
+			panic(&tensor.DTypeError{Op: n.name() + " backward", Got: gr.DType(), Want: in.DType().String()})
 		}
 	}
 }

@@ -64,6 +64,8 @@ func init() {
 		tensor.OpAvgPool2d:         avgPool2dBack,
 		tensor.OpAdaptiveAvgPool2d: adaptiveAvgPool2dBack,
 		tensor.OpReshape:           reshapeBack,
+
+		tensor.OpCustom: customBack, // nn/function.go
 	}
 }
 

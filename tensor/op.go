@@ -60,6 +60,8 @@ const (
 	OpAdaptiveAvgPool2d // 2-D adaptive average pooling
 	OpReshape           // the same elements in another shape (view, flatten)
 
+	OpCustom // a user's op with its own forward and backward (nn.Function)
+
 	numOps // keep last: Ops and String cover every op before it
 )
 
@@ -112,6 +114,8 @@ var opNames = [numOps]string{
 	OpAvgPool2d:         "avg_pool2d",
 	OpAdaptiveAvgPool2d: "adaptive_avg_pool2d",
 	OpReshape:           "reshape",
+
+	OpCustom: "custom",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or
