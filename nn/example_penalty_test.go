@@ -33,40 +33,45 @@ func ExampleGraph_Grad_gradientPenalty() {
 	defer input.Release()
 	defer target.Release()
 
-	var first, last float64
-	for step := range 30 {
+	var losses []float64
+	for range 30 { // for input, target in data:
 		opt.ZeroGrad()
 		g := nn.NewGraph(d, nn.Options{Autocast: true})
-		params := make([]*nn.Var, 0, 4)
-		for _, p := range model.Parameters() {
-			params = append(params, g.Param(p))
-		}
 		output := model.Forward(g, g.Input(input))
 		loss := g.MSELoss(output, g.Input(target), nn.Mean)
-		// Gradients of the scaled loss, differentiable (create_graph=True).
-		scaledGrads, _ := g.Grad(loss, sc.Seed(loss.Value()), params, true)
+		scaledGradParams, _ := g.Grad(loss, sc.Seed(loss.Value()), paramVars(g, model), true)
 		scale, _ := sc.ScaleValue()
 		var gradNorm *nn.Var
-		for _, sg := range scaledGrads {
-			gr := g.Scale(sg, float32(1/scale)) // unscaled
-			s := g.Sum(g.Pow(gr, 2))
-			if gradNorm == nil {
-				gradNorm = s
-			} else {
-				gradNorm = g.Add(gradNorm, s)
-			}
+		for _, p := range scaledGradParams {
+			gradNorm = addOrFirst(g, gradNorm, g.Sum(g.Pow(g.Scale(p, float32(1/scale)), 2)))
 		}
-		penalized := g.Add(loss, g.Sqrt(gradNorm))
-		penalized.Scaled(sc).Backward()
+		loss = g.Add(loss, g.Sqrt(gradNorm))
+		sc.ScaleLoss(loss).Backward()
 		sc.Step(opt)
 		sc.Update()
-		v, _ := penalized.Item()
-		if step == 0 {
-			first = v
-		}
-		last = v
+		v, _ := loss.Item()
+		losses = append(losses, v)
 		g.Release()
 	}
+	first, last := losses[0], losses[len(losses)-1]
 	fmt.Println("penalized loss fell:", last < 0.8*first)
 	// Output: penalized loss fell: true
+}
+
+// paramVars returns the graph's vars of m's parameters, as
+// model.parameters().
+func paramVars(g *nn.Graph, m nn.Module) []*nn.Var {
+	var vs []*nn.Var
+	for _, p := range m.Parameters() {
+		vs = append(vs, g.Param(p))
+	}
+	return vs
+}
+
+// addOrFirst returns sum + v, or v when sum is nil: grad_norm += ...
+func addOrFirst(g *nn.Graph, sum, v *nn.Var) *nn.Var {
+	if sum == nil {
+		return v
+	}
+	return g.Add(sum, v)
 }
