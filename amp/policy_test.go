@@ -28,7 +28,8 @@ func TestPolicyLists(t *testing.T) {
 		tensor.OpMSELoss: FP32, tensor.OpCrossEntropy: FP32, tensor.OpExp: FP32,
 		// PyTorch's fp32 list: log, rsqrt, pow, sum (with dim).
 		tensor.OpLog: FP32, tensor.OpRsqrt: FP32, tensor.OpPow: FP32, tensor.OpSumAxes: FP32,
-		tensor.OpConv2d: Lower, // PyTorch's CUDA lower-precision list; its poolings are on none
+		tensor.OpConv2d:    Lower, // PyTorch's CUDA lower-precision list; its poolings are on none
+		tensor.OpAttention: Lower,
 	}
 	for _, op := range tensor.Ops() {
 		p, ok := want[op]

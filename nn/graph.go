@@ -76,6 +76,7 @@ type attrs struct {
 	ints           []int      // layout ops: a permutation, or an axis and the sizes along it
 	conv           *convAttrs // conv2d, the poolings and reshape (nn/conv.go)
 	fn             *Function  // a custom op (nn/function.go)
+	heads          int        // attention's heads (n is its batch, f its scale)
 }
 
 // Options configure a Graph.

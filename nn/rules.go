@@ -65,7 +65,8 @@ func init() {
 		tensor.OpAdaptiveAvgPool2d: adaptiveAvgPool2dBack,
 		tensor.OpReshape:           reshapeBack,
 
-		tensor.OpCustom: customBack, // nn/function.go
+		tensor.OpCustom:    customBack, // nn/function.go
+		tensor.OpAttention: attentionBack,
 	}
 }
 

@@ -114,12 +114,12 @@ func TestMatMulBroadcast(t *testing.T) {
 	}()
 }
 
-// TestCausalAttention composes attention from the batched ops:
+// TestComposedCausalAttention composes attention from the batched ops:
 // softmax(q k^T * scale + mask) v over fp16 q, k, v [B, H, T, D], the
 // causal mask (-1e30 above the diagonal, built on the host) added through
 // MatMul's C, the probabilities rounded to fp16 for the second product, as
 // autocast runs it; against float64 with the same rounding of p.
-func TestCausalAttention(t *testing.T) {
+func TestComposedCausalAttention(t *testing.T) {
 	d := devtest.Open(t)
 	const B, H, T, D = 2, 3, 37, 16
 	shape := []int{B, H, T, D}

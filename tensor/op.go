@@ -52,6 +52,7 @@ const (
 	OpStack        // tensors joined along a new axis
 	OpGather       // elements picked along an axis by int32 indices
 	OpEmbedding    // rows of a table picked by indices
+	OpAttention    // fused causal self-attention
 
 	// Convolutional networks.
 	OpConv2d            // 2-D convolution, NCHW
@@ -115,7 +116,8 @@ var opNames = [numOps]string{
 	OpAdaptiveAvgPool2d: "adaptive_avg_pool2d",
 	OpReshape:           "reshape",
 
-	OpCustom: "custom",
+	OpCustom:    "custom",
+	OpAttention: "scaled_dot_product_attention",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or
