@@ -1,11 +1,15 @@
 #version 450
 // layer_norm normalises each row of x over its last axis, in fp32:
 // y = (x - mean) * rstd * gamma + beta, rstd = 1/sqrt(var + eps), and saves
-// mean and rstd per row for the backward pass. One workgroup per row.
+// mean and rstd per row for the backward pass. Each row is reduced by a
+// segment of SEG invocations (0: the whole workgroup): a GPU spreads a row
+// over many invocations, a CPU driver gives each invocation whole rows,
+// since its barriers cost far more than a row's loop.
 // NO_BETA leaves beta out (LayerNorm without bias; B is then not read).
 #include "reduce.glsl"
 
 layout(constant_id = 1) const bool NO_BETA = false;
+layout(constant_id = 4) const uint SEG = 0;
 
 layout(push_constant) uniform Push { uint rows; uint cols; float eps; } p;
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -17,16 +21,23 @@ layout(set = 0, binding = 4) writeonly buffer Stats { vec2 stats[]; };
 DEFINE_TREE(tree_sum, ADD)
 
 void main() {
-    uint t = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
-    for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
+    uint seg = SEG == 0u ? gl_WorkGroupSize.x : SEG;
+    uint per = gl_WorkGroupSize.x / seg; // rows per workgroup at a time
+    uint t = gl_LocalInvocationID.x, lane = t % seg;
+    // The loop bound is the same for the whole workgroup, so that every
+    // invocation reaches the trees' barriers.
+    for (uint base = gl_WorkGroupID.x * per; base < p.rows; base += gl_NumWorkGroups.x * per) {
+        uint r = base + t / seg;
+        bool live = r < p.rows;
         uint lo = r * p.cols;
         float s = 0.0;
-        for (uint i = t; i < p.cols; i += n) s += x[lo + i];
-        float mean = tree_sum(s, n) / float(p.cols);
+        if (live) for (uint i = lane; i < p.cols; i += seg) s += x[lo + i];
+        float mean = tree_sum(s, seg) / float(p.cols);
         float q = 0.0;
-        for (uint i = t; i < p.cols; i += n) { float d = x[lo + i] - mean; q += d * d; }
-        float rstd = inversesqrt(tree_sum(q, n) / float(p.cols) + p.eps);
-        for (uint i = t; i < p.cols; i += n) y[lo + i] = (x[lo + i] - mean) * rstd * gamma[i] + (NO_BETA ? 0.0 : beta[i]);
-        if (t == 0u) stats[r] = vec2(mean, rstd);
+        if (live) for (uint i = lane; i < p.cols; i += seg) { float d = x[lo + i] - mean; q += d * d; }
+        float rstd = inversesqrt(tree_sum(q, seg) / float(p.cols) + p.eps);
+        if (!live) continue;
+        for (uint i = lane; i < p.cols; i += seg) y[lo + i] = (x[lo + i] - mean) * rstd * gamma[i] + (NO_BETA ? 0.0 : beta[i]);
+        if (lane == 0u) stats[r] = vec2(mean, rstd);
     }
 }

@@ -183,7 +183,8 @@ func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
 		if beta != nil {
 			b = beta.buf
 		}
-		return kernels.LayerNorm(x.dev, rowGrid(rows), kernels.LayerNormSpec{LocalSizeX: rowLocal(x.dev, cols), NoBeta: beta == nil},
+		local, seg := normLocal(x.dev, cols)
+		return kernels.LayerNorm(x.dev, segGrid(rows, local, seg), kernels.LayerNormSpec{LocalSizeX: local, NoBeta: beta == nil, Seg: seg},
 			kernels.LayerNormPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
 			kernels.LayerNormBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
 	}, y, stats)
@@ -221,7 +222,8 @@ func LayerNormBackwardNoBias(dy, x, gamma, stats *Tensor) (dx, dgamma *Tensor) {
 	dyx := newOut(x.dev, Float32, []int{rows, cols}, dy, x, gamma, stats) // dy * xhat
 	defer dyx.Release()                                                   // the device keeps it until the sum has run
 	recordInto("LayerNormBackward", func() error {
-		return kernels.LayerNormBackward(x.dev, rowGrid(rows), kernels.LayerNormBackwardSpec{LocalSizeX: rowLocal(x.dev, cols)},
+		local, seg := normLocal(x.dev, cols)
+		return kernels.LayerNormBackward(x.dev, segGrid(rows, local, seg), kernels.LayerNormBackwardSpec{LocalSizeX: local, Seg: seg},
 			kernels.LayerNormBackwardPush{Rows: uint32(rows), Cols: uint32(cols)},
 			kernels.LayerNormBackwardBind{Dy: dy.buf, X: x.buf, G: gamma.buf, Stats: stats.buf, Dx: dx.buf, Dyx: dyx.buf})
 	}, dx, dyx)
@@ -248,6 +250,25 @@ func rowLocal(d *vk.Device, cols int) uint32 {
 		n *= 2
 	}
 	return n
+}
+
+// normLocal is the workgroup size and the segment (invocations per row) of
+// the layer-norm kernels: on a CPU driver, where a barrier costs far more
+// than a row's loop, one invocation per row (for rows up to 4096 long);
+// elsewhere a workgroup per row, as rowLocal sizes it.
+func normLocal(d *vk.Device, cols int) (local, seg uint32) {
+	if d.Info().Type == vk.TypeCPU && cols <= 4096 {
+		return kernels.LocalSize(d), 1
+	}
+	n := rowLocal(d, cols)
+	return n, n
+}
+
+// segGrid is the grid of a kernel whose workgroups of local invocations
+// reduce rows in segments of seg (the kernel loops past the limit).
+func segGrid(rows int, local, seg uint32) [3]uint32 {
+	per := int(local / seg)
+	return [3]uint32{uint32(min((rows+per-1)/per, 65535)), 1, 1}
 }
 
 // rowGrid is the grid of a kernel with one workgroup per row (the kernel

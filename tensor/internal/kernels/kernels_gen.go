@@ -1674,6 +1674,7 @@ func IndexSelect(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelec
 type LayerNormSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	NoBeta     bool   // NO_BETA: constant 1, default 0
+	Seg        uint32 // SEG: constant 4, default 0
 }
 
 // LayerNormPush is the push-constant block Push (12 bytes), laid out as the
@@ -1704,6 +1705,7 @@ func LayerNorm(d *vk.Device, groups [3]uint32, s LayerNormSpec, p LayerNormPush,
 	k := key{op: "layer_norm"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, b2u(s.NoBeta))
+	k.put(4, uint32(s.Seg))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.G, b.B, b.Y, b.Stats)
@@ -1713,6 +1715,7 @@ func LayerNorm(d *vk.Device, groups [3]uint32, s LayerNormSpec, p LayerNormPush,
 // takes the shader's default.
 type LayerNormBackwardSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Seg        uint32 // SEG: constant 4, default 0
 }
 
 // LayerNormBackwardPush is the push-constant block Push (8 bytes), laid out as the
@@ -1741,6 +1744,7 @@ type LayerNormBackwardBind struct {
 func LayerNormBackward(d *vk.Device, groups [3]uint32, s LayerNormBackwardSpec, p LayerNormBackwardPush, b LayerNormBackwardBind) error {
 	k := key{op: "layer_norm_backward"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(4, uint32(s.Seg))
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Dy, b.X, b.G, b.Stats, b.Dx, b.Dyx)
