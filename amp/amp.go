@@ -75,6 +75,8 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpGELU:    Keep,
 	tensor.OpMean:    Keep,
 	tensor.OpDropout: Keep,
+	// embedding runs in the weight's dtype, as PyTorch's (on no list).
+	tensor.OpEmbedding: Keep,
 }
 
 // PolicyOf returns op's policy.

@@ -117,12 +117,20 @@ func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 }
 
 // LayerNorm normalises x over its last axis and applies gamma and beta (each
-// [C]), in fp32 (the autocast policy's dtype).
+// [C]), in fp32 (the autocast policy's dtype). beta may be nil, for a layer
+// without bias.
 func (g *Graph) LayerNorm(x, gamma, beta *Var, eps float32) *Var {
 	defer g.use("LayerNorm").done()
 	_, cols := lastDim(x.t)
-	if gamma.t.Len() != cols || beta.t.Len() != cols {
+	if gamma.t.Len() != cols || (beta != nil && beta.t.Len() != cols) {
 		panic(&tensor.ShapeError{Op: "LayerNorm", A: x.Shape(), B: gamma.Shape(), Msg: "gamma and beta must match the last axis"})
+	}
+	if beta == nil {
+		dt := g.fp32Only(tensor.OpLayerNorm, x, gamma)
+		x, gamma = g.cast(x, dt), g.cast(gamma, dt)
+		y, stats := tensor.LayerNorm(x.t, gamma.t, nil, eps)
+		g.keep(stats)
+		return g.record(tensor.OpLayerNorm, y, attrs{}, []*tensor.Tensor{stats}, x, gamma)
 	}
 	dt := g.fp32Only(tensor.OpLayerNorm, x, gamma, beta)
 	x, gamma, beta = g.cast(x, dt), g.cast(gamma, dt), g.cast(beta, dt)
@@ -131,7 +139,12 @@ func (g *Graph) LayerNorm(x, gamma, beta *Var, eps float32) *Var {
 	return g.record(tensor.OpLayerNorm, y, attrs{}, []*tensor.Tensor{stats}, x, gamma, beta)
 }
 
+// Without beta (two inputs) there is no beta gradient to compute.
 func layerNormBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	if len(n.inputs) == 2 {
+		dx, dgamma := tensor.LayerNormBackwardNoBias(dy, n.inputs[0].t, n.inputs[1].t, n.saved[0])
+		return []*tensor.Tensor{dx, dgamma}
+	}
 	dx, dgamma, dbeta := tensor.LayerNormBackward(dy, n.inputs[0].t, n.inputs[1].t, n.saved[0])
 	return []*tensor.Tensor{dx, dgamma, dbeta}
 }

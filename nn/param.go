@@ -247,7 +247,8 @@ func (m *Dropout) Forward(g *Graph, x *Var) *Var {
 // Parameters returns none.
 func (m *Dropout) Parameters() []*Param { return nil }
 
-// LayerNorm normalises over the last axis with a learned scale and shift.
+// LayerNorm normalises over the last axis with a learned scale and shift
+// (no shift when Beta is nil, see NewLayerNormNoBias).
 type LayerNorm struct {
 	Gamma, Beta *Param
 	Eps         float32
@@ -268,13 +269,32 @@ func NewLayerNorm(d *vk.Device, name string, features int) *LayerNorm {
 	}
 }
 
-// Forward applies the normalisation.
+// NewLayerNormNoBias returns a LayerNorm over features without beta (nil
+// Beta), gamma 1, as PyTorch's LayerNorm(bias=False).
+func NewLayerNormNoBias(d *vk.Device, name string, features int) *LayerNorm {
+	checkSizes("NewLayerNormNoBias", name, fmt.Sprintf("features %d", features), features)
+	ones := make([]float32, features)
+	for i := range ones {
+		ones[i] = 1
+	}
+	return &LayerNorm{Gamma: NewParam(d, name+".weight", ones, features), Eps: 1e-5}
+}
+
+// Forward applies the normalisation; without Beta, no shift.
 func (m *LayerNorm) Forward(g *Graph, x *Var) *Var {
+	if m.Beta == nil {
+		return g.LayerNorm(x, g.Param(m.Gamma), nil, m.Eps)
+	}
 	return g.LayerNorm(x, g.Param(m.Gamma), g.Param(m.Beta), m.Eps)
 }
 
-// Parameters returns gamma and beta.
-func (m *LayerNorm) Parameters() []*Param { return []*Param{m.Gamma, m.Beta} }
+// Parameters returns gamma and beta, or gamma alone without Beta.
+func (m *LayerNorm) Parameters() []*Param {
+	if m.Beta == nil {
+		return []*Param{m.Gamma}
+	}
+	return []*Param{m.Gamma, m.Beta}
+}
 
 // Sequential applies modules in order.
 type Sequential []Module

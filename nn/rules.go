@@ -39,6 +39,7 @@ func init() {
 		tensor.OpMSELoss:      mseBack,
 		tensor.OpCrossEntropy: crossEntropyBack,
 		tensor.OpLayerNorm:    layerNormBack,
+		tensor.OpEmbedding:    embeddingBack,
 	}
 }
 

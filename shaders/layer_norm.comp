@@ -2,7 +2,10 @@
 // layer_norm normalises each row of x over its last axis, in fp32:
 // y = (x - mean) * rstd * gamma + beta, rstd = 1/sqrt(var + eps), and saves
 // mean and rstd per row for the backward pass. One workgroup per row.
+// NO_BETA leaves beta out (LayerNorm without bias; B is then not read).
 #include "reduce.glsl"
+
+layout(constant_id = 1) const bool NO_BETA = false;
 
 layout(push_constant) uniform Push { uint rows; uint cols; float eps; } p;
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -23,7 +26,7 @@ void main() {
         float q = 0.0;
         for (uint i = t; i < p.cols; i += n) { float d = x[lo + i] - mean; q += d * d; }
         float rstd = inversesqrt(tree_sum(q, n) / float(p.cols) + p.eps);
-        for (uint i = t; i < p.cols; i += n) y[lo + i] = (x[lo + i] - mean) * rstd * gamma[i] + beta[i];
+        for (uint i = t; i < p.cols; i += n) y[lo + i] = (x[lo + i] - mean) * rstd * gamma[i] + (NO_BETA ? 0.0 : beta[i]);
         if (t == 0u) stats[r] = vec2(mean, rstd);
     }
 }

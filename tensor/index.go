@@ -24,9 +24,14 @@ func IndexSelect(x, idx *Tensor) *Tensor {
 	if idx.dtype != Int32 {
 		panic(&DTypeError{Op: op, Got: idx.dtype, Want: "int32 indices"})
 	}
+	return selectRows(x, idx, append([]int{idx.n}, x.shape[1:]...))
+}
+
+// selectRows records index_select of x's rows by idx into a new tensor of
+// shape, which holds len(idx) rows of x.
+func selectRows(x, idx *Tensor, shape []int) *Tensor {
 	rows := x.shape[0]
 	cols := x.n / rows
-	shape := append([]int{idx.n}, x.shape[1:]...)
 	out := newOut(x.dev, x.dtype, shape, x, idx)
 	if out.err != nil {
 		return out

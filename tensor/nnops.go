@@ -158,21 +158,34 @@ func checkLogProbs(op string, logp, labels *Tensor) (rows, cols int) {
 
 // LayerNorm normalises x [..., C] over its last axis and applies gamma and
 // beta (C elements each): y = (x - mean) / sqrt(var + eps) * gamma + beta,
-// with the biased variance, all Float32. It also returns stats [rows, 2],
+// with the biased variance, all Float32. beta may be nil for a layer
+// without bias (nanoGPT's bias=False). It also returns stats [rows, 2],
 // each row's mean and 1/sqrt(var + eps), which LayerNormBackward takes.
 func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
-	sameDevice("LayerNorm", x, gamma, beta)
-	rows, cols := lastAxis(x)
-	if gamma.n != cols || beta.n != cols {
-		shapePanic("LayerNorm", x.shape, gamma.shape, "gamma and beta must have the last axis's %d elements (beta %v)", cols, beta.shape)
+	ins := []*Tensor{x, gamma}
+	if beta != nil {
+		ins = append(ins, beta)
 	}
-	checkFloat32("LayerNorm", x, gamma, beta)
-	y = newOut(x.dev, Float32, x.shape, x, gamma, beta)
-	stats = newOut(x.dev, Float32, []int{rows, 2}, x, gamma, beta)
+	sameDevice("LayerNorm", ins...)
+	rows, cols := lastAxis(x)
+	if gamma.n != cols || (beta != nil && beta.n != cols) {
+		var bs []int
+		if beta != nil {
+			bs = beta.shape
+		}
+		shapePanic("LayerNorm", x.shape, gamma.shape, "gamma and beta must have the last axis's %d elements (beta %v)", cols, bs)
+	}
+	checkFloat32("LayerNorm", ins...)
+	y = newOut(x.dev, Float32, x.shape, ins...)
+	stats = newOut(x.dev, Float32, []int{rows, 2}, ins...)
 	recordInto("LayerNorm", func() error {
-		return kernels.LayerNorm(x.dev, rowGrid(rows), kernels.LayerNormSpec{LocalSizeX: rowLocal(x.dev, cols)},
+		b := gamma.buf // bound but not read without beta
+		if beta != nil {
+			b = beta.buf
+		}
+		return kernels.LayerNorm(x.dev, rowGrid(rows), kernels.LayerNormSpec{LocalSizeX: rowLocal(x.dev, cols), NoBeta: beta == nil},
 			kernels.LayerNormPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
-			kernels.LayerNormBind{X: x.buf, G: gamma.buf, B: beta.buf, Y: y.buf, Stats: stats.buf})
+			kernels.LayerNormBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
 	}, y, stats)
 	return y, stats
 }
@@ -181,6 +194,20 @@ func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
 // and beta from dy, the gradient of its output, and the stats it returned:
 // dx of x's shape and dgamma, dbeta [C], all Float32.
 func LayerNormBackward(dy, x, gamma, stats *Tensor) (dx, dgamma, dbeta *Tensor) {
+	dx, dgamma = LayerNormBackwardNoBias(dy, x, gamma, stats)
+	rows, cols := lastAxis(x)
+	dy2 := dy
+	if len(dy.shape) != 2 {
+		dy2 = Reshape(dy, rows, cols)
+		defer dy2.Release()
+	}
+	dbeta = SumAxis(dy2, 0)
+	return dx, dgamma, dbeta
+}
+
+// LayerNormBackwardNoBias is LayerNormBackward for a LayerNorm without
+// beta: it returns dx and dgamma only.
+func LayerNormBackwardNoBias(dy, x, gamma, stats *Tensor) (dx, dgamma *Tensor) {
 	sameDevice("LayerNormBackward", dy, x, gamma, stats)
 	rows, cols := lastAxis(x)
 	if !slices.Equal(dy.shape, x.shape) {
@@ -199,13 +226,7 @@ func LayerNormBackward(dy, x, gamma, stats *Tensor) (dx, dgamma, dbeta *Tensor) 
 			kernels.LayerNormBackwardBind{Dy: dy.buf, X: x.buf, G: gamma.buf, Stats: stats.buf, Dx: dx.buf, Dyx: dyx.buf})
 	}, dx, dyx)
 	dgamma = SumAxis(dyx, 0)
-	dy2 := dy
-	if len(dy.shape) != 2 {
-		dy2 = Reshape(dy, rows, cols)
-		defer dy2.Release()
-	}
-	dbeta = SumAxis(dy2, 0)
-	return dx, dgamma, dbeta
+	return dx, dgamma
 }
 
 // lastAxis returns x's shape as rows of its last axis.

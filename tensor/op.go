@@ -32,6 +32,7 @@ const (
 	OpCrossEntropy // log-softmax and negative log-likelihood, fused
 	OpLayerNorm    // layer normalisation over the last axis
 	OpExp          // e^x
+	OpEmbedding    // rows of a table picked by indices
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -59,6 +60,7 @@ var opNames = [numOps]string{
 	OpCrossEntropy: "cross_entropy",
 	OpLayerNorm:    "layer_norm",
 	OpExp:          "exp",
+	OpEmbedding:    "embedding",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

@@ -553,6 +553,48 @@ func Dropout(d *vk.Device, groups [3]uint32, s DropoutSpec, p DropoutPush, b Dro
 	return run(d, k, groups, push[:], b.X, b.Out)
 }
 
+// EmbeddingBackwardSpec holds the specialization constants of embedding_backward.comp. A zero field
+// takes the shader's default.
+type EmbeddingBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	DyDT       DType  // DY_DT: constant 1, default 0
+}
+
+// EmbeddingBackwardPush is the push-constant block Push (20 bytes), laid out as the
+// SPIR-V says.
+type EmbeddingBackwardPush struct {
+	I0    uint32 // offset 0
+	I1    uint32 // offset 4
+	Cols  uint32 // offset 8
+	Vocab uint32 // offset 12
+	Acc   uint32 // offset 16
+}
+
+func (p *EmbeddingBackwardPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.I0)
+	binary.LittleEndian.PutUint32(b[4:], p.I1)
+	binary.LittleEndian.PutUint32(b[8:], p.Cols)
+	binary.LittleEndian.PutUint32(b[12:], p.Vocab)
+	binary.LittleEndian.PutUint32(b[16:], p.Acc)
+}
+
+// EmbeddingBackwardBind names the bindings of embedding_backward.comp.
+type EmbeddingBackwardBind struct {
+	Idx *vk.Buffer // binding 0: read
+	Dy  *vk.Buffer // binding 1: read
+	Dw  *vk.Buffer // binding 2: read and written
+}
+
+// EmbeddingBackward records embedding_backward.comp on d over groups workgroups.
+func EmbeddingBackward(d *vk.Device, groups [3]uint32, s EmbeddingBackwardSpec, p EmbeddingBackwardPush, b EmbeddingBackwardBind) error {
+	k := key{op: "embedding_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.DyDT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Idx, b.Dy, b.Dw)
+}
+
 // ExpSpec holds the specialization constants of exp.comp. A zero field
 // takes the shader's default.
 type ExpSpec struct {
@@ -790,6 +832,7 @@ func IndexSelect(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelec
 // takes the shader's default.
 type LayerNormSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	NoBeta     bool   // NO_BETA: constant 1, default 0
 }
 
 // LayerNormPush is the push-constant block Push (12 bytes), laid out as the
@@ -819,6 +862,7 @@ type LayerNormBind struct {
 func LayerNorm(d *vk.Device, groups [3]uint32, s LayerNormSpec, p LayerNormPush, b LayerNormBind) error {
 	k := key{op: "layer_norm"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, b2u(s.NoBeta))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.G, b.B, b.Y, b.Stats)
