@@ -76,7 +76,7 @@ func WriteCurves(path string, runs ...Curve) error {
 	}{{loss, lossLeg}, {scale, scaleLeg}} {
 		col := draw.Crop(dc, vg.Length(i)*half+vg.Inch/8, -(vg.Length(1-i)*half + vg.Inch/8), 0, 0)
 		pl.p.Draw(draw.Crop(col, 0, 0, legendH, -vg.Inch/8))
-		drawLegend(draw.Crop(col, vg.Inch/2, 0, 0, -(h - legendH)), pl.leg)
+		drawLegend(draw.Crop(col, vg.Inch/2, 0, 0, -(h-legendH)), pl.leg)
 	}
 	return writePNG(path, img)
 }
