@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -138,6 +139,7 @@ func lossPlot(runs []Curve) (*plot.Plot, []legendEntry, error) {
 	p.Title.Text = "Loss"
 	p.X.Label.Text = "iteration"
 	p.Y.Label.Text = "cross-entropy (nats)"
+	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
 	var leg []legendEntry
 	span := 0
 	for i, r := range runs {
@@ -188,6 +190,41 @@ func lossPlot(runs []Curve) (*plot.Plot, []legendEntry, error) {
 	return p, leg, nil
 }
 
+// niceTicks labels five to ten round values (1, 2, 2.5 or 5 times a power
+// of ten apart), with minor ticks between, all with as many decimals as
+// the step needs: gonum's default gives a loss falling from 4.2 to 1.8
+// two labels.
+type niceTicks struct{}
+
+// Ticks returns the ticks between lo and hi.
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / 8
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * p
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*p >= raw {
+			step = m * p
+			break
+		}
+	}
+	dec := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	if math.Abs(step/math.Pow(10, -float64(dec))-2.5) < 1e-9 {
+		dec++
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step*2) * step / 2; v <= hi+1e-9*step; v += step / 2 {
+		t := plot.Tick{Value: v}
+		if k := math.Round(v / step * 2); math.Mod(k, 2) == 0 {
+			t.Label = strconv.FormatFloat(v, 'f', dec, 64)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
 // pow2Ticks labels the powers of two of a log axis 2^k, every step-th
 // when there are many.
 type pow2Ticks struct{}
@@ -212,6 +249,7 @@ func scale2Plot(r Curve) (*plot.Plot, []legendEntry, error) {
 	p.Title.Text = "Loss scale (" + r.Name + ")"
 	p.X.Label.Text = "iteration"
 	p.Y.Label.Text = "scale"
+	p.X.Tick.Marker = niceTicks{}
 	if len(r.Scale) == 0 {
 		p.Title.Text = "Loss scale: none (fp32)"
 		return p, nil, nil
