@@ -93,6 +93,7 @@ type optimizerState struct {
 	File     string          `json:"file"`
 	Steps    int             `json:"steps"`
 	Settings json.RawMessage `json:"settings"`
+	Groups   []groupRecord   `json:"groups,omitempty"` // an optimizer made with ParamGroups
 }
 
 func optimizerFile(i int) string { return "optimizer-" + strconv.Itoa(i) + ".safetensors" }
@@ -205,6 +206,7 @@ func saveOptimizer(vdir string, i int, opt Stateful) (s optimizerState, sum stri
 	if s.Steps, err = o.Steps(); err != nil {
 		return s, "", err
 	}
+	s.Groups = o.groupRecords()
 	s.Settings, err = json.Marshal(opt.hyper())
 	return s, sum, err
 }
@@ -455,6 +457,7 @@ type optimizerLoad struct {
 	file     *checkpoint.File
 	settings reflect.Value // a pointer to the new settings
 	steps    int
+	groups   []groupRecord // checked against the optimizer's
 }
 
 // readOptimizer reads and checks an optimizer's state, its file against
@@ -489,7 +492,10 @@ func readOptimizer(vdir string, s optimizerState, sum string, opt Stateful) (opt
 	if err != nil {
 		return optimizerLoad{}, fmt.Errorf("settings: %w", err)
 	}
-	return optimizerLoad{opt: opt, file: f, settings: settings, steps: s.Steps}, nil
+	if err := opt.optimizerBase().checkGroups(s.Groups); err != nil {
+		return optimizerLoad{}, err
+	}
+	return optimizerLoad{opt: opt, file: f, settings: settings, steps: s.Steps, groups: s.Groups}, nil
 }
 
 // apply loads the state into the optimizer, whose lock the caller holds.
@@ -498,6 +504,7 @@ func (l optimizerLoad) apply() error {
 		return err
 	}
 	reflect.ValueOf(l.opt.hyper()).Elem().Set(l.settings.Elem())
+	l.opt.optimizerBase().setGroups(l.groups)
 	return l.opt.optimizerBase().setSteps(l.steps)
 }
 
@@ -507,6 +514,9 @@ func (l optimizerLoad) apply() error {
 func (o *optimizer) fits(hyper any) error {
 	if h, ok := hyper.(*SGDOptions); ok && h.Momentum != 0 && o.moments(0) == nil {
 		return fmt.Errorf("momentum %g, but the optimizer was made without momentum buffers", h.Momentum)
+	}
+	if o.grouped && reflect.ValueOf(hyper).Elem().FieldByName("WeightDecay").Float() != 0 {
+		return errors.New("weight decay in the options of a grouped optimizer")
 	}
 	return nil
 }

@@ -25,15 +25,33 @@ import (
 type optimizer struct {
 	mu            sync.Mutex
 	params        []*Param
-	values, grads []*tensor.Tensor       // per parameter: the tensors the state updates
-	shapes        [][]int                // per parameter: the shape of its moments
-	state         *tensor.OptimizerState // moments, step count and block tables
+	values, grads []*tensor.Tensor // per parameter: the tensors the state updates
+	shapes        [][]int          // per parameter: the shape of its moments
+	parts         []optPart        // the groups of parameters, in order (one unless grouped)
+	grouped       bool             // made from ParamGroups: the parts' settings, not the options', decay
 }
 
+// optPart is one group of an optimizer's parameters, following the
+// previous groups': its moments, step count and block tables, and its
+// settings.
+type optPart struct {
+	n           int // parameters
+	state       *tensor.OptimizerState
+	weightDecay float64 // when grouped
+	lrScale     float64 // the optimizer's LR times this; 1 unless grouped
+}
+
+// newOptimizer returns the state of an optimizer over params, in one group.
 func newOptimizer(params []*Param, moments int) (*optimizer, error) {
 	if len(params) == 0 {
 		return nil, fmt.Errorf("nn: optimizer: no parameters")
 	}
+	return newParts(params, []optPart{{n: len(params), lrScale: 1}}, moments)
+}
+
+// newParts returns the state of an optimizer over params, split into parts
+// (whose n add up to len(params)).
+func newParts(params []*Param, parts []optPart, moments int) (*optimizer, error) {
 	for _, p := range params {
 		if p == nil || p.Value == nil || p.Grad == nil {
 			continue // checkParams says so
@@ -45,15 +63,21 @@ func newOptimizer(params []*Param, moments int) (*optimizer, error) {
 	if err := checkParams("optimizer", params, nil); err != nil {
 		return nil, err
 	}
-	o := &optimizer{params: slices.Clone(params)}
+	o := &optimizer{params: slices.Clone(params), parts: slices.Clone(parts)}
 	for _, p := range params {
 		o.values, o.grads, o.shapes = append(o.values, p.Value), append(o.grads, p.Grad), append(o.shapes, p.Value.Shape())
 	}
-	st, err := tensor.NewOptimizerState(slices.Clone(o.values), slices.Clone(o.grads), moments)
-	if err != nil {
-		return nil, fmt.Errorf("nn: optimizer: %w", err)
+	first := 0
+	for i := range o.parts {
+		pt := &o.parts[i]
+		st, err := tensor.NewOptimizerState(slices.Clone(o.values[first:first+pt.n]), slices.Clone(o.grads[first:first+pt.n]), moments)
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("nn: optimizer: %w", err)
+		}
+		pt.state = st
+		first += pt.n
 	}
-	o.state = st
 	return o, nil
 }
 
@@ -115,11 +139,16 @@ func (o *optimizer) follow(op string) error {
 	if err := checkParams(op, o.params, o.shapes); err != nil {
 		return err
 	}
-	for i, p := range o.params {
-		if p.Value != o.values[i] || p.Grad != o.grads[i] {
-			o.state.SetParam(i, p.Value, p.Grad)
-			o.values[i], o.grads[i] = p.Value, p.Grad
+	first := 0
+	for _, pt := range o.parts {
+		for j := range pt.n {
+			i := first + j
+			if p := o.params[i]; p.Value != o.values[i] || p.Grad != o.grads[i] {
+				pt.state.SetParam(j, p.Value, p.Grad)
+				o.values[i], o.grads[i] = p.Value, p.Grad
+			}
 		}
+		first += pt.n
 	}
 	return nil
 }
@@ -145,12 +174,38 @@ func (o *optimizer) ZeroGrad() error {
 
 // Steps returns the number of steps taken (skipped ones not counted),
 // waiting for the device.
-func (o *optimizer) Steps() (int, error) { return o.state.Steps() }
+// Every group of an optimizer has its own count; they skip together, so
+// they agree.
+func (o *optimizer) Steps() (int, error) { return o.parts[0].state.Steps() }
 
-func (o *optimizer) setSteps(n int) error { return o.state.SetSteps(n) }
+func (o *optimizer) setSteps(n int) error {
+	for _, pt := range o.parts {
+		if err := pt.state.SetSteps(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // moments returns moment m of every parameter, nil where unused.
-func (o *optimizer) moments(m int) []*tensor.Tensor { return o.state.Moments(m) }
+func (o *optimizer) moments(m int) []*tensor.Tensor {
+	var ms []*tensor.Tensor
+	for _, pt := range o.parts {
+		if pm := pt.state.Moments(m); pm != nil {
+			ms = append(ms, pm...)
+		}
+	}
+	return ms
+}
+
+// decay returns the weight decay of part pt, the options' base unless the
+// optimizer is grouped.
+func (o *optimizer) decay(pt optPart, base float64) float64 {
+	if o.grouped {
+		return pt.weightDecay
+	}
+	return base
+}
 
 // check follows replaced parameter tensors and returns the error of found
 // or of a value or gradient, naming the parameter, before a step. found nil
@@ -182,7 +237,9 @@ func (o *optimizer) close() {
 	if o == nil {
 		return // the zero SGD or Adam
 	}
-	o.state.Close()
+	for _, pt := range o.parts {
+		pt.state.Close()
+	}
 }
 
 func checkHyper(name string, v, lo, hi float64, loOpen, hiOpen bool) error {
@@ -272,9 +329,14 @@ func (s *SGD) step(found *tensor.Tensor) error {
 	if err := s.check("sgd", found); err != nil {
 		return err
 	}
-	c := tensor.SGDConfig{LR: float32(s.o.LR), Momentum: float32(s.o.Momentum), Dampening: float32(s.o.Dampening),
-		WeightDecay: float32(s.o.WeightDecay), Nesterov: s.o.Nesterov}
-	return s.state.SGDStep(c, found)
+	for _, pt := range s.parts {
+		c := tensor.SGDConfig{LR: float32(s.o.LR * pt.lrScale), Momentum: float32(s.o.Momentum), Dampening: float32(s.o.Dampening),
+			WeightDecay: float32(s.decay(pt, s.o.WeightDecay)), Nesterov: s.o.Nesterov}
+		if err := pt.state.SGDStep(c, found); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LR returns the learning rate.
@@ -326,6 +388,19 @@ type Adam struct {
 // NewAdam returns an Adam optimizer over params. Zero Beta1, Beta2 and Eps
 // take PyTorch's defaults 0.9, 0.999 and 1e-8.
 func NewAdam(params []*Param, o AdamOptions) (*Adam, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	opt, err := newOptimizer(params, 2)
+	if err != nil {
+		return nil, err
+	}
+	return &Adam{optimizer: opt, o: o}, nil
+}
+
+// defaults gives zero Beta1, Beta2 and Eps PyTorch's defaults, then
+// validates the options.
+func (o *AdamOptions) defaults() error {
 	if o.Beta1 == 0 {
 		o.Beta1 = 0.9
 	}
@@ -335,14 +410,7 @@ func NewAdam(params []*Param, o AdamOptions) (*Adam, error) {
 	if o.Eps == 0 {
 		o.Eps = 1e-8
 	}
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	opt, err := newOptimizer(params, 2)
-	if err != nil {
-		return nil, err
-	}
-	return &Adam{optimizer: opt, o: o}, nil
+	return o.validate()
 }
 
 // Step updates the parameters from their gradients.
@@ -364,9 +432,14 @@ func (a *Adam) step(found *tensor.Tensor) error {
 	if err := a.check("adam", found); err != nil {
 		return err
 	}
-	c := tensor.AdamConfig{LR: float32(a.o.LR), Beta1: float32(a.o.Beta1), Beta2: float32(a.o.Beta2), Eps: float32(a.o.Eps),
-		WeightDecay: float32(a.o.WeightDecay), Decoupled: a.o.Decoupled}
-	return a.state.AdamStep(c, found)
+	for _, pt := range a.parts {
+		c := tensor.AdamConfig{LR: float32(a.o.LR * pt.lrScale), Beta1: float32(a.o.Beta1), Beta2: float32(a.o.Beta2), Eps: float32(a.o.Eps),
+			WeightDecay: float32(a.decay(pt, a.o.WeightDecay)), Decoupled: a.o.Decoupled}
+		if err := pt.state.AdamStep(c, found); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LR returns the learning rate.

@@ -377,6 +377,42 @@ func CastF32F16(d *vk.Device, groups [3]uint32, s CastF32F16Spec, p CastF32F16Pu
 	return run(d, k, groups, push[:], b.Src, b.Dst)
 }
 
+// ClipCoefSpec holds the specialization constants of clip_coef.comp. A zero field
+// takes the shader's default.
+type ClipCoefSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// ClipCoefPush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type ClipCoefPush struct {
+	N       uint32  // offset 0
+	MaxNorm float32 // offset 4
+	Eps     float32 // offset 8
+}
+
+func (p *ClipCoefPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.MaxNorm))
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(p.Eps))
+}
+
+// ClipCoefBind names the bindings of clip_coef.comp.
+type ClipCoefBind struct {
+	Partial *vk.Buffer // binding 0: read
+	Norm    *vk.Buffer // binding 1: written
+	Coef    *vk.Buffer // binding 2: written
+}
+
+// ClipCoef records clip_coef.comp on d over groups workgroups.
+func ClipCoef(d *vk.Device, groups [3]uint32, s ClipCoefSpec, p ClipCoefPush, b ClipCoefBind) error {
+	k := key{op: "clip_coef"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Partial, b.Norm, b.Coef)
+}
+
 // Copy16Spec holds the specialization constants of copy16.comp. A zero field
 // takes the shader's default.
 type Copy16Spec struct {
@@ -788,6 +824,105 @@ func GeluTanhBackward(d *vk.Device, groups [3]uint32, s GeluTanhBackwardSpec, p 
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// GradClampSpec holds the specialization constants of grad_clamp.comp. A zero field
+// takes the shader's default.
+type GradClampSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// GradClampPush is the push-constant block Push (8 bytes), laid out as the
+// SPIR-V says.
+type GradClampPush struct {
+	Nchunks uint32  // offset 0
+	Clip    float32 // offset 4
+}
+
+func (p *GradClampPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.Clip))
+}
+
+// GradClampBind names the bindings of grad_clamp.comp.
+type GradClampBind struct {
+	Data  *vk.Buffer // binding 0: read and written
+	Table *vk.Buffer // binding 1: read
+}
+
+// GradClamp records grad_clamp.comp on d over groups workgroups.
+func GradClamp(d *vk.Device, groups [3]uint32, s GradClampSpec, p GradClampPush, b GradClampBind) error {
+	k := key{op: "grad_clamp"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Data, b.Table)
+}
+
+// GradScaleSpec holds the specialization constants of grad_scale.comp. A zero field
+// takes the shader's default.
+type GradScaleSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// GradScalePush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type GradScalePush struct {
+	Nchunks uint32 // offset 0
+}
+
+func (p *GradScalePush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+}
+
+// GradScaleBind names the bindings of grad_scale.comp.
+type GradScaleBind struct {
+	Data  *vk.Buffer // binding 0: read and written
+	Table *vk.Buffer // binding 1: read
+	Coef  *vk.Buffer // binding 2: read
+}
+
+// GradScale records grad_scale.comp on d over groups workgroups.
+func GradScale(d *vk.Device, groups [3]uint32, s GradScaleSpec, p GradScalePush, b GradScaleBind) error {
+	k := key{op: "grad_scale"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Data, b.Table, b.Coef)
+}
+
+// GradSumsqSpec holds the specialization constants of grad_sumsq.comp. A zero field
+// takes the shader's default.
+type GradSumsqSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// GradSumsqPush is the push-constant block Push (8 bytes), laid out as the
+// SPIR-V says.
+type GradSumsqPush struct {
+	Nchunks uint32 // offset 0
+	Base    uint32 // offset 4
+}
+
+func (p *GradSumsqPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+	binary.LittleEndian.PutUint32(b[4:], p.Base)
+}
+
+// GradSumsqBind names the bindings of grad_sumsq.comp.
+type GradSumsqBind struct {
+	Data    *vk.Buffer // binding 0: read
+	Table   *vk.Buffer // binding 1: read
+	Partial *vk.Buffer // binding 2: written
+}
+
+// GradSumsq records grad_sumsq.comp on d over groups workgroups.
+func GradSumsq(d *vk.Device, groups [3]uint32, s GradSumsqSpec, p GradSumsqPush, b GradSumsqBind) error {
+	k := key{op: "grad_sumsq"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Data, b.Table, b.Partial)
 }
 
 // IndexSelectSpec holds the specialization constants of index_select.comp. A zero field
