@@ -77,6 +77,9 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpDropout: Keep,
 	// embedding runs in the weight's dtype, as PyTorch's (on no list).
 	tensor.OpEmbedding: Keep,
+	// PyTorch's CUDA autocast runs scaled_dot_product_attention in lower
+	// precision; the fused kernels accumulate in fp32.
+	tensor.OpAttention: Lower,
 }
 
 // PolicyOf returns op's policy.

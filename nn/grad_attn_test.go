@@ -3,10 +3,12 @@ package nn_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
@@ -65,7 +67,47 @@ func attnGradCases(t *testing.T, d *vk.Device) []gradCase {
 			host:  func(in [][]float64) []float64 { return hostLayerNorm(in[0], in[1], make([]float64, 6), 6, 1e-5) },
 		},
 	}
+	// Attention: 2 sequences of 5 rows, 2 heads of 4; and one of 9 rows
+	// with one head of 8, as [batch, T, 3C].
+	for _, a := range []struct{ batch, t, heads, hd int }{{2, 5, 2, 4}, {1, 9, 1, 8}} {
+		c := a.heads * a.hd
+		r := ref.Attention{Batch: a.batch, T: a.t, Heads: a.heads, C: c, Scale: float64(float32(1 / math.Sqrt(float64(a.hd))))}
+		shape := []int{a.batch * a.t, 3 * c}
+		if a.batch == 1 {
+			shape = []int{a.batch, a.t, 3 * c}
+		}
+		cases = append(cases, gradCase{
+			name: fmt.Sprintf("scaled_dot_product_attention %v", shape), shapes: [][]int{shape}, k: 4*(a.hd+a.t) + ref.ExpRoundings,
+			lower: true, out16: true,
+			prep:  func(_ int, v []float32) []float32 { return scaled(v, 2) },
+			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.CausalSelfAttention(in[0], a.batch, a.heads) },
+			host: func(in [][]float64) []float64 {
+				y, _ := r.Forward(in[0])
+				return y
+			},
+		})
+	}
 	return cases
+}
+
+// TestAttentionMisuse: qkv columns that are not a multiple of 3*heads are
+// a shape error naming the op.
+func TestAttentionMisuse(t *testing.T) {
+	d := devtest.Open(t)
+	qkv := tParam(t, d, "qkv", tRand(4*18, 1, 1, f32), 4, 18)
+	g := nn.NewGraph(d, nn.Options{})
+	defer g.Release()
+	var se *tensor.ShapeError
+	func() {
+		defer func() {
+			err, ok := recover().(error)
+			if !ok || !errors.As(err, &se) {
+				t.Fatalf("columns 18 over 4 heads: panic %v, want a *tensor.ShapeError", err)
+			}
+			tContains(t, "columns", err.Error(), "CausalAttention", "[4 18]")
+		}()
+		g.CausalSelfAttention(g.Param(qkv), 1, 4)
+	}()
 }
 
 func TestGradientsAttn(t *testing.T) {

@@ -70,6 +70,7 @@ type attrs struct {
 	n              int
 	seed           uint32
 	tanh           bool // GELU's tanh form
+	heads          int  // attention's heads (n is its batch, f its scale)
 }
 
 // Options configure a Graph.

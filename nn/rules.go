@@ -40,6 +40,7 @@ func init() {
 		tensor.OpCrossEntropy: crossEntropyBack,
 		tensor.OpLayerNorm:    layerNormBack,
 		tensor.OpEmbedding:    embeddingBack,
+		tensor.OpAttention:    attentionBack,
 	}
 }
 

@@ -33,6 +33,7 @@ const (
 	OpLayerNorm    // layer normalisation over the last axis
 	OpExp          // e^x
 	OpEmbedding    // rows of a table picked by indices
+	OpAttention    // fused causal self-attention
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -61,6 +62,7 @@ var opNames = [numOps]string{
 	OpLayerNorm:    "layer_norm",
 	OpExp:          "exp",
 	OpEmbedding:    "embedding",
+	OpAttention:    "scaled_dot_product_attention",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

@@ -26,14 +26,14 @@ type Attention struct {
 }
 
 // at returns element (b, t, part, h, d) of qkv: part 0 is q, 1 k, 2 v.
-func (a Attention) at(qkv []float32, b, t, part, h, d int) float64 {
+func (a Attention) at(qkv []float64, b, t, part, h, d int) float64 {
 	hd := a.C / a.Heads
-	return float64(qkv[(b*a.T+t)*3*a.C+part*a.C+h*hd+d])
+	return qkv[(b*a.T+t)*3*a.C+part*a.C+h*hd+d]
 }
 
 // probs returns the attention probabilities of query row t of head h in
 // batch b over keys 0..t, and the row's log-sum-exp.
-func (a Attention) probs(qkv []float32, b, h, t int) ([]float64, float64) {
+func (a Attention) probs(qkv []float64, b, h, t int) ([]float64, float64) {
 	hd := a.C / a.Heads
 	s := make([]float64, t+1)
 	m := math.Inf(-1)
@@ -56,7 +56,7 @@ func (a Attention) probs(qkv []float32, b, h, t int) ([]float64, float64) {
 }
 
 // Forward returns y [batch*t, c] (heads merged) and lse [batch, heads, t].
-func (a Attention) Forward(qkv []float32) (y, lse []float64) {
+func (a Attention) Forward(qkv []float64) (y, lse []float64) {
 	hd := a.C / a.Heads
 	y = make([]float64, a.Batch*a.T*a.C)
 	lse = make([]float64, a.Batch*a.Heads*a.T)
@@ -79,7 +79,7 @@ func (a Attention) Forward(qkv []float32) (y, lse []float64) {
 }
 
 // Backward returns dqkv, qkv's shape, from dy [batch*t, c].
-func (a Attention) Backward(qkv, dy []float32) []float64 {
+func (a Attention) Backward(qkv, dy []float64) []float64 {
 	hd := a.C / a.Heads
 	dq := make([]float64, len(qkv))
 	for b := range a.Batch {
@@ -92,7 +92,7 @@ func (a Attention) Backward(qkv, dy []float32) []float64 {
 				dot := 0.0
 				for j := range p {
 					for d := range hd {
-						dp[j] += float64(dy[row+h*hd+d]) * a.at(qkv, b, j, 2, h, d)
+						dp[j] += dy[row+h*hd+d] * a.at(qkv, b, j, 2, h, d)
 					}
 					dot += p[j] * dp[j]
 				}
@@ -101,9 +101,9 @@ func (a Attention) Backward(qkv, dy []float32) []float64 {
 					for d := range hd {
 						qi := (b*a.T+t)*3*a.C + h*hd + d
 						ki := (b*a.T+j)*3*a.C + a.C + h*hd + d
-						dq[qi] += ds * float64(qkv[ki])
-						dq[ki] += ds * float64(qkv[qi])
-						dq[ki+a.C] += pj * float64(dy[row+h*hd+d])
+						dq[qi] += ds * qkv[ki]
+						dq[ki] += ds * qkv[qi]
+						dq[ki+a.C] += pj * dy[row+h*hd+d]
 					}
 				}
 			}

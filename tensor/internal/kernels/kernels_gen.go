@@ -178,6 +178,101 @@ func AddBias(d *vk.Device, groups [3]uint32, s AddBiasSpec, p AddBiasPush, b Add
 	return run(d, k, groups, push[:], b.X, b.Bias, b.D)
 }
 
+// AttentionBwdDkvSpec holds the specialization constants of attention_bwd_dkv.comp. A zero field
+// takes the shader's default.
+type AttentionBwdDkvSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	QkvDT      DType  // QKV_DT: constant 1, default 0
+}
+
+// AttentionPush is the push-constant block AttentionPush (20 bytes), laid out as the
+// SPIR-V says.
+type AttentionPush struct {
+	T     uint32  // offset 0
+	Heads uint32  // offset 4
+	Hd    uint32  // offset 8
+	Bh    uint32  // offset 12
+	Scale float32 // offset 16
+}
+
+func (p *AttentionPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.T)
+	binary.LittleEndian.PutUint32(b[4:], p.Heads)
+	binary.LittleEndian.PutUint32(b[8:], p.Hd)
+	binary.LittleEndian.PutUint32(b[12:], p.Bh)
+	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(p.Scale))
+}
+
+// AttentionBwdDkvBind names the bindings of attention_bwd_dkv.comp.
+type AttentionBwdDkvBind struct {
+	Qkv  *vk.Buffer // binding 0: read
+	Dy   *vk.Buffer // binding 1: read
+	Lse  *vk.Buffer // binding 2: read
+	Dd   *vk.Buffer // binding 3: read
+	Dqkv *vk.Buffer // binding 4: written
+}
+
+// AttentionBwdDkv records attention_bwd_dkv.comp on d over groups workgroups.
+func AttentionBwdDkv(d *vk.Device, groups [3]uint32, s AttentionBwdDkvSpec, p AttentionPush, b AttentionBwdDkvBind) error {
+	k := key{op: "attention_bwd_dkv"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.QkvDT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Qkv, b.Dy, b.Lse, b.Dd, b.Dqkv)
+}
+
+// AttentionBwdDqSpec holds the specialization constants of attention_bwd_dq.comp. A zero field
+// takes the shader's default.
+type AttentionBwdDqSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	QkvDT      DType  // QKV_DT: constant 1, default 0
+}
+
+// AttentionBwdDqBind names the bindings of attention_bwd_dq.comp.
+type AttentionBwdDqBind struct {
+	Qkv  *vk.Buffer // binding 0: read
+	Y    *vk.Buffer // binding 1: read
+	Dy   *vk.Buffer // binding 2: read
+	Lse  *vk.Buffer // binding 3: read
+	Dqkv *vk.Buffer // binding 4: written
+	Dd   *vk.Buffer // binding 5: written
+}
+
+// AttentionBwdDq records attention_bwd_dq.comp on d over groups workgroups.
+func AttentionBwdDq(d *vk.Device, groups [3]uint32, s AttentionBwdDqSpec, p AttentionPush, b AttentionBwdDqBind) error {
+	k := key{op: "attention_bwd_dq"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.QkvDT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Qkv, b.Y, b.Dy, b.Lse, b.Dqkv, b.Dd)
+}
+
+// AttentionFwdSpec holds the specialization constants of attention_fwd.comp. A zero field
+// takes the shader's default.
+type AttentionFwdSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	QkvDT      DType  // QKV_DT: constant 1, default 0
+}
+
+// AttentionFwdBind names the bindings of attention_fwd.comp.
+type AttentionFwdBind struct {
+	Qkv *vk.Buffer // binding 0: read
+	Y   *vk.Buffer // binding 1: written
+	Lse *vk.Buffer // binding 2: written
+}
+
+// AttentionFwd records attention_fwd.comp on d over groups workgroups.
+func AttentionFwd(d *vk.Device, groups [3]uint32, s AttentionFwdSpec, p AttentionPush, b AttentionFwdBind) error {
+	k := key{op: "attention_fwd"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.QkvDT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Qkv, b.Y, b.Lse)
+}
+
 // AxpySpec holds the specialization constants of axpy.comp. A zero field
 // takes the shader's default.
 type AxpySpec struct {
