@@ -219,7 +219,9 @@ func TestGradientFiniteDifferences(t *testing.T) {
 	}
 	loss(true)
 	rng := rand.New(rand.NewPCG(5, 5))
-	const h = 1e-2
+	const h = 1e-3 // the embeddings are ~0.02 and LayerNorm divides by their spread
+	worst := 0.0
+	defer func() { t.Logf("largest difference %.2e", worst) }()
 	for _, p := range m.Parameters() {
 		grad, err := p.Grad.Float32s()
 		if err != nil {
@@ -245,7 +247,8 @@ func TestGradientFiniteDifferences(t *testing.T) {
 				diff[k] = loss(false)
 			}
 			fd := (diff[0] - diff[1]) / (2 * h)
-			if g := float64(grad[i]); math.Abs(fd-g) > 2e-3+3e-2*math.Abs(g) {
+			worst = max(worst, math.Abs(fd-float64(grad[i])))
+			if g := float64(grad[i]); math.Abs(fd-g) > 1e-3+2e-2*math.Abs(g) {
 				t.Errorf("%s[%d]: gradient %.6f, central difference %.6f", p.Name, i, g, fd)
 			}
 		}
