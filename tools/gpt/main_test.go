@@ -23,7 +23,7 @@ import (
 func tiny() config {
 	r := recipes["cpu"]
 	r.layers, r.heads, r.dim, r.block, r.batch = 2, 2, 32, 16, 4
-	r.iters, r.evalEvery, r.evalIters = 30, 10, 4
+	r.iters, r.evalEvery, r.evalIters = 30, 10, 2
 	r.lr, r.minLR, r.warmup = 1e-2, 1e-3, 5
 	return config{recipe: r, data: "../../testdata/tinyshakespeare/input.txt", recipeName: "cpu", precision: "f16",
 		seed: 1337, temperature: 0.8, topK: 200, prompt: "\n"}
@@ -124,9 +124,10 @@ func TestJSONLossFalls(t *testing.T) {
 }
 
 // TestFP16AgainstFP32: the same run in fp16 AMP and in fp32 (same weights,
-// batches and schedule) ends within 0.05 in validation loss: fp16 rounds
-// the matrix products' inputs (2^-11 relative), which moves a 30-step run
-// by a few thousandths on the runs measured.
+// batches and schedule) ends within 0.1 in loss. fp16 rounds the matrix
+// products' and attention's inputs (2^-11 relative), and 30 steps at lr
+// 1e-2 amplify that: measured 0.025 on lavapipe, 0.007 on SwiftShader (at
+// a loss of 3.35, 0.8 below the start).
 func TestFP16AgainstFP32(t *testing.T) {
 	devtest.Open(t)
 	c := tiny()
@@ -135,33 +136,33 @@ func TestFP16AgainstFP32(t *testing.T) {
 	fp32, _ := runJSON(t, c)
 	a, f := amp[len(amp)-1], fp32[len(fp32)-1]
 	t.Logf("final val loss: fp16 AMP %.4f, fp32 %.4f; train loss %.4f, %.4f", a["val_loss"], f["val_loss"], a["train_loss"], f["train_loss"])
-	if math.Abs(a["val_loss"]-f["val_loss"]) > 0.05 || math.Abs(a["train_loss"]-f["train_loss"]) > 0.05 {
-		t.Errorf("fp16 AMP %v and fp32 %v differ by more than 0.05", a, f)
+	if math.Abs(a["val_loss"]-f["val_loss"]) > 0.1 || math.Abs(a["train_loss"]-f["train_loss"]) > 0.1 {
+		t.Errorf("fp16 AMP %v and fp32 %v differ by more than 0.1", a, f)
 	}
 	if f["scale"] != 1 {
 		t.Errorf("fp32 scale %v, want 1", f["scale"])
 	}
 }
 
-// TestResumeBitExact: a run stopped at iteration 15 (as by Ctrl-C, between
-// evaluations, with dropout on) and resumed ends with the same weights,
-// optimizer moments, loss scale and history, bit for bit, as the run that
-// was never stopped.
+// TestResumeBitExact: a run of 20 iterations stopped at iteration 7 (as
+// by Ctrl-C, between evaluations, with dropout on) and resumed ends with
+// the same weights, optimizer moments, loss scale and history, bit for
+// bit, as the run that was never stopped.
 func TestResumeBitExact(t *testing.T) {
 	devtest.Open(t)
 	dir := t.TempDir()
 	c := tiny()
-	c.dropout = 0.1
+	c.dropout, c.iters = 0.1, 20
 	c.checkpoint = filepath.Join(dir, "straight")
 	if err := run(context.Background(), c, io.Discard, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	c.checkpoint, c.stopAt = filepath.Join(dir, "stopped"), 15
+	c.checkpoint, c.stopAt = filepath.Join(dir, "stopped"), 7
 	var log bytes.Buffer
 	if err := run(context.Background(), c, &log, &log, io.Discard); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the stopped run returned %v, want context.Canceled\n%s", err, log.String())
 	}
-	if !strings.Contains(log.String(), "at iteration 15: continue with -resume") {
+	if !strings.Contains(log.String(), "at iteration 7: continue with -resume") {
 		t.Errorf("the stopped run did not say where it stopped:\n%s", log.String())
 	}
 	c.stopAt, c.resume = 0, true
@@ -169,7 +170,7 @@ func TestResumeBitExact(t *testing.T) {
 	if err := run(context.Background(), c, &log, &log, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(log.String(), "resumed from") || !strings.Contains(log.String(), "iteration 15") {
+	if !strings.Contains(log.String(), "resumed from") || !strings.Contains(log.String(), "iteration 7") {
 		t.Errorf("the resumed run's log:\n%s", log.String())
 	}
 	for _, f := range []string{"model.safetensors", "optimizer-0.safetensors"} {
