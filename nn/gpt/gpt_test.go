@@ -321,11 +321,13 @@ func TestMisuse(t *testing.T) {
 	g := nn.NewGraph(d, nn.Options{})
 	defer g.Release()
 	for name, fn := range map[string]func(){
-		"dim not a multiple of heads": func() { gpt.New(d, gpt.Config{Vocab: 5, BlockSize: 4, Layers: 1, Heads: 3, Dim: 8}, rand.New(rand.NewPCG(1, 1))) },
-		"no layers":                   func() { gpt.New(d, gpt.Config{Vocab: 5, BlockSize: 4, Heads: 2, Dim: 8}, rand.New(rand.NewPCG(1, 1))) },
-		"seq over the block size":     func() { m.Forward(g, long, 2) },
-		"rows not a multiple":         func() { m.Forward(g, idx, 3) },
-		"float ids":                   func() { m.Forward(g, f, 2) },
+		"dim not a multiple of heads": func() {
+			gpt.New(d, gpt.Config{Vocab: 5, BlockSize: 4, Layers: 1, Heads: 3, Dim: 8}, rand.New(rand.NewPCG(1, 1)))
+		},
+		"no layers":               func() { gpt.New(d, gpt.Config{Vocab: 5, BlockSize: 4, Heads: 2, Dim: 8}, rand.New(rand.NewPCG(1, 1))) },
+		"seq over the block size": func() { m.Forward(g, long, 2) },
+		"rows not a multiple":     func() { m.Forward(g, idx, 3) },
+		"float ids":               func() { m.Forward(g, f, 2) },
 	} {
 		func() {
 			defer func() {
