@@ -305,9 +305,15 @@ func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
 		}
 		desc := fmt.Sprintf("iter %d", t.iter)
 		if n := len(t.hist.Loss); n > 0 {
-			desc += fmt.Sprintf("  loss %.4f (iter %d)", t.hist.Loss[n-1], t.hist.Iter[n-1])
+			last := t.hist.Iter[n-1]
+			desc += fmt.Sprintf("  loss %.4f (iter %d)", t.hist.Loss[n-1], last)
+			// The rate of the iterations known finished (their loss was
+			// read): the host records a few ahead of the device.
+			if done := last + 1 - since; done > 0 {
+				desc += fmt.Sprintf("  %.0f tokens/s", tokens*float64(done)/(trainTime+time.Since(start)).Seconds())
+			}
 		}
-		bar.Describe(desc + fmt.Sprintf("  %.0f tokens/s", tokens*float64(t.iter-since)/(trainTime+time.Since(start)).Seconds()))
+		bar.Describe(desc)
 		bar.Add(1)
 	}
 }
