@@ -316,8 +316,9 @@ func (s Sequential) Parameters() []*Param {
 	return ps
 }
 
-// Close releases every parameter of m.
-func Close(m Module) error {
+// Close releases every parameter of m, a Module or any layer with
+// parameters (a Block, whose Forward also takes the batch).
+func Close(m interface{ Parameters() []*Param }) error {
 	for _, p := range m.Parameters() {
 		p.Close()
 	}
