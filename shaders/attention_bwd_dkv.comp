@@ -17,6 +17,8 @@ DEFINE_LD4(ld_dy, dy)
 
 shared vec4 sq[BK * HD4_MAX];
 shared vec4 sg[BK * HD4_MAX];
+shared float slse[BK];
+shared float sdd[BK];
 
 void main() {
     uint lid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
@@ -42,6 +44,11 @@ void main() {
                 sq[j * HD4_MAX + d4] = ld_qkv(r * C3 + col, 4u * d4);
                 sg[j * HD4_MAX + d4] = ld_dy(r * C + col, 4u * d4);
             }
+            if (lid < BK) {
+                uint li = bh * p.T + min(t0 + lid, p.T - 1u);
+                slse[lid] = lse[li];
+                sdd[lid] = dd[li];
+            }
             barrier();
             float sc[BK], dp[BK];
             [[unroll]] for (uint j = 0u; j < BK; j++) {
@@ -58,9 +65,8 @@ void main() {
             float ds[BK];
             [[unroll]] for (uint j = 0u; j < BK; j++) {
                 uint tj = t0 + j;
-                uint li = bh * p.T + min(tj, p.T - 1u);
-                sc[j] = tj >= ks && tj < p.T ? exp(sc[j] - lse[li]) : 0.0; // P
-                ds[j] = sc[j] * (dp[j] - dd[li]);
+                sc[j] = tj >= ks && tj < p.T ? exp(sc[j] - slse[j]) : 0.0; // P
+                ds[j] = sc[j] * (dp[j] - sdd[j]);
             }
             for (uint d4 = 0u; d4 < hd4; d4++) {
                 vec4 a = dv[d4], b = dk[d4];

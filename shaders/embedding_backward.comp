@@ -2,11 +2,13 @@
 // embedding_backward sums the rows of dy [n, cols] into dw [vocab, cols] by
 // int32 indices: dw[v, c] (+)= sum over i in [i0, i1) with idx[i] == v of
 // dy[i, c], in fp32. Deterministic: no atomics; each output element has one
-// writer, which visits the indices in order (the runtime splits long index
-// lists into dispatches run in order, the later ones adding with ACC). A
-// workgroup covers columns of one vocabulary row, so the index test is the
-// same for all its invocations: rows that do not match cost a uniform branch.
-// An index outside [0, vocab) matches no row.
+// writer, which adds the matching rows in index order (the runtime splits
+// long index lists into dispatches run in order, the later ones adding with
+// acc). A workgroup covers columns of one vocabulary row; it tests the
+// indices a chunk at a time, one per invocation, and its first invocation
+// lists the chunk's matches in order in shared memory, so only matching rows
+// cost the column loop (testing every index in every invocation made the
+// cost vocab * n * cols). An index outside [0, vocab) matches no row.
 #include "common.glsl"
 #include "dtype.glsl"
 
@@ -17,19 +19,42 @@ layout(set = 0, binding = 0) readonly buffer Idx { uint idx[]; };
 layout(set = 0, binding = 1) readonly buffer DY { uint dy[]; };
 layout(set = 0, binding = 2) buffer DW { float dw[]; };
 
+// The largest workgroup the runtime uses (kernels.LocalSize's cap).
+#define MAX_WG 256u
+shared bool hit[MAX_WG];
+shared uint list[MAX_WG];
+shared uint count;
+
 float dy_at(uint e) {
     if (DY_DT == DT_F32) return uintBitsToFloat(dy[e]);
     return half_to_f32(dy[e >> 1] >> ((e & 1u) * 16u), DY_DT);
 }
 
 void main() {
+    uint lid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
     uint c = gl_GlobalInvocationID.x;
-    if (c >= p.cols) return;
+    bool live = c < p.cols;
     for (uint v = gl_WorkGroupID.y; v < p.vocab; v += gl_NumWorkGroups.y) {
-        float s = p.acc != 0u ? dw[v * p.cols + c] : 0.0;
-        for (uint i = p.i0; i < p.i1; i++) {
-            if (idx[i] == v) s += dy_at(i * p.cols + c);
+        float s = live && p.acc != 0u ? dw[v * p.cols + c] : 0.0;
+        for (uint b = p.i0; b < p.i1; b += wg) {
+            barrier(); // the last chunk's list is consumed
+            hit[lid] = b + lid < p.i1 && idx[b + lid] == v;
+            barrier();
+            if (lid == 0u) {
+                uint k = 0u;
+                for (uint j = 0u; j < wg; j++) {
+                    if (hit[j]) {
+                        list[k] = b + j;
+                        k++;
+                    }
+                }
+                count = k;
+            }
+            barrier();
+            if (live) {
+                for (uint k = 0u; k < count; k++) s += dy_at(list[k] * p.cols + c);
+            }
         }
-        dw[v * p.cols + c] = s;
+        if (live) dw[v * p.cols + c] = s;
     }
 }

@@ -10,7 +10,8 @@ import (
 
 // attnMaxHead is the largest head size the attention kernels stage through
 // shared memory: two blocks of 16 rows of 128 fp32 values fill the 16 KiB
-// every Vulkan device has (HD4_MAX vec4s in shaders/include/attention.glsl).
+// every Vulkan device has (HD4_MAX vec4s in shaders/include/attention.glsl;
+// the lse and D rows of a block take 128 bytes more in attention_bwd_dkv).
 const attnMaxHead = 128
 
 // attnBlock is the kernels' BK: rows staged per step.
@@ -49,7 +50,7 @@ func CausalAttention(qkv *Tensor, batch, heads int, scale float32) (y, lse *Tens
 	if a.loops(y, op) {
 		recordInto(op, func() error {
 			return kernels.AttentionFwd(qkv.dev, a.groups(),
-				kernels.AttentionFwdSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code()}, a.push(scale),
+				kernels.AttentionFwdSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code(), Hd4Max: a.hd4cap}, a.push(scale),
 				kernels.AttentionFwdBind{Qkv: qkv.buf, Y: y.buf, Lse: lse.buf})
 		}, y, lse)
 	} else if lse.err == nil {
@@ -92,12 +93,12 @@ func CausalAttentionBackward(qkv, y, lse, dy *Tensor, batch, heads int, scale fl
 	push := a.push(scale)
 	recordInto(op, func() error {
 		return kernels.AttentionBwdDq(qkv.dev, a.groups(),
-			kernels.AttentionBwdDqSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code()}, push,
+			kernels.AttentionBwdDqSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code(), Hd4Max: a.hd4cap}, push,
 			kernels.AttentionBwdDqBind{Qkv: qkv.buf, Y: y.buf, Dy: dy.buf, Lse: lse.buf, Dqkv: dqkv.buf, Dd: dd.buf})
 	}, dqkv, dd)
 	recordInto(op, func() error {
 		return kernels.AttentionBwdDkv(qkv.dev, a.groups(),
-			kernels.AttentionBwdDkvSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code()}, push,
+			kernels.AttentionBwdDkvSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code(), Hd4Max: a.hd4cap}, push,
 			kernels.AttentionBwdDkvBind{Qkv: qkv.buf, Dy: dy.buf, Lse: lse.buf, Dd: dd.buf, Dqkv: dqkv.buf})
 	}, dqkv)
 	return dqkv
@@ -107,6 +108,7 @@ func CausalAttentionBackward(qkv, y, lse, dy *Tensor, batch, heads int, scale fl
 type attnDims struct {
 	batch, heads, t, c, hd int
 	local                  uint32 // rows per workgroup
+	hd4cap                 uint32 // vec4s of the kernels' row arrays: hd/4 up to a power of two, at least 8
 	dev                    *vk.Device
 }
 
@@ -142,6 +144,10 @@ func attnCheck(op string, qkv *Tensor, batch, heads int) attnDims {
 	// Rows per workgroup: a multiple of the staged block. One size for
 	// every problem, so one pipeline per kernel and dtype.
 	a.local = attnRows
+	a.hd4cap = 8 // head sizes up to 32 share one pipeline
+	for int(a.hd4cap)*4 < a.hd {
+		a.hd4cap *= 2
+	}
 	return a
 }
 

@@ -1,9 +1,13 @@
+//go:build unix
+
 package tensor_test
 
 import (
 	"fmt"
 	"math"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/tensor"
@@ -29,11 +33,69 @@ func BenchmarkCausalAttention(b *testing.B) {
 				lse.Release()
 				dq.Release()
 			}
+			fwd := func() {
+				y, lse := tensor.CausalAttention(qkv, c.batch, c.heads, scale)
+				if _, err := lse.Float32s(); err != nil {
+					b.Fatal(err)
+				}
+				y.Release()
+				lse.Release()
+			}
 			step() // compile the pipelines
-			b.ResetTimer()
-			for range b.N {
-				step()
+			b.Run("forward", func(b *testing.B) {
+				defer cpuPerOp(b)()
+				for range b.N {
+					fwd()
+				}
+			})
+			b.Run("forward+backward", func(b *testing.B) {
+				defer cpuPerOp(b)()
+				for range b.N {
+					step()
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkEmbeddingBackward times the table gradient at the same sizes
+// (65 characters), with fp32 dy.
+func BenchmarkEmbeddingBackward(b *testing.B) {
+	d := devtest.Open(b)
+	for _, c := range []struct{ n, c int }{{12 * 64, 128}, {64 * 256, 384}} {
+		b.Run(fmt.Sprintf("N%d_C%d", c.n, c.c), func(b *testing.B) {
+			idx := make([]int32, c.n)
+			for i := range idx {
+				idx[i] = int32(i * 7 % 65)
+			}
+			ix := castKeep(b, tensor.FromInt32(d, idx, c.n))
+			dy, _ := opRand(b, d, 3, 1, tensor.Float32, c.n, c.c)
+			for i := range b.N + 1 {
+				if i == 1 {
+					b.ResetTimer() // the first compiled the pipeline
+					defer cpuPerOp(b)()
+				}
+				dw := tensor.EmbeddingBackward(ix, dy, 65)
+				if _, err := dw.Float32s(); err != nil {
+					b.Fatal(err)
+				}
+				dw.Release()
 			}
 		})
 	}
+}
+
+// cpuPerOp reports the process's CPU time per op (user and system, all
+// threads: lavapipe's included) when the returned func runs: on a shared
+// machine it says more than the wall time.
+func cpuPerOp(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() { b.ReportMetric(float64((cpu()-start).Microseconds())/float64(b.N), "cpu-µs/op") }
 }

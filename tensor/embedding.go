@@ -28,9 +28,10 @@ func Embedding(w, idx *Tensor) *Tensor {
 
 // embeddingChunk is the most indices one embedding_backward dispatch visits
 // per vocabulary row: lavapipe ends a kernel invocation's loops after 65535
-// iterations (see ErrLoopLimit), so longer index lists take several
+// iterations (see ErrLoopLimit), and the invocation that lists a chunk's
+// matches loops about twice per index, so longer index lists take several
 // dispatches, each adding to the last.
-const embeddingChunk = 32768
+const embeddingChunk = 16384
 
 // EmbeddingBackward returns the gradient of Embedding's weight [vocab, C]
 // from idx (Int32, any shape [...]) and dy [..., C], the gradient of its
@@ -42,8 +43,9 @@ const embeddingChunk = 32768
 // floating idx or an Int32 dy with a *DTypeError, a vocab below 1 with a
 // *UsageError.
 //
-// Each vocabulary row visits every index once, so the cost grows as
-// vocab * len(idx): small for a character vocabulary, slow for tens of
+// Each vocabulary row tests every index (a workgroup tests a chunk at a
+// time), so besides the len(idx) * C additions the cost grows as
+// vocab * len(idx) / 64: small for a character vocabulary, slow for tens of
 // thousands of rows.
 func EmbeddingBackward(idx, dy *Tensor, vocab int) *Tensor {
 	const op = "EmbeddingBackward"
@@ -67,7 +69,8 @@ func EmbeddingBackward(idx, dy *Tensor, vocab int) *Tensor {
 	if n == 0 || cols == 0 {
 		return Fill(out, 0)
 	}
-	local := rowLocal(idx.dev, cols)
+	// At least 64 invocations: they test 64 indices at a time.
+	local := max(rowLocal(idx.dev, cols), min(64, kernels.LocalSize(idx.dev)))
 	gy := min(vocab, 65535)
 	groups := [3]uint32{uint32((cols + int(local) - 1) / int(local)), uint32(gy), 1}
 	chunk := max(1, embeddingChunk/((vocab+gy-1)/gy))

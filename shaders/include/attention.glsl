@@ -6,14 +6,14 @@
 // half of word e>>1, low half first); 16-bit dtypes need an even hd, so a
 // head's slice of a row is whole words and every word has one writer. Math
 // is fp32, on vec4s of the head axis (zero past hd), hd at most 4*HD4_MAX.
+// Rows of lse and D that a block needs are staged in shared memory too.
 //
 // Each invocation owns one row (a query row, or a key row for dk and dv) of
 // one (batch, head); a workgroup covers consecutive rows of one (batch,
 // head) and stages the other side's rows through shared memory in blocks of
 // BK rows, so each staged element is read once per workgroup. The head
-// size is a push constant, not a specialization constant: one pipeline per
-// dtype (CPU drivers take long to compile each, more so with loops
-// unrolled over the head).
+// size is a push constant, so that no loop over the head is unrolled
+// (lavapipe took minutes to compile the kernels with a constant head size).
 #ifndef VKAMP_ATTENTION_GLSL
 #define VKAMP_ATTENTION_GLSL
 
@@ -23,9 +23,14 @@
 #include "dtype.glsl"
 
 layout(constant_id = 1) const uint QKV_DT = DT_F32;
+// HD4_MAX is the capacity of the per-row arrays and staged rows, in vec4s:
+// the runtime passes the head size's vec4 count rounded up to a power of
+// two. Arrays sized to the head, not to the largest head, keep a CPU
+// driver's per-invocation scratch in cache (lavapipe's dk/dv kernel ran
+// six times slower with room for 128).
+layout(constant_id = 2) const uint HD4_MAX = 32;
 
 #define BK 16u
-#define HD4_MAX 32u
 
 layout(push_constant) uniform AttentionPush {
     uint T;     // sequence length

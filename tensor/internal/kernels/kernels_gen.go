@@ -183,6 +183,7 @@ func AddBias(d *vk.Device, groups [3]uint32, s AddBiasSpec, p AddBiasPush, b Add
 type AttentionBwdDkvSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	QkvDT      DType  // QKV_DT: constant 1, default 0
+	Hd4Max     uint32 // HD4_MAX: constant 2, default 32
 }
 
 // AttentionPush is the push-constant block AttentionPush (20 bytes), laid out as the
@@ -217,6 +218,7 @@ func AttentionBwdDkv(d *vk.Device, groups [3]uint32, s AttentionBwdDkvSpec, p At
 	k := key{op: "attention_bwd_dkv"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.QkvDT))
+	k.put(2, uint32(s.Hd4Max))
 	var push [20]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Qkv, b.Dy, b.Lse, b.Dd, b.Dqkv)
@@ -227,6 +229,7 @@ func AttentionBwdDkv(d *vk.Device, groups [3]uint32, s AttentionBwdDkvSpec, p At
 type AttentionBwdDqSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	QkvDT      DType  // QKV_DT: constant 1, default 0
+	Hd4Max     uint32 // HD4_MAX: constant 2, default 32
 }
 
 // AttentionBwdDqBind names the bindings of attention_bwd_dq.comp.
@@ -244,6 +247,7 @@ func AttentionBwdDq(d *vk.Device, groups [3]uint32, s AttentionBwdDqSpec, p Atte
 	k := key{op: "attention_bwd_dq"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.QkvDT))
+	k.put(2, uint32(s.Hd4Max))
 	var push [20]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Qkv, b.Y, b.Dy, b.Lse, b.Dqkv, b.Dd)
@@ -254,6 +258,7 @@ func AttentionBwdDq(d *vk.Device, groups [3]uint32, s AttentionBwdDqSpec, p Atte
 type AttentionFwdSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	QkvDT      DType  // QKV_DT: constant 1, default 0
+	Hd4Max     uint32 // HD4_MAX: constant 2, default 32
 }
 
 // AttentionFwdBind names the bindings of attention_fwd.comp.
@@ -268,6 +273,7 @@ func AttentionFwd(d *vk.Device, groups [3]uint32, s AttentionFwdSpec, p Attentio
 	k := key{op: "attention_fwd"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.QkvDT))
+	k.put(2, uint32(s.Hd4Max))
 	var push [20]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Qkv, b.Y, b.Lse)
