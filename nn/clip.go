@@ -22,7 +22,8 @@ const clipEps = 1e-6
 // the total norm before clipping as a Float32 [1] tensor on the device,
 // which the caller releases, for logs (reading it waits). A NaN or infinite
 // norm leaves the gradients non-finite, as in PyTorch. maxNorm must be
-// positive (+inf clips nothing). Frozen parameters are left out. The
+// positive (+inf clips nothing). Frozen parameters are left out (all
+// frozen: a norm of 0). The
 // gradients must be float32, none shared (the optimizers' rule).
 func ClipGradNorm(params []*Param, maxNorm float64) (*tensor.Tensor, error) {
 	if math.IsNaN(maxNorm) || maxNorm <= 0 || maxNorm < math.SmallestNonzeroFloat32 {
@@ -31,6 +32,9 @@ func ClipGradNorm(params []*Param, maxNorm float64) (*tensor.Tensor, error) {
 	grads, err := clipGrads("ClipGradNorm", params)
 	if err != nil {
 		return nil, err
+	}
+	if len(grads) == 0 { // all frozen: PyTorch's norm of no gradients
+		return tensor.Zeros(params[0].Value.Device(), tensor.Float32, 1), nil
 	}
 	var tab tensor.BlockTable
 	defer tab.Close() // the device keeps the tables until the clip has run
@@ -51,7 +55,7 @@ func ClipGradValue(params []*Param, clip float64) error {
 		return fmt.Errorf("nn: ClipGradValue: invalid clip %g: want a value >= 0", clip)
 	}
 	grads, err := clipGrads("ClipGradValue", params)
-	if err != nil {
+	if err != nil || len(grads) == 0 {
 		return err
 	}
 	var tab tensor.BlockTable
@@ -73,6 +77,9 @@ func clipGrads(op string, params []*Param) ([]*tensor.Tensor, error) {
 	}
 	var grads []*tensor.Tensor
 	for _, p := range params {
+		if p.Frozen {
+			continue
+		}
 		if err := p.Grad.Err(); err != nil {
 			return nil, fmt.Errorf("nn: %s: gradient of %s: %w", op, p.Name, err)
 		}

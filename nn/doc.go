@@ -18,6 +18,16 @@
 // JSON, as versions of a directory switched atomically: a crash never leaves
 // a torn checkpoint, and a failed save leaves the directory as it was.
 //
+// The training utilities of a GPT recipe: parameter groups
+// (NewAdamGroups, and DecayGroups for AdamW's decay on matrices only),
+// gradient clipping on the device (ClipGradNorm, ClipGradValue: after
+// scaler.Unscale, before scaler.Step), learning-rate schedules as functions
+// of the iteration (CosineWithWarmup, StepLR, LinearWarmup), initialisers
+// with PyTorch's conventions (InitNormal, InitKaimingUniform,
+// InitXavierNormal, ...), freezing (Param.Frozen, Freeze) and train/eval
+// mode over nested modules (Train, Eval). loss.Backward(),
+// loss.Scaled(sc).Backward() and loss.Item() are PyTorch's one-liners.
+//
 // Layer constructors panic with a *tensor.UsageError naming the layer for
 // sizes below 1 (misuse). A parameter the device cannot hold (out of
 // memory, or over its maxStorageBufferRange) carries the error: Param.Err

@@ -178,7 +178,7 @@ func (g *Graph) Input(t *tensor.Tensor) *Var {
 // Param returns a var for a parameter: its gradient accumulates into p.Grad.
 func (g *Graph) Param(p *Param) *Var {
 	defer g.use("Param").done()
-	return &Var{g: g, t: p.Value, param: p, needsGrad: !g.noGrad}
+	return &Var{g: g, t: p.Value, param: p, needsGrad: !g.noGrad && !p.Frozen}
 }
 
 // keep tracks a tensor the graph made.

@@ -223,3 +223,15 @@ func (o *optimizer) setGroups(rs []groupRecord) {
 		o.parts[i].weightDecay, o.parts[i].lrScale = pt.weightDecay, pt.lrScale
 	}
 }
+
+// syncFrozen leaves the frozen parameters out of the next step. The caller
+// holds the lock.
+func (o *optimizer) syncFrozen() {
+	first := 0
+	for _, pt := range o.parts {
+		for j, p := range o.params[first : first+pt.n] {
+			pt.state.SetFrozen(j, p.Frozen)
+		}
+		first += pt.n
+	}
+}

@@ -153,11 +153,14 @@ func (o *optimizer) follow(op string) error {
 	return nil
 }
 
-// Gradients returns the parameters' gradients, for the gradient scaler.
+// Gradients returns the parameters' gradients, for the gradient scaler:
+// nil for a frozen parameter, which the scaler skips.
 func (o *optimizer) Gradients() []*tensor.Tensor {
 	gs := make([]*tensor.Tensor, len(o.params))
 	for i, p := range o.params {
-		gs[i] = p.Grad
+		if !p.Frozen {
+			gs[i] = p.Grad
+		}
 	}
 	return gs
 }
@@ -214,6 +217,7 @@ func (o *optimizer) check(op string, found *tensor.Tensor) error {
 	if err := o.follow(op); err != nil {
 		return err
 	}
+	o.syncFrozen()
 	if found != nil {
 		if found.Len() != 1 || found.DType() != tensor.Float32 {
 			panic(&tensor.ShapeError{Op: op, A: found.Shape(), B: []int{1}, Msg: "found must be one float32"})

@@ -19,6 +19,11 @@ type Param struct {
 	Name  string
 	Value *tensor.Tensor
 	Grad  *tensor.Tensor
+	// Frozen is PyTorch's requires_grad = False: a graph made after it is
+	// set gives the parameter no gradient (Graph.Param reads it), and the
+	// optimizers and gradient clipping leave it out from their next call
+	// on. Freeze and Unfreeze set it over a module.
+	Frozen bool
 }
 
 // NewParam returns a parameter holding data, with a zero gradient. A shape

@@ -49,6 +49,7 @@ type OptimizerState struct {
 	steps         *Tensor      // one uint32 word (as Float32 storage): the steps taken
 	never         *Tensor      // an always-zero flag, for steps that are not skipped
 	table         blockTable
+	frozen        []bool // per parameter: left out of the steps (SetFrozen)
 }
 
 // NewOptimizerState returns the state of an optimizer over the parameters
@@ -71,7 +72,7 @@ func NewOptimizerState(values, grads []*Tensor, moments int) (*OptimizerState, e
 	}
 	checkDistinct(op, values, grads)
 	d := values[0].dev
-	s := &OptimizerState{values: values, grads: grads}
+	s := &OptimizerState{values: values, grads: grads, frozen: make([]bool, len(values))}
 	var made []*Tensor
 	keep := func(t *Tensor) *Tensor { made = append(made, t); return t }
 	for m := range moments {
@@ -243,7 +244,7 @@ func (s *OptimizerState) step(op string, skip *Tensor, update func(g *blockGroup
 	if err := firstErr(s.cells...); err != nil {
 		return err
 	}
-	if err := s.table.update(s.steps.dev, &optLayout, s.cells); err != nil {
+	if err := s.table.update(s.steps.dev, &optLayout, s.active()); err != nil {
 		return err
 	}
 	for i := range s.table.groups {
@@ -253,6 +254,36 @@ func (s *OptimizerState) step(op string, skip *Tensor, update func(g *blockGroup
 	}
 	return opErr(op, kernels.StepCount(skip.dev, [3]uint32{1, 1, 1}, kernels.StepCountSpec{},
 		kernels.StepCountBind{Found: skip.buf, Steps: s.steps.buf}))
+}
+
+// SetFrozen leaves parameter i out of the following steps (frozen), or
+// puts it back: a frozen parameter's value and moments are not touched, as
+// PyTorch's optimizers skip a parameter without a gradient. The step count
+// is the state's, shared: it advances while a parameter is frozen, so a
+// parameter unfrozen later has Adam's bias correction of the state's
+// count, not of its own steps (PyTorch counts per parameter).
+func (s *OptimizerState) SetFrozen(i int, frozen bool) {
+	if s == nil || s.steps == nil {
+		usagePanic("SetFrozen", "closed or zero OptimizerState")
+	}
+	if i < 0 || i >= len(s.values) {
+		usagePanic("SetFrozen", "parameter %d of %d", i, len(s.values))
+	}
+	s.frozen[i] = frozen
+}
+
+// active returns the table's rows of the parameters not frozen.
+func (s *OptimizerState) active() []*Tensor {
+	if !slices.Contains(s.frozen, true) {
+		return s.cells
+	}
+	var cells []*Tensor
+	for i, f := range s.frozen {
+		if !f {
+			cells = append(cells, s.cells[4*i:4*i+4]...)
+		}
+	}
+	return cells
 }
 
 // Close releases the moments, the step count and the tables (not the
