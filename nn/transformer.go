@@ -143,6 +143,9 @@ func (a *CausalSelfAttention) Forward(g *Graph, x *Var, batch int) *Var {
 	return a.Dropout.Forward(g, a.Proj.Forward(g, y))
 }
 
+// SetTraining turns the dropout on (training) or off (a TrainingSetter).
+func (a *CausalSelfAttention) SetTraining(on bool) { a.Dropout.Training = on }
+
 // Parameters returns c_attn's and c_proj's parameters.
 func (a *CausalSelfAttention) Parameters() []*Param {
 	return append(a.QKV.Parameters(), a.Proj.Parameters()...)
@@ -174,6 +177,10 @@ func NewMLP(d *vk.Device, name string, o BlockOptions, rng *rand.Rand) *MLP {
 func (m *MLP) Forward(g *Graph, x *Var) *Var {
 	return m.Dropout.Forward(g, m.Proj.Forward(g, g.GELU(m.FC.Forward(g, x))))
 }
+
+// SetTraining turns the dropout on (training) or off (a TrainingSetter, so
+// that nn.Train and nn.Eval reach it).
+func (m *MLP) SetTraining(on bool) { m.Dropout.Training = on }
 
 // Parameters returns c_fc's and c_proj's parameters.
 func (m *MLP) Parameters() []*Param { return append(m.FC.Parameters(), m.Proj.Parameters()...) }
@@ -222,6 +229,6 @@ func (b *Block) Parameters() []*Param {
 // SetTraining turns the block's dropouts on (training) or off
 // (evaluation), as PyTorch's module.train() and eval().
 func (b *Block) SetTraining(on bool) {
-	b.Attn.Dropout.Training = on
-	b.MLP.Dropout.Training = on
+	b.Attn.SetTraining(on)
+	b.MLP.SetTraining(on)
 }
