@@ -251,7 +251,9 @@ func scale2Plot(r Curve) (*plot.Plot, []legendEntry, error) {
 	p.Y.Label.Text = "scale"
 	p.X.Tick.Marker = niceTicks{}
 	if len(r.Scale) == 0 {
-		p.Title.Text = "Loss scale: none (fp32)"
+		p.Title.Text = "Loss scale: none (an fp32 run has no loss scaling)"
+		p.HideAxes() // no empty axes from -1 to 1
+		p.X.Label.Text, p.Y.Label.Text = "", ""
 		return p, nil, nil
 	}
 	if len(r.Scale) != len(r.ScaleIter) {
