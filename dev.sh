@@ -3,6 +3,9 @@
 #
 #   ./dev.sh demo [flags]  install what is missing, then train MNIST with fp16 AMP on the best
 #                          device and write report.png (flags go to tools/train)
+#   ./dev.sh gpt [flags]   install what is missing, then train a character-level GPT on Tiny
+#                          Shakespeare with nanoGPT's CPU recipe in fp16 AMP, write gpt.png and
+#                          print a sample (flags go to tools/gpt: -recipe gpu, -precision f32...)
 #   ./dev.sh test [args]   install what is missing, then run the tests (go test ./... args)
 #   ./dev.sh setup         only install what is missing
 #   ./dev.sh swiftshader   install Google's SwiftShader Vulkan driver (for CI-like runs)
@@ -52,13 +55,17 @@ demo)
 	setup
 	go run ./tools/train -report report.png "$@"
 	;;
+gpt)
+	setup
+	go run ./tools/gpt -recipe cpu -report gpt.png -sample 500 "$@"
+	;;
 test)
 	setup
 	go test "$@" ./...
 	;;
 swiftshader) scripts/install-swiftshader.sh "$@" ;;
 *)
-	sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

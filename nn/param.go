@@ -141,7 +141,8 @@ type Module interface {
 }
 
 // Linear is y = x W^T + b with an fp32 master weight [out, in] and bias
-// [out]; under autocast it computes in fp16 with fp32 accumulation.
+// [out] (B is nil in a Linear without bias, see NewLinearNoBias); under
+// autocast it computes in fp16 with fp32 accumulation.
 type Linear struct {
 	W, B *Param
 }
@@ -166,11 +167,41 @@ func NewLinear(d *vk.Device, name string, in, out int, rng *rand.Rand) *Linear {
 	}
 }
 
-// Forward applies the layer.
-func (l *Linear) Forward(g *Graph, x *Var) *Var { return g.Linear(x, g.Param(l.W), g.Param(l.B)) }
+// NewLinearNoBias returns a Linear without bias (torch.nn.Linear(in, out,
+// bias=False)), its weight initialised as NewLinear's. Its Forward is
+// x W^T and its Parameters the weight alone.
+func NewLinearNoBias(d *vk.Device, name string, in, out int, rng *rand.Rand) *Linear {
+	checkSizes("NewLinearNoBias", name, fmt.Sprintf("in %d, out %d", in, out), in, out)
+	if rng == nil {
+		panic(&tensor.UsageError{Op: "NewLinearNoBias", Msg: fmt.Sprintf("layer %q: nil rng", name)})
+	}
+	return &Linear{W: newUniform(d, name+".weight", 1/math.Sqrt(float64(in)), rng, out, in)}
+}
 
-// Parameters returns the weight and bias.
-func (l *Linear) Parameters() []*Param { return []*Param{l.W, l.B} }
+// Forward applies the layer.
+func (l *Linear) Forward(g *Graph, x *Var) *Var { return g.Linear(x, g.Param(l.W), optParam(g, l.B)) }
+
+// Parameters returns the weight and the bias, if any.
+func (l *Linear) Parameters() []*Param { return nonNil(l.W, l.B) }
+
+// optParam is g.Param(p), or nil for a nil p (a layer without bias).
+func optParam(g *Graph, p *Param) *Var {
+	if p == nil {
+		return nil
+	}
+	return g.Param(p)
+}
+
+// nonNil returns ps without the nil ones (biases a layer does not have).
+func nonNil(ps ...*Param) []*Param {
+	out := ps[:0:0]
+	for _, p := range ps {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // ReLU is the rectifier as a module.
 type ReLU struct{}
@@ -290,8 +321,9 @@ func (s Sequential) Parameters() []*Param {
 	return ps
 }
 
-// Close releases every parameter of m.
-func Close(m Module) error {
+// Close releases every parameter of m, a Module or any layer with
+// parameters (a Block, whose Forward also takes the batch).
+func Close(m interface{ Parameters() []*Param }) error {
 	for _, p := range m.Parameters() {
 		p.Close()
 	}

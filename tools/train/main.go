@@ -38,13 +38,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
-
-	"github.com/vkamp/vkamp/scaler"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tools/internal/progress"
 	"github.com/vkamp/vkamp/tools/internal/report"
 	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
@@ -185,7 +182,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 		cancel()
 	}
 	hist := report.Run{Name: precisionName(precision)}
-	var bar *progressbar.ProgressBar
+	var bar *progress.Bar
 	var pending []trainer.Step
 	inRow := 0 // steps skipped in a row, up to the last one read
 	var tr *trainer.Trainer
@@ -261,13 +258,11 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 	tr.SetCheckpointEvery(c.checkpointEvery, save)
 	steps := train.N / c.batch
 	for tr.EpochsDone() < c.epochs {
-		bar = progressbar.NewOptions(steps, progressbar.OptionSetWriter(bars), progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(), progressbar.OptionSetItsString("steps"), progressbar.OptionSetWidth(30),
-			progressbar.OptionSetDescription(fmt.Sprintf("epoch %d (%s)", tr.EpochsDone()+1, hist.Name)),
-			progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
-		bar.Set(tr.StepInEpoch())
+		// A bar on a terminal; plain lines now and then in a log.
+		bar = progress.New(bars, progress.Options{Total: steps, Done: tr.StepInEpoch(), Unit: "steps",
+			Description: fmt.Sprintf("epoch %d (%s)", tr.EpochsDone()+1, hist.Name)})
 		e, err := tr.Epoch(ctx)
-		bar.Exit()
+		bar.Finish()
 		if halted != nil {
 			return hist, halted // a collapsed scale, or a failed read of a skip: nothing is saved
 		}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestCorpus(t *testing.T) {
+	c, err := loadCorpus("../../testdata/tinyshakespeare/input.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// nanoGPT's prepare.py prints: vocab size 65, train 1,003,854 tokens,
+	// val 111,540 tokens.
+	if len(c.chars) != 65 || len(c.train) != 1003854 || len(c.val) != 111540 {
+		t.Fatalf("vocab %d, train %d, val %d; want 65, 1003854, 111540", len(c.chars), len(c.train), len(c.val))
+	}
+	if got := string(c.chars[:14]); got != "\n !$&',-.3:;?A" {
+		t.Errorf("vocabulary starts %q", got)
+	}
+	if got := c.decode(c.train[:14]); got != "First Citizen:" {
+		t.Errorf("train starts %q", got)
+	}
+	if got := c.encode("hi there"); !slices.Equal(got, []int32{46, 47, 1, 58, 46, 43, 56, 43}) {
+		t.Errorf("encode(\"hi there\") = %v, want prepare.py's [46 47 1 58 46 43 56 43]", got) // stoi of the sorted set
+	}
+	if r, ok := c.known("héllo"); ok || r != 'é' {
+		t.Errorf("known: %q %v", r, ok)
+	}
+}
+
+func TestBatch(t *testing.T) {
+	c, err := newCorpus("abcdefghijklmnopqrstuvwxyz0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seq, b = 5, 3
+	x, y := make([]int32, b*seq), make([]int32, b*seq)
+	batch(c.train, seq, rand.New(rand.NewPCG(1, 2)), x, y)
+	for i := range b { // every character is distinct: its id gives its offset
+		xs, ys := x[i*seq:(i+1)*seq], y[i*seq:(i+1)*seq]
+		o := slices.Index(c.train, xs[0])
+		if o < 0 || o+seq >= len(c.train) || !slices.Equal(xs, c.train[o:o+seq]) || !slices.Equal(ys, c.train[o+1:o+1+seq]) {
+			t.Fatalf("row %d: x %v y %v: not a window of the training split and its shift by one", i, xs, ys)
+		}
+	}
+	x2, y2 := make([]int32, b*seq), make([]int32, b*seq)
+	batch(c.train, seq, rand.New(rand.NewPCG(1, 2)), x2, y2)
+	if !slices.Equal(x, x2) || !slices.Equal(y, y2) {
+		t.Error("the same seed gave other batches")
+	}
+	// Every offset in [0, len-seq) is drawn, the last included.
+	seen := map[int]bool{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		batch(c.train, seq, rng, x, y)
+		seen[slices.Index(c.train, x[0])] = true
+	}
+	if len(seen) != len(c.train)-seq {
+		t.Errorf("%d distinct offsets drawn, want %d", len(seen), len(c.train)-seq)
+	}
+	if err := c.check(len(c.val)); err == nil {
+		t.Error("a context longer than the validation split passed the check")
+	}
+}

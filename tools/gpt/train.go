@@ -1,0 +1,539 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/nn/gpt"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/tools/internal/progress"
+	"github.com/vkamp/vkamp/tools/internal/report"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// trainer holds a run: the model, its optimizer and scaler, the batch
+// sampler and the history.
+type trainer struct {
+	c      config
+	d      *vk.Device
+	data   *corpus
+	m      *gpt.Model
+	params []*nn.Param
+	opt    *nn.Adam
+	sc     *scaler.Scaler
+	pcg    *rand.PCG // batches: its state goes into the checkpoint
+	rng    *rand.Rand
+	seeds  *nn.SeedSource // dropout
+	lr     func(iter int) float64
+	zero   *tensor.Tensor // a flag that is always 0
+	hist   report.Curve
+	x, y   []int32
+
+	iter      int  // the next iteration to run
+	evaluated bool // the evaluation at iter is done (a resumed run does not repeat it)
+	pending   []pending
+	inRow     int // iterations skipped in a row, up to the last read
+}
+
+// pending is an iteration whose loss, scale and skip are read a few
+// iterations later, when the device has finished it: reading at once
+// would make the host wait for every step.
+type pending struct {
+	iter        int
+	loss, scale *tensor.Tensor // copies the trainer owns; scale nil in fp32
+	skipped     scaler.Skipped
+}
+
+// readLag is how many iterations a loss is read after its own.
+const readLag = 3
+
+// collapseAfter is how many iterations skipped in a row stop a run: the
+// loss scale has halved that many times (see tools/train).
+const collapseAfter = 50
+
+var errCollapsed = errors.New("the loss scale has collapsed")
+
+// progressState is the checkpoint's "progress" section.
+type progressState struct {
+	Iter        int    `json:"iter"`      // the next iteration to run
+	Evaluated   bool   `json:"evaluated"` // its evaluation is done
+	RNG         []byte `json:"batch_rng"` // the batch sampler's PCG state
+	DropoutStep uint64 `json:"dropout_step"`
+	FP16        bool   `json:"fp16"`
+	Model       string `json:"model"` // the sizes, to refuse another recipe's checkpoint
+}
+
+// evaluation is one JSON line of -json.
+type evaluation struct {
+	Iter      int     `json:"iter"`
+	TrainLoss float64 `json:"train_loss"`
+	ValLoss   float64 `json:"val_loss"`
+	TokensPS  float64 `json:"tokens_per_s"`
+	Scale     float64 `json:"scale"` // 1 in fp32, as a disabled GradScaler's get_scale
+	MSPerIter float64 `json:"ms_per_iter"`
+	LR        float64 `json:"lr"`
+	Skipped   int     `json:"skipped"` // iterations skipped so far
+}
+
+func (c config) modelName() string {
+	return fmt.Sprintf("%d layers, %d heads, %d dims, context %d, batch %d", c.layers, c.heads, c.dim, c.block, c.batch)
+}
+
+// run trains as c says: JSON lines (with -json) to out, the rest to log,
+// the progress bar to bars.
+func run(ctx context.Context, c config, out, log, bars io.Writer) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	data, err := loadCorpus(c.data)
+	if err != nil {
+		return err
+	}
+	if err := data.check(c.block); err != nil {
+		return err
+	}
+	if c.sample > 0 {
+		if r, ok := data.known(c.prompt); !ok {
+			return fmt.Errorf("-prompt: character %q is not in the vocabulary of %s", r, c.data)
+		}
+	}
+	d, err := vk.Open(vk.Options{Device: c.device, Timestamps: c.profile})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	info := d.Info()
+	fmt.Fprintf(log, "device %d: %s (%s, %s %s), tier %s\n", info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, d.Tier())
+	fmt.Fprintf(log, "data: %s: vocabulary %d, %d training and %d validation characters\n", c.data, len(data.chars), len(data.train), len(data.val))
+	t, err := newTrainer(c, d, data)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	fmt.Fprintf(log, "model: %s, %s; number of parameters: %.2fM\n", c.modelName(), precisionName(c.precision == "f16"), float64(t.m.NumParams(true))/1e6)
+	if c.resume {
+		if err := t.load(c.checkpoint); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "resumed from %s at iteration %d\n", c.checkpoint, t.iter)
+	}
+	start := time.Now()
+	if err := t.train(ctx, out, log, bars); err != nil {
+		return err
+	}
+	wall := time.Since(start)
+	fmt.Fprintf(log, "trained %d iterations in %s\n", c.iters, wall.Round(time.Millisecond))
+	if c.profile {
+		printProfile(log, d, wall)
+	}
+	if c.reportPath != "" {
+		if err := report.WriteCurves(c.reportPath, t.hist); err != nil {
+			return err
+		}
+		fmt.Fprintln(log, "report:", c.reportPath)
+	}
+	if c.sample > 0 {
+		prompt := data.encode(c.prompt)
+		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: c.precision == "f16"},
+			rand.New(rand.NewPCG(c.seed, 2)))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "sample (temperature %g, top-k %d):\n%s%s\n", c.temperature, c.topK, c.prompt, data.decode(gen))
+	}
+	return nil
+}
+
+// printProfile prints the device time of each kernel over the run (the
+// evaluations included), longest first, as a share of the wall time.
+func printProfile(w io.Writer, d *vk.Device, wall time.Duration) {
+	ks := d.KernelTimes()
+	if len(ks) == 0 {
+		fmt.Fprintln(w, "profile: the device records no kernel times")
+		return
+	}
+	slices.SortFunc(ks, func(a, b vk.KernelTime) int { return cmp.Compare(b.Nanoseconds, a.Nanoseconds) })
+	total := 0.0
+	for _, k := range ks {
+		total += k.Nanoseconds
+	}
+	st := d.Stats()
+	fmt.Fprintf(w, "profile: kernels %.1fs of %.1fs wall (%.0f%%); %d dispatches, %d submits, %d host waits\n",
+		total/1e9, wall.Seconds(), 100*total/float64(wall.Nanoseconds()), st.Dispatches, st.Submits, st.Waits)
+	for _, k := range ks {
+		if k.Nanoseconds < 0.002*total {
+			break
+		}
+		fmt.Fprintf(w, "  %-32s %7d launches %8.2fs %5.1f%% of kernel time\n", k.Name, k.Count, k.Nanoseconds/1e9, 100*k.Nanoseconds/total)
+	}
+}
+
+func precisionName(fp16 bool) string {
+	if fp16 {
+		return "fp16 AMP"
+	}
+	return "fp32"
+}
+
+func newTrainer(c config, d *vk.Device, data *corpus) (*trainer, error) {
+	fp16 := c.precision == "f16"
+	t := &trainer{c: c, d: d, data: data, pcg: rand.NewPCG(c.seed, 1), seeds: nn.NewSeedSource(c.seed),
+		hist: report.Curve{Name: precisionName(fp16)}, x: make([]int32, c.batch*c.block), y: make([]int32, c.batch*c.block)}
+	t.rng = rand.New(t.pcg)
+	t.m = gpt.New(d, gpt.Config{Vocab: len(data.chars), BlockSize: c.block, Layers: c.layers, Heads: c.heads, Dim: c.dim, Dropout: c.dropout},
+		rand.New(rand.NewPCG(c.seed, 0)))
+	t.m.SetTraining(true)
+	t.params = t.m.Parameters()
+	if err := t.m.Err(); err != nil {
+		t.close()
+		return nil, err
+	}
+	var err error
+	if t.opt, err = newAdamW(t.params, c.recipe); err != nil {
+		t.close()
+		return nil, err
+	}
+	if t.sc, err = scaler.New(scaler.Options{Disabled: !fp16}); err != nil {
+		t.close()
+		return nil, err
+	}
+	// nanoGPT's lr_decay_iters is max_iters in both recipes: the cosine
+	// ends at the last iteration, however many -iters asks for.
+	t.lr = nn.CosineWithWarmup(c.lr, c.minLR, min(c.warmup, c.iters), c.iters)
+	t.zero = tensor.Zeros(d, tensor.Float32, 1)
+	return t, nil
+}
+
+func (t *trainer) close() {
+	t.dropPending()
+	if t.sc != nil {
+		t.sc.Close()
+	}
+	if t.opt != nil {
+		t.opt.Close()
+	}
+	if t.zero != nil {
+		t.zero.Release()
+	}
+	t.m.Close()
+}
+
+func (t *trainer) dropPending() {
+	for _, p := range t.pending {
+		p.loss.Release()
+		if p.scale != nil {
+			p.scale.Release()
+		}
+	}
+	t.pending = nil
+}
+
+// train runs the iterations from t.iter to the last, evaluating every
+// evalEvery iterations and after the last.
+func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
+	c := t.c
+	bar := progress.New(bars, progress.Options{Total: c.iters, Done: t.iter, Unit: "iters",
+		Description: fmt.Sprintf("%s from iteration %d", t.hist.Name, t.iter)})
+	defer bar.Finish()
+	tokens := float64(c.batch * c.block)
+	start, since := time.Now(), t.iter // of the training time since the last evaluation
+	var trainTime time.Duration
+	for {
+		if t.iter%c.evalEvery == 0 || t.iter == c.iters {
+			if !t.evaluated {
+				trainTime += time.Since(start)
+				if err := t.drain(); err != nil {
+					return err
+				}
+				n := t.iter - since
+				e, err := t.evaluate()
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					e.TokensPS = tokens * float64(n) / trainTime.Seconds()
+					e.MSPerIter = 1e3 * trainTime.Seconds() / float64(n)
+				}
+				t.report(e, out, log)
+				t.evaluated = true
+				if t.iter > 0 { // nanoGPT saves no checkpoint before training
+					if err := t.save(); err != nil {
+						return err
+					}
+				}
+				start, since, trainTime = time.Now(), t.iter, 0
+			}
+		}
+		if t.iter == c.iters {
+			return nil
+		}
+		err := ctx.Err()
+		if err == nil && t.iter == c.stopAt && t.iter > 0 {
+			err = context.Canceled
+		}
+		if err != nil {
+			if derr := t.drain(); derr != nil {
+				return derr
+			}
+			if serr := t.save(); serr != nil {
+				return serr
+			}
+			if c.checkpoint != "" {
+				fmt.Fprintf(log, "checkpoint written to %s at iteration %d: continue with -resume\n", c.checkpoint, t.iter)
+			}
+			return err
+		}
+		if err := t.step(); err != nil {
+			return err
+		}
+		t.iter++
+		t.evaluated = false
+		for len(t.pending) > readLag {
+			if err := t.readOldest(); err != nil {
+				return err
+			}
+		}
+		desc := fmt.Sprintf("iter %d", t.iter)
+		if n := len(t.hist.Loss); n > 0 {
+			last := t.hist.Iter[n-1]
+			desc += fmt.Sprintf("  loss %.4f (iter %d)", t.hist.Loss[n-1], last)
+			// The rate of the iterations known finished (their loss was
+			// read): the host records a few ahead of the device.
+			if done := last + 1 - since; done > 0 {
+				desc += fmt.Sprintf("  %.0f tokens/s", tokens*float64(done)/(trainTime+time.Since(start)).Seconds())
+			}
+		}
+		bar.Describe(desc)
+		bar.Add(1)
+	}
+}
+
+// step is one training iteration: the AMP loop of PyTorch, no host wait.
+func (t *trainer) step() error {
+	c, d := t.c, t.d
+	if err := t.opt.SetLR(t.lr(t.iter)); err != nil {
+		return err
+	}
+	batch(t.data.train, c.block, t.rng, t.x, t.y)
+	var scope tensor.Scope
+	defer scope.Release()
+	xb := scope.Track(tensor.FromInt32(d, t.x, len(t.x)))
+	yb := scope.Track(tensor.FromInt32(d, t.y, len(t.y)))
+	g := nn.NewGraph(d, nn.Options{Autocast: t.sc.Enabled(), Seeds: t.seeds})
+	defer g.Release()
+	loss, _ := t.m.Loss(g, xb, yb, c.batch)
+	if err := t.opt.ZeroGrad(); err != nil {
+		return err
+	}
+	seed := t.sc.Seed(loss.Value()) // the scale, as the backward seed
+	p := pending{iter: t.iter, loss: tensor.Scale(loss.Value(), 1, tensor.Float32)}
+	if t.sc.Enabled() {
+		p.scale = tensor.Scale(seed, 1, tensor.Float32)
+	}
+	t.pending = append(t.pending, p)
+	if err := g.Backward(loss, seed); err != nil {
+		return err
+	}
+	if err := t.sc.Unscale(t.opt); err != nil {
+		return err
+	}
+	norm, err := nn.ClipGradNorm(t.params, c.clip)
+	if err != nil {
+		return err
+	}
+	norm.Release()
+	if t.pending[len(t.pending)-1].skipped, err = t.sc.Step(t.opt); err != nil {
+		return err
+	}
+	return t.sc.Update()
+}
+
+// readOldest reads the oldest pending iteration into the history.
+func (t *trainer) readOldest() error {
+	p := t.pending[0]
+	t.pending = t.pending[1:]
+	defer p.loss.Release()
+	if p.scale != nil {
+		defer p.scale.Release()
+	}
+	l, err := p.loss.Item()
+	if err != nil {
+		return err
+	}
+	t.hist.Iter = append(t.hist.Iter, p.iter)
+	t.hist.Loss = append(t.hist.Loss, float64(l))
+	if p.scale == nil {
+		return nil
+	}
+	s, err := p.scale.Item()
+	if err != nil {
+		return err
+	}
+	t.hist.ScaleIter = append(t.hist.ScaleIter, p.iter)
+	t.hist.Scale = append(t.hist.Scale, float64(s))
+	skipped, err := p.skipped.Value()
+	if err != nil {
+		return err
+	}
+	if !skipped {
+		t.inRow = 0
+		return nil
+	}
+	t.hist.Skipped = append(t.hist.Skipped, p.iter)
+	if t.inRow++; t.inRow == collapseAfter {
+		return fmt.Errorf("%w: %d iterations in a row were skipped for inf or NaN gradients, the last with scale %g; "+
+			"training stopped (skipped steps left the weights as they were) and no checkpoint was written", errCollapsed, t.inRow, s)
+	}
+	return nil
+}
+
+// drain reads every pending iteration.
+func (t *trainer) drain() error {
+	for len(t.pending) > 0 {
+		if err := t.readOldest(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evaluate returns the mean loss over evalIters random batches of each
+// split, dropout off, as nanoGPT's estimate_loss.
+func (t *trainer) evaluate() (evaluation, error) {
+	c := t.c
+	t.m.SetTraining(false)
+	defer t.m.SetTraining(true)
+	e := evaluation{Iter: t.iter, Scale: 1, LR: t.lr(min(t.iter, c.iters-1)), Skipped: len(t.hist.Skipped)}
+	for i, split := range [][]int32{t.data.train, t.data.val} {
+		sum := tensor.Zeros(t.d, tensor.Float32, 1)
+		for range c.evalIters {
+			batch(split, c.block, t.rng, t.x, t.y)
+			if err := t.evalBatch(sum); err != nil {
+				sum.Release()
+				return e, err
+			}
+		}
+		v, err := sum.Item()
+		sum.Release()
+		if err != nil {
+			return e, err
+		}
+		mean := float64(v) / float64(c.evalIters)
+		if i == 0 {
+			e.TrainLoss = mean
+		} else {
+			e.ValLoss = mean
+		}
+	}
+	if t.sc.Enabled() {
+		s, err := t.sc.ScaleValue()
+		if err != nil {
+			return e, err
+		}
+		e.Scale = s
+	}
+	t.hist.EvalIter = append(t.hist.EvalIter, e.Iter)
+	t.hist.EvalTrain = append(t.hist.EvalTrain, e.TrainLoss)
+	t.hist.EvalVal = append(t.hist.EvalVal, e.ValLoss)
+	return e, nil
+}
+
+// evalBatch adds the loss of the batch in t.x, t.y into sum on the device.
+func (t *trainer) evalBatch(sum *tensor.Tensor) error {
+	var scope tensor.Scope
+	defer scope.Release()
+	xb := scope.Track(tensor.FromInt32(t.d, t.x, len(t.x)))
+	yb := scope.Track(tensor.FromInt32(t.d, t.y, len(t.y)))
+	g := nn.NewGraph(t.d, nn.Options{Autocast: t.sc.Enabled(), NoGrad: true})
+	defer g.Release()
+	loss, _ := t.m.Loss(g, xb, yb, t.c.batch)
+	return tensor.AxpyUnless(1, loss.Value(), sum, t.zero)
+}
+
+func (t *trainer) report(e evaluation, out, log io.Writer) {
+	if t.c.json {
+		b, _ := json.Marshal(e)
+		fmt.Fprintf(out, "%s\n", b)
+		return
+	}
+	line := fmt.Sprintf("iter %d: train loss %.4f, val loss %.4f", e.Iter, e.TrainLoss, e.ValLoss)
+	if e.TokensPS > 0 {
+		line += fmt.Sprintf(", %.1f ms/iter, %.0f tokens/s", e.MSPerIter, e.TokensPS)
+	}
+	if t.sc.Enabled() {
+		line += fmt.Sprintf(", scale 2^%g, %d skipped", math.Log2(e.Scale), e.Skipped)
+	}
+	fmt.Fprintln(log, line)
+}
+
+// save writes a checkpoint of everything a resumed run needs to continue
+// bit-exactly; without -checkpoint it does nothing.
+func (t *trainer) save() error {
+	if t.c.checkpoint == "" {
+		return nil
+	}
+	rng, err := t.pcg.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	prog, err := json.Marshal(progressState{Iter: t.iter, Evaluated: t.evaluated, RNG: rng, DropoutStep: t.seeds.Step(),
+		FP16: t.sc.Enabled(), Model: t.c.modelName()})
+	if err != nil {
+		return err
+	}
+	hist, err := json.Marshal(t.hist)
+	if err != nil {
+		return err
+	}
+	sections := map[string]json.RawMessage{"progress": prog, "history": hist}
+	if t.sc.Enabled() {
+		if sections["scaler"], err = t.sc.StateDict(); err != nil {
+			return err
+		}
+	}
+	return nn.SaveCheckpoint(t.c.checkpoint, t.params, sections, t.opt)
+}
+
+// load restores a checkpoint written by save.
+func (t *trainer) load(dir string) error {
+	extra, err := nn.LoadCheckpoint(dir, t.params, t.opt)
+	if err != nil {
+		return err
+	}
+	var p progressState
+	if err := json.Unmarshal(extra["progress"], &p); err != nil {
+		return fmt.Errorf("checkpoint %s: progress: %w", dir, err)
+	}
+	switch {
+	case p.FP16 != t.sc.Enabled():
+		return fmt.Errorf("checkpoint %s is of an %s run, resumed in %s", dir, precisionName(p.FP16), precisionName(t.sc.Enabled()))
+	case p.Model != t.c.modelName():
+		return fmt.Errorf("checkpoint %s is of a model of %s, resumed with %s", dir, p.Model, t.c.modelName())
+	case p.Iter < 0 || p.Iter > t.c.iters:
+		return fmt.Errorf("checkpoint %s is at iteration %d, outside the run's %d", dir, p.Iter, t.c.iters)
+	}
+	if err := t.pcg.UnmarshalBinary(p.RNG); err != nil {
+		return fmt.Errorf("checkpoint %s: batch rng: %w", dir, err)
+	}
+	if err := json.Unmarshal(extra["history"], &t.hist); err != nil {
+		return fmt.Errorf("checkpoint %s: history: %w", dir, err)
+	}
+	if p.FP16 {
+		if err := t.sc.LoadStateDict(extra["scaler"]); err != nil {
+			return err
+		}
+	}
+	t.iter, t.evaluated = p.Iter, p.Evaluated
+	t.seeds.SetStep(p.DropoutStep)
+	return nil
+}
