@@ -138,12 +138,12 @@ func (g *Graph) Softmax(x *Var) *Var {
 	return g.keepVar(tensor.Softmax(x.t))
 }
 
-// LogSoftmax returns the row-wise log-softmax over the last axis, in fp32,
-// without a backward rule (see Softmax).
+// LogSoftmax returns the row-wise log-softmax over the last axis, in fp32.
+// Followed by NLLLoss it is CrossEntropyLoss, as in PyTorch.
 func (g *Graph) LogSoftmax(x *Var) *Var {
 	defer g.use("LogSoftmax").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpLogSoftmax, x))
-	return g.keepVar(tensor.LogSoftmax(x.t))
+	return g.record(tensor.OpLogSoftmax, tensor.LogSoftmax(x.t), attrs{}, nil, x)
 }
 
 func (g *Graph) keepVar(t *tensor.Tensor) *Var { return &Var{g: g, t: g.keep(t)} }

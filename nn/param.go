@@ -265,9 +265,9 @@ func (s Sequential) Parameters() []*Param {
 	return ps
 }
 
-// Close releases every parameter of m.
+// Close releases every parameter and buffer of m.
 func Close(m Module) error {
-	for _, p := range m.Parameters() {
+	for _, p := range State(m) {
 		p.Close()
 	}
 	return nil

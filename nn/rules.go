@@ -16,8 +16,7 @@ var rules map[tensor.Op]rule
 // noBackward are the ops without a backward rule yet: they record no node,
 // so they cannot be trained through.
 var noBackward = map[tensor.Op]bool{
-	tensor.OpSoftmax:    true,
-	tensor.OpLogSoftmax: true,
+	tensor.OpSoftmax: true,
 }
 
 func init() {
@@ -39,6 +38,9 @@ func init() {
 		tensor.OpMSELoss:      mseBack,
 		tensor.OpCrossEntropy: crossEntropyBack,
 		tensor.OpLayerNorm:    layerNormBack,
+		tensor.OpBatchNorm:    batchNormBack,
+		tensor.OpNLLLoss:      nllBack,
+		tensor.OpLogSoftmax:   logSoftmaxBack,
 	}
 }
 

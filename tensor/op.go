@@ -32,6 +32,8 @@ const (
 	OpCrossEntropy // log-softmax and negative log-likelihood, fused
 	OpLayerNorm    // layer normalisation over the last axis
 	OpExp          // e^x
+	OpBatchNorm    // batch normalisation over the channel axis
+	OpNLLLoss      // negative log-likelihood of log-probabilities
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -59,6 +61,8 @@ var opNames = [numOps]string{
 	OpCrossEntropy: "cross_entropy",
 	OpLayerNorm:    "layer_norm",
 	OpExp:          "exp",
+	OpBatchNorm:    "batch_norm",
+	OpNLLLoss:      "nll_loss",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or
