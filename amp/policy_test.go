@@ -26,6 +26,7 @@ func TestPolicyLists(t *testing.T) {
 		tensor.OpMatMul: Lower, tensor.OpLinear: Lower,
 		tensor.OpSum: FP32, tensor.OpSoftmax: FP32, tensor.OpLogSoftmax: FP32, tensor.OpLayerNorm: FP32,
 		tensor.OpMSELoss: FP32, tensor.OpCrossEntropy: FP32, tensor.OpExp: FP32,
+		tensor.OpBatchNorm: FP32, tensor.OpNLLLoss: FP32,
 	}
 	for _, op := range tensor.Ops() {
 		p, ok := want[op]
