@@ -106,7 +106,7 @@ func (c config) check() error {
 		return fmt.Errorf("unknown precision %q: use f16 or f32", c.precision)
 	case c.epochs < 1 || c.batch < 1 || c.logEvery < 1:
 		return fmt.Errorf("-epochs, -batch and -log-every must be positive")
-	case c.model != "mlp" && c.model != "cnn":
+	case c.model != "" && c.model != "mlp" && c.model != "cnn": // "" is mlp, as in trainer.Options
 		return fmt.Errorf("unknown -model %q: use mlp or cnn", c.model)
 	case !(c.lr >= 0) || c.lr > 1e3:
 		return fmt.Errorf("-lr %g must be positive", c.lr)
