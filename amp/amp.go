@@ -79,6 +79,14 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpGELU:    Keep,
 	tensor.OpMean:    Keep,
 	tensor.OpDropout: Keep,
+
+	// Convolutional networks: conv2d is on PyTorch's lower-precision list;
+	// the poolings and reshape are on no list and keep their input's dtype.
+	tensor.OpConv2d:            Lower,
+	tensor.OpMaxPool2d:         Keep,
+	tensor.OpAvgPool2d:         Keep,
+	tensor.OpAdaptiveAvgPool2d: Keep,
+	tensor.OpReshape:           Keep,
 }
 
 // PolicyOf returns op's policy.

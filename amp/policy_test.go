@@ -27,6 +27,7 @@ func TestPolicyLists(t *testing.T) {
 		tensor.OpSum: FP32, tensor.OpSoftmax: FP32, tensor.OpLogSoftmax: FP32, tensor.OpLayerNorm: FP32,
 		tensor.OpMSELoss: FP32, tensor.OpCrossEntropy: FP32, tensor.OpExp: FP32,
 		tensor.OpBatchNorm: FP32, tensor.OpNLLLoss: FP32,
+		tensor.OpConv2d: Lower, // PyTorch's CUDA lower-precision list; its poolings are on none
 	}
 	for _, op := range tensor.Ops() {
 		p, ok := want[op]

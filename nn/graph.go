@@ -70,6 +70,8 @@ type attrs struct {
 	n              int
 	seed           uint32
 	tanh           bool // GELU's tanh form
+
+	conv *convAttrs // conv2d, the poolings and reshape (nn/conv.go)
 }
 
 // Options configure a Graph.

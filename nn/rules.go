@@ -41,6 +41,12 @@ func init() {
 		tensor.OpBatchNorm:    batchNormBack,
 		tensor.OpNLLLoss:      nllBack,
 		tensor.OpLogSoftmax:   logSoftmaxBack,
+
+		tensor.OpConv2d:            conv2dBack, // nn/rules_conv.go
+		tensor.OpMaxPool2d:         maxPool2dBack,
+		tensor.OpAvgPool2d:         avgPool2dBack,
+		tensor.OpAdaptiveAvgPool2d: adaptiveAvgPool2dBack,
+		tensor.OpReshape:           reshapeBack,
 	}
 }
 

@@ -35,6 +35,13 @@ const (
 	OpBatchNorm    // batch normalisation over the channel axis
 	OpNLLLoss      // negative log-likelihood of log-probabilities
 
+	// Convolutional networks.
+	OpConv2d            // 2-D convolution, NCHW
+	OpMaxPool2d         // 2-D max pooling
+	OpAvgPool2d         // 2-D average pooling
+	OpAdaptiveAvgPool2d // 2-D adaptive average pooling
+	OpReshape           // the same elements in another shape (view, flatten)
+
 	numOps // keep last: Ops and String cover every op before it
 )
 
@@ -63,6 +70,12 @@ var opNames = [numOps]string{
 	OpExp:          "exp",
 	OpBatchNorm:    "batch_norm",
 	OpNLLLoss:      "nll_loss",
+
+	OpConv2d:            "conv2d",
+	OpMaxPool2d:         "max_pool2d",
+	OpAvgPool2d:         "avg_pool2d",
+	OpAdaptiveAvgPool2d: "adaptive_avg_pool2d",
+	OpReshape:           "reshape",
 }
 
 // String returns the op's snake-case name ("matmul", "layer_norm"), or

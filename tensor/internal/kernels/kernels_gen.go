@@ -509,6 +509,192 @@ func CastF32F16(d *vk.Device, groups [3]uint32, s CastF32F16Spec, p CastF32F16Pu
 	return run(d, k, groups, push[:], b.Src, b.Dst)
 }
 
+// ConvCol2imSpec holds the specialization constants of conv_col2im.comp. A zero field
+// takes the shader's default.
+type ConvCol2imSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// Col2imPush is the push-constant block Col2imPush (68 bytes), laid out as the
+// SPIR-V says.
+type Col2imPush struct {
+	N    uint32 // offset 0
+	Base uint32 // offset 4
+	Cin  uint32 // offset 8
+	H    uint32 // offset 12
+	W    uint32 // offset 16
+	Ho   uint32 // offset 20
+	Wo   uint32 // offset 24
+	Kh   uint32 // offset 28
+	Kw   uint32 // offset 32
+	Sh   int32  // offset 36
+	Sw   int32  // offset 40
+	Ph   int32  // offset 44
+	Pw   int32  // offset 48
+	Dh   int32  // offset 52
+	Dw   int32  // offset 56
+	Cg   uint32 // offset 60
+	Rows uint32 // offset 64
+}
+
+func (p *Col2imPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Base)
+	binary.LittleEndian.PutUint32(b[8:], p.Cin)
+	binary.LittleEndian.PutUint32(b[12:], p.H)
+	binary.LittleEndian.PutUint32(b[16:], p.W)
+	binary.LittleEndian.PutUint32(b[20:], p.Ho)
+	binary.LittleEndian.PutUint32(b[24:], p.Wo)
+	binary.LittleEndian.PutUint32(b[28:], p.Kh)
+	binary.LittleEndian.PutUint32(b[32:], p.Kw)
+	binary.LittleEndian.PutUint32(b[36:], uint32(p.Sh))
+	binary.LittleEndian.PutUint32(b[40:], uint32(p.Sw))
+	binary.LittleEndian.PutUint32(b[44:], uint32(p.Ph))
+	binary.LittleEndian.PutUint32(b[48:], uint32(p.Pw))
+	binary.LittleEndian.PutUint32(b[52:], uint32(p.Dh))
+	binary.LittleEndian.PutUint32(b[56:], uint32(p.Dw))
+	binary.LittleEndian.PutUint32(b[60:], p.Cg)
+	binary.LittleEndian.PutUint32(b[64:], p.Rows)
+}
+
+// ConvCol2imBind names the bindings of conv_col2im.comp.
+type ConvCol2imBind struct {
+	S *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// ConvCol2im records conv_col2im.comp on d over groups workgroups.
+func ConvCol2im(d *vk.Device, groups [3]uint32, s ConvCol2imSpec, p Col2imPush, b ConvCol2imBind) error {
+	k := key{op: "conv_col2im"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [68]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.S, b.D)
+}
+
+// ConvIm2colSpec holds the specialization constants of conv_im2col.comp. A zero field
+// takes the shader's default.
+type ConvIm2colSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// ConvPush is the push-constant block ConvPush (68 bytes), laid out as the
+// SPIR-V says.
+type ConvPush struct {
+	N    uint32 // offset 0
+	N0   uint32 // offset 4
+	Cin  uint32 // offset 8
+	H    uint32 // offset 12
+	W    uint32 // offset 16
+	Ho   uint32 // offset 20
+	Wo   uint32 // offset 24
+	Kh   uint32 // offset 28
+	Kw   uint32 // offset 32
+	Sh   int32  // offset 36
+	Sw   int32  // offset 40
+	Ph   int32  // offset 44
+	Pw   int32  // offset 48
+	Dh   int32  // offset 52
+	Dw   int32  // offset 56
+	Cg   uint32 // offset 60
+	Rows uint32 // offset 64
+}
+
+func (p *ConvPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.N0)
+	binary.LittleEndian.PutUint32(b[8:], p.Cin)
+	binary.LittleEndian.PutUint32(b[12:], p.H)
+	binary.LittleEndian.PutUint32(b[16:], p.W)
+	binary.LittleEndian.PutUint32(b[20:], p.Ho)
+	binary.LittleEndian.PutUint32(b[24:], p.Wo)
+	binary.LittleEndian.PutUint32(b[28:], p.Kh)
+	binary.LittleEndian.PutUint32(b[32:], p.Kw)
+	binary.LittleEndian.PutUint32(b[36:], uint32(p.Sh))
+	binary.LittleEndian.PutUint32(b[40:], uint32(p.Sw))
+	binary.LittleEndian.PutUint32(b[44:], uint32(p.Ph))
+	binary.LittleEndian.PutUint32(b[48:], uint32(p.Pw))
+	binary.LittleEndian.PutUint32(b[52:], uint32(p.Dh))
+	binary.LittleEndian.PutUint32(b[56:], uint32(p.Dw))
+	binary.LittleEndian.PutUint32(b[60:], p.Cg)
+	binary.LittleEndian.PutUint32(b[64:], p.Rows)
+}
+
+// ConvIm2colBind names the bindings of conv_im2col.comp.
+type ConvIm2colBind struct {
+	X *vk.Buffer // binding 0: read
+	D *vk.Buffer // binding 1: written
+}
+
+// ConvIm2col records conv_im2col.comp on d over groups workgroups.
+func ConvIm2col(d *vk.Device, groups [3]uint32, s ConvIm2colSpec, p ConvPush, b ConvIm2colBind) error {
+	k := key{op: "conv_im2col"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [68]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.D)
+}
+
+// ConvPermuteSpec holds the specialization constants of conv_permute.comp. A zero field
+// takes the shader's default.
+type ConvPermuteSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	FromNchw   bool   // FROM_NCHW: constant 4, default 0
+	HasBias    bool   // HAS_BIAS: constant 5, default 0
+}
+
+// PermutePush is the push-constant block PermutePush (24 bytes), laid out as the
+// SPIR-V says.
+type PermutePush struct {
+	N    uint32 // offset 0
+	Base uint32 // offset 4
+	Hw   uint32 // offset 8
+	C    uint32 // offset 12
+	Cg   uint32 // offset 16
+	Rows uint32 // offset 20
+}
+
+func (p *PermutePush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Base)
+	binary.LittleEndian.PutUint32(b[8:], p.Hw)
+	binary.LittleEndian.PutUint32(b[12:], p.C)
+	binary.LittleEndian.PutUint32(b[16:], p.Cg)
+	binary.LittleEndian.PutUint32(b[20:], p.Rows)
+}
+
+// ConvPermuteBind names the bindings of conv_permute.comp.
+type ConvPermuteBind struct {
+	S    *vk.Buffer // binding 0: read
+	Bias *vk.Buffer // binding 1: read
+	D    *vk.Buffer // binding 2: written
+}
+
+// ConvPermute records conv_permute.comp on d over groups workgroups.
+func ConvPermute(d *vk.Device, groups [3]uint32, s ConvPermuteSpec, p PermutePush, b ConvPermuteBind) error {
+	k := key{op: "conv_permute"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	k.put(4, b2u(s.FromNchw))
+	k.put(5, b2u(s.HasBias))
+	var push [24]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.S, b.Bias, b.D)
+}
+
 // Copy16Spec holds the specialization constants of copy16.comp. A zero field
 // takes the shader's default.
 type Copy16Spec struct {
@@ -1548,6 +1734,92 @@ func NllBackward(d *vk.Device, groups [3]uint32, s NllBackwardSpec, p NllBackwar
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Y, b.S, b.Out, b.Assert)
+}
+
+// Pool2dSpec holds the specialization constants of pool2d.comp. A zero field
+// takes the shader's default.
+type Pool2dSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	Mode       uint32 // MODE: constant 4, default 0
+}
+
+// PoolPush is the push-constant block PoolPush (44 bytes), laid out as the
+// SPIR-V says.
+type PoolPush struct {
+	N  uint32 // offset 0
+	H  uint32 // offset 4
+	W  uint32 // offset 8
+	Ho uint32 // offset 12
+	Wo uint32 // offset 16
+	Kh int32  // offset 20
+	Kw int32  // offset 24
+	Sh int32  // offset 28
+	Sw int32  // offset 32
+	Ph int32  // offset 36
+	Pw int32  // offset 40
+}
+
+func (p *PoolPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.H)
+	binary.LittleEndian.PutUint32(b[8:], p.W)
+	binary.LittleEndian.PutUint32(b[12:], p.Ho)
+	binary.LittleEndian.PutUint32(b[16:], p.Wo)
+	binary.LittleEndian.PutUint32(b[20:], uint32(p.Kh))
+	binary.LittleEndian.PutUint32(b[24:], uint32(p.Kw))
+	binary.LittleEndian.PutUint32(b[28:], uint32(p.Sh))
+	binary.LittleEndian.PutUint32(b[32:], uint32(p.Sw))
+	binary.LittleEndian.PutUint32(b[36:], uint32(p.Ph))
+	binary.LittleEndian.PutUint32(b[40:], uint32(p.Pw))
+}
+
+// Pool2dBind names the bindings of pool2d.comp.
+type Pool2dBind struct {
+	X   *vk.Buffer // binding 0: read
+	D   *vk.Buffer // binding 1: written
+	Idx *vk.Buffer // binding 2: written
+}
+
+// Pool2d records pool2d.comp on d over groups workgroups.
+func Pool2d(d *vk.Device, groups [3]uint32, s Pool2dSpec, p PoolPush, b Pool2dBind) error {
+	k := key{op: "pool2d"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	k.put(4, uint32(s.Mode))
+	var push [44]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.D, b.Idx)
+}
+
+// Pool2dBackwardSpec holds the specialization constants of pool2d_backward.comp. A zero field
+// takes the shader's default.
+type Pool2dBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	Mode       uint32 // MODE: constant 4, default 0
+}
+
+// Pool2dBackwardBind names the bindings of pool2d_backward.comp.
+type Pool2dBackwardBind struct {
+	Dy  *vk.Buffer // binding 0: read
+	Idx *vk.Buffer // binding 1: read
+	D   *vk.Buffer // binding 2: written
+}
+
+// Pool2dBackward records pool2d_backward.comp on d over groups workgroups.
+func Pool2dBackward(d *vk.Device, groups [3]uint32, s Pool2dBackwardSpec, p PoolPush, b Pool2dBackwardBind) error {
+	k := key{op: "pool2d_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	k.put(4, uint32(s.Mode))
+	var push [44]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
 }
 
 // ReluSpec holds the specialization constants of relu.comp. A zero field

@@ -1,0 +1,70 @@
+#version 450
+// pool2d_backward is the gradient of pool2d in gather form: each element
+// (plane, h, w) of d [planes, H, W] sums, in a fixed order (no atomics),
+// the upstream gradients dy [planes, Ho, Wo] of the windows that contain
+// it: those whose argmax (idx, int32) is it for max pooling, each divided
+// by kH*kW for average and by the window's size for adaptive average. Sums
+// run in fp32 and are rounded once to OUT_DT. Each invocation makes two
+// consecutive elements, so a 16-bit word has one writer.
+#include "ewise.glsl"
+#include "pool.glsl"
+
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+layout(constant_id = 3) const uint OUT_DT = DT_F32;
+
+layout(set = 0, binding = 0) readonly buffer Dy { uint dy[]; };
+layout(set = 0, binding = 1) readonly buffer Idx { uint idx[]; };
+layout(set = 0, binding = 2) writeonly buffer D { uint d[]; };
+
+DEFINE_LOADS(dy, dy, IN0_DT)
+DEFINE_STORE(d, d, OUT_DT)
+
+// outputs returns the output indices [first, last] along an axis whose
+// windows contain input index i.
+ivec2 outputs(int i, uint in_len, uint out_len, int k, int s, int pad) {
+    if (MODE == POOL_ADAPTIVE) {
+        // start(o) <= i < end(o): o from floor(i*out/in) to ceil((i+1)*out/in) - 1.
+        int lo = int((uint(i) * out_len) / in_len);
+        int hi = int(((uint(i) + 1u) * out_len + in_len - 1u) / in_len) - 1;
+        return ivec2(lo, min(hi, int(out_len) - 1));
+    }
+    // o*s - pad <= i < o*s - pad + k
+    int t = i + pad - k + 1;
+    int lo = t <= 0 ? 0 : (t + s - 1) / s;
+    int hi = min((i + pad) / s, int(out_len) - 1);
+    return ivec2(lo, hi);
+}
+
+float elem(uint e) {
+    uint wi = e % p.w;
+    uint hi = (e / p.w) % p.h;
+    uint plane = e / (p.w * p.h);
+    ivec2 hr = outputs(int(hi), p.h, p.ho, p.kh, p.sh, p.ph);
+    ivec2 wr = outputs(int(wi), p.w, p.wo, p.kw, p.sw, p.pw);
+    uint me = hi * p.w + wi;
+    float sum = 0.0;
+    for (int oh = hr.x; oh <= hr.y; oh++) {
+        for (int ow = wr.x; ow <= wr.y; ow++) {
+            uint o = (plane * p.ho + uint(oh)) * p.wo + uint(ow);
+            if (MODE == POOL_MAX) {
+                if (idx[o] == me) sum += dy_at(o);
+            } else if (MODE == POOL_AVG) {
+                sum += dy_at(o) / float(p.kh * p.kw);
+            } else {
+                ivec2 a = window(uint(oh), p.h, p.ho, 0, 0, 0);
+                ivec2 b = window(uint(ow), p.w, p.wo, 0, 0, 0);
+                if (a.x <= int(hi) && int(hi) < a.y && b.x <= int(wi) && int(wi) < b.y) {
+                    sum += dy_at(o) / float((a.y - a.x) * (b.y - b.x));
+                }
+            }
+        }
+    }
+    return sum;
+}
+
+void main() {
+    GRID_STRIDE(w, (p.n + 1u) / 2u) {
+        uint e = 2u * w;
+        d_pair(w, p.n, vec2(elem(e), e + 1u < p.n ? elem(e + 1u) : 0.0));
+    }
+}
