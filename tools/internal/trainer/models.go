@@ -120,3 +120,6 @@ type logSoftmax struct{}
 
 func (logSoftmax) Forward(g *nn.Graph, x *nn.Var) *nn.Var { return g.LogSoftmax(x) }
 func (logSoftmax) Parameters() []*nn.Param                { return nil }
+
+// LR returns the learning rate of the current epoch.
+func (t *Trainer) LR() float64 { return t.lr() }
