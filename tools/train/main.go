@@ -10,7 +10,7 @@
 // PyTorch's examples/mnist network (two convolutions, max-pooling, dropout,
 // log-softmax and NLL loss) with Adadelta at lr 1.0 decayed by 0.7 after
 // each epoch. The MLP stays the default because it is the demo that runs in
-// seconds on a software device; the CNN does about 30 times its arithmetic
+// seconds on a software device; the CNN does about 60 times its arithmetic
 // per digit.
 //
 // With -checkpoint, a checkpoint is written after each epoch and, with
