@@ -42,14 +42,20 @@ type BufferHolder interface {
 	Buffers() []*Param
 }
 
-// Buffers returns the buffers of m: those of m itself if it has any, and
-// those of every module of a Sequential, in order.
+// Buffers returns the buffers of m: those of every module nested in it (a
+// Sequential's, or those of any module with Children() []Module), in
+// order, then m's own.
 func Buffers(m Module) []*Param {
 	var bs []*Param
-	if s, ok := m.(Sequential); ok {
-		for _, sub := range s {
-			bs = append(bs, Buffers(sub)...)
-		}
+	var subs []Module
+	switch p := m.(type) {
+	case interface{ Children() []Module }:
+		subs = p.Children()
+	case Sequential:
+		subs = p
+	}
+	for _, sub := range subs {
+		bs = append(bs, Buffers(sub)...)
 	}
 	if h, ok := m.(BufferHolder); ok {
 		bs = append(bs, h.Buffers()...)

@@ -148,6 +148,9 @@ func TestBatchNorm2d(t *testing.T) {
 	if cnt, err := other.NumBatchesTracked.Value.Int32s(); err != nil || cnt[0] != 2 {
 		t.Errorf("num_batches_tracked loaded as %v (%v), want 2", cnt, err)
 	}
+	if bs := nn.Buffers(nn.Sequential{bn, nn.ReLU{}, nn.Sequential{other}}); len(bs) != 6 || bs[3] != other.RunningMean {
+		t.Errorf("buffers of nested Sequentials: %d", len(bs))
+	}
 	// Buffers are not parameters: an optimizer refuses them.
 	if _, err := nn.NewAdadelta(nn.State(bn), nn.AdadeltaOptions{}); err == nil {
 		t.Error("an optimizer took a buffer")
