@@ -61,6 +61,10 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpExp:          FP32,
 	tensor.OpMSELoss:      FP32,
 	tensor.OpCrossEntropy: FP32,
+	// batch_norm is on no CUDA list (cuDNN takes fp16 input with fp32
+	// statistics); its one kernel here is fp32, so fp32 it is.
+	tensor.OpBatchNorm: FP32,
+	tensor.OpNLLLoss:   FP32,
 
 	// On no list. add, sub and mul promote natively, which Keep does.
 	// mean is on no CUDA list either: its kernel accumulates and returns in

@@ -30,6 +30,7 @@ func TestPolicyLists(t *testing.T) {
 		tensor.OpLog: FP32, tensor.OpRsqrt: FP32, tensor.OpPow: FP32, tensor.OpSumAxes: FP32,
 		tensor.OpConv2d:    Lower, // PyTorch's CUDA lower-precision list; its poolings are on none
 		tensor.OpAttention: Lower,
+		tensor.OpBatchNorm: FP32, tensor.OpNLLLoss: FP32,
 	}
 	for _, op := range tensor.Ops() {
 		p, ok := want[op]

@@ -122,6 +122,7 @@ func checkpointRoundTrip(t *testing.T, d *vk.Device) {
 		{"adam", adamMaker(ckptAdam), adamMaker(otherAdam)},
 		{"sgd momentum", sgdMaker(nn.SGDOptions{LR: 0.1, Momentum: 0.9, Dampening: 0.1}), sgdMaker(nn.SGDOptions{LR: 0.3, Momentum: 0.5})},
 		{"sgd", sgdMaker(nn.SGDOptions{LR: 0.1, WeightDecay: 0.01}), sgdMaker(nn.SGDOptions{LR: 0.3})},
+		{"adadelta", adadeltaMaker(nn.AdadeltaOptions{LR: 0.7, Rho: 0.8, Eps: 1e-5, WeightDecay: 0.01}), adadeltaMaker(nn.AdadeltaOptions{})},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -180,6 +181,7 @@ func checkpointResume(t *testing.T, d *vk.Device) {
 	}{
 		{"adam", adamMaker(ckptAdam), adamMaker(otherAdam), 2, 5},
 		{"sgd nesterov", sgdMaker(nn.SGDOptions{LR: 0.05, Momentum: 0.9, Nesterov: true}), sgdMaker(nn.SGDOptions{LR: 0.2, Momentum: 0.1}), 1, 4},
+		{"adadelta", adadeltaMaker(nn.AdadeltaOptions{}), adadeltaMaker(nn.AdadeltaOptions{LR: 0.1}), 2, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			straight := newRig(t, d, 1, "fc", 3, c.mk)

@@ -322,9 +322,14 @@ func (s Sequential) Parameters() []*Param {
 }
 
 // Close releases every parameter of m, a Module or any layer with
-// parameters (a Block, whose Forward also takes the batch).
+// parameters (a Block, whose Forward also takes the batch), and the
+// buffers of a Module.
 func Close(m interface{ Parameters() []*Param }) error {
-	for _, p := range m.Parameters() {
+	ps := m.Parameters()
+	if mod, ok := m.(Module); ok {
+		ps = State(mod)
+	}
+	for _, p := range ps {
 		p.Close()
 	}
 	return nil

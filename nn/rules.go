@@ -58,6 +58,8 @@ func init() {
 		tensor.OpStack:        stackBack,
 		tensor.OpGather:       gatherBack,
 		tensor.OpEmbedding:    embeddingBack,
+		tensor.OpBatchNorm:    batchNormBack,
+		tensor.OpNLLLoss:      nllBack,
 
 		tensor.OpConv2d:            conv2dBack, // nn/rules_conv.go
 		tensor.OpMaxPool2d:         maxPool2dBack,

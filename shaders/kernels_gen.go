@@ -6,6 +6,7 @@ import "github.com/vkamp/vkamp/vk"
 
 var table = []Kernel{
 	{Name: "accumulate", Tier: vk.TierPacked, File: "spv/accumulate.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "adadelta", Tier: vk.TierPacked, File: "spv/adadelta.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.ReadWrite}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "adam", Tier: vk.TierPacked, File: "spv/adam.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read, vk.ReadWrite}, PushSize: 28, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "add", Tier: vk.TierPacked, File: "spv/add.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "add_bias", Tier: vk.TierPacked, File: "spv/add_bias.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
@@ -14,6 +15,8 @@ var table = []Kernel{
 	{Name: "attention_fwd", Tier: vk.TierPacked, File: "spv/attention_fwd.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "axpy", Tier: vk.TierPacked, File: "spv/axpy.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "axpy_unless", Tier: vk.TierPacked, File: "spv/axpy_unless.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite, vk.Read}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "batch_norm", Tier: vk.TierPacked, File: "spv/batch_norm.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write, vk.Write, vk.ReadWrite, vk.ReadWrite, vk.ReadWrite}, PushSize: 24, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "batch_norm_backward", Tier: vk.TierPacked, File: "spv/batch_norm_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Read, vk.Write, vk.Write, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "bcast_add", Tier: vk.TierPacked, File: "spv/bcast_add.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 104, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "bcast_div", Tier: vk.TierPacked, File: "spv/bcast_div.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 104, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "bcast_eq", Tier: vk.TierPacked, File: "spv/bcast_eq.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 104, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
@@ -74,6 +77,7 @@ var table = []Kernel{
 	{Name: "mul", Tier: vk.TierPacked, File: "spv/mul.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "neg", Tier: vk.TierPacked, File: "spv/neg.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "nll", Tier: vk.TierPacked, File: "spv/nll.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write, vk.ReadWrite}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "nll_backward", Tier: vk.TierPacked, File: "spv/nll_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write, vk.ReadWrite}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "pool2d", Tier: vk.TierPacked, File: "spv/pool2d.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write, vk.Write}, PushSize: 44, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "pool2d_backward", Tier: vk.TierPacked, File: "spv/pool2d_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 44, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "pow", Tier: vk.TierPacked, File: "spv/pow.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -50,9 +50,10 @@ func (e *AssertError) Unwrap() error { return e.Err }
 const (
 	assertNLL uint32 = 1 + iota
 	assertCrossEntropyBackward
+	assertNLLBackward
 )
 
-var assertOps = map[uint32]string{assertNLL: "NLL", assertCrossEntropyBackward: "CrossEntropyBackward"}
+var assertOps = map[uint32]string{assertNLL: "NLL", assertCrossEntropyBackward: "CrossEntropyBackward", assertNLLBackward: "NLLBackward"}
 
 // assertWords is the size of the record in 32-bit words.
 const assertWords = 8

@@ -53,6 +53,8 @@ const (
 	OpGather       // elements picked along an axis by int32 indices
 	OpEmbedding    // rows of a table picked by indices
 	OpAttention    // fused causal self-attention
+	OpBatchNorm    // batch normalisation over the channel axis
+	OpNLLLoss      // negative log-likelihood of log-probabilities
 
 	// Convolutional networks.
 	OpConv2d            // 2-D convolution, NCHW
@@ -109,6 +111,8 @@ var opNames = [numOps]string{
 	OpStack:        "stack",
 	OpGather:       "gather",
 	OpEmbedding:    "embedding",
+	OpBatchNorm:    "batch_norm",
+	OpNLLLoss:      "nll_loss",
 
 	OpConv2d:            "conv2d",
 	OpMaxPool2d:         "max_pool2d",

@@ -14,10 +14,16 @@ layout(set = 0, binding = 1) readonly buffer G { float grad[]; };
 layout(set = 0, binding = 2) buffer M { float m1[]; };
 layout(set = 0, binding = 3) readonly buffer Table { uvec4 chunks[]; };
 layout(set = 0, binding = 4) readonly buffer Found { float found[]; };
-// steps[0]: the optimizer's completed steps before this one.
+#ifndef NO_STEPS
+// steps[0]: the optimizer's completed steps before this one. A kernel that
+// does not read it defines NO_STEPS (glslc drops unused bindings).
 layout(set = 0, binding = 5) readonly buffer Steps { uint steps[]; };
+#define V_BINDING 6
+#else
+#define V_BINDING 5
+#endif
 #ifdef SECOND_MOMENT
-layout(set = 0, binding = 6) buffer V { float m2[]; };
+layout(set = 0, binding = V_BINDING) buffer V { float m2[]; };
 #endif
 
 #define FOR_EACH_ELEMENT(NCHUNKS, BODY)                                      \

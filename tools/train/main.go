@@ -1,10 +1,17 @@
-// Command train trains the MNIST MLP (784-256-10) with fp16 automatic mixed
-// precision on the best Vulkan device found (software Vulkan without a GPU),
-// and shows how it went: a progress bar per epoch, a summary line per epoch
-// and, with -report, a figure.
+// Command train trains an MNIST model with fp16 automatic mixed precision
+// on the best Vulkan device found (software Vulkan without a GPU), and shows
+// how it went: a progress bar per epoch, a summary line per epoch (or, with
+// -json, one JSON object per epoch on stdout) and, with -report, a figure.
 //
-//	go run ./tools/train [-epochs 5] [-precision f16|bf16|f32] [-report report.png] [-compare]
-//	                     [-checkpoint DIR [-checkpoint-every N] [-resume]]
+//	go run ./tools/train [-model mlp|cnn] [-epochs 5] [-precision f16|bf16|f32] [-report report.png] [-compare]
+//	                     [-checkpoint DIR [-checkpoint-every N] [-resume]] [-json]
+//
+// -model mlp (the default) is the 784-256-10 MLP with Adam; -model cnn is
+// PyTorch's examples/mnist network (two convolutions, max-pooling, dropout,
+// log-softmax and NLL loss) with Adadelta at lr 1.0 decayed by 0.7 after
+// each epoch. The MLP stays the default because it is the demo that runs in
+// seconds on a software device; the CNN does about 60 times its arithmetic
+// per digit.
 //
 // With -checkpoint, a checkpoint is written after each epoch and, with
 // -checkpoint-every N, after every N-th step as well, so a killed run
@@ -53,6 +60,9 @@ type config struct {
 	lr, initScale                                   float64
 	seed                                            uint64
 	resume, compare                                 bool
+	model                                           string
+	gamma                                           float64
+	json                                            bool
 }
 
 func main() {
@@ -66,7 +76,10 @@ func main() {
 	flag.IntVar(&c.epochs, "epochs", 5, "epochs to train")
 	flag.IntVar(&c.batch, "batch", 64, "samples per step")
 	flag.IntVar(&c.logEvery, "log-every", 5, "read the loss and scale every this many steps (each read waits for the device)")
-	flag.Float64Var(&c.lr, "lr", 1e-3, "Adam's learning rate")
+	flag.Float64Var(&c.lr, "lr", 0, "learning rate (0: the model's, Adam's 1e-3 for mlp, Adadelta's 1.0 for cnn)")
+	flag.StringVar(&c.model, "model", "mlp", "mlp (784-256-10, Adam) or cnn (PyTorch's examples/mnist network, Adadelta)")
+	flag.Float64Var(&c.gamma, "gamma", 0, "learning-rate decay per epoch (0: the model's, 1 for mlp, 0.7 for cnn)")
+	flag.BoolVar(&c.json, "json", false, "write one JSON object per epoch to stdout (epoch, train_loss, test_accuracy, samples_per_s, scale) instead of the summary lines")
 	flag.Float64Var(&c.initScale, "init-scale", 65536, "initial loss scale of fp16 training (PyTorch's init_scale)")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, shuffling and dropout")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
@@ -91,8 +104,12 @@ func (c config) check() error {
 		return fmt.Errorf("unknown precision %q: use f16, bf16 or f32", c.precision)
 	case c.epochs < 1 || c.batch < 1 || c.logEvery < 1:
 		return fmt.Errorf("-epochs, -batch and -log-every must be positive")
-	case !(c.lr > 0) || c.lr > 1e3:
+	case c.model != "" && c.model != "mlp" && c.model != "cnn": // "" is mlp, as in trainer.Options
+		return fmt.Errorf("unknown -model %q: use mlp or cnn", c.model)
+	case !(c.lr >= 0) || c.lr > 1e3:
 		return fmt.Errorf("-lr %g must be positive", c.lr)
+	case !(c.gamma >= 0) || c.gamma > 1:
+		return fmt.Errorf("-gamma %g must be in (0, 1]", c.gamma)
 	case !(c.initScale > 0) || c.initScale > math.MaxFloat32:
 		return fmt.Errorf("-init-scale %g must be positive and finite in float32", c.initScale)
 	case c.resume && c.checkpoint == "":
@@ -127,10 +144,14 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	}
 	defer d.Close()
 	info := d.Info()
+	var jsonw io.Writer
+	if c.json { // stdout holds the JSON objects only
+		jsonw, out = out, bars
+	}
 	fmt.Fprintf(out, "device %d: %s (%s, %s %s), tier %s\n", info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, d.Tier())
 	fmt.Fprintf(out, "data: %d training and %d test digits from %s\n", train.N, test.N, c.data)
 	runs := []report.Run{}
-	r, err := trainRun(ctx, c, d, train, test, c.precision, out, bars)
+	r, err := trainRun(ctx, c, d, train, test, c.precision, out, bars, jsonw)
 	if err != nil {
 		return err
 	}
@@ -142,7 +163,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 		if c.precision == "f32" {
 			other.precision = "f16"
 		}
-		r, err := trainRun(ctx, other, d, train, test, other.precision, out, bars)
+		r, err := trainRun(ctx, other, d, train, test, other.precision, out, bars, jsonw)
 		if err != nil {
 			return err
 		}
@@ -170,7 +191,7 @@ const collapseAfter = 50
 // errCollapsed is the error of a run stopped by a collapsed loss scale.
 var errCollapsed = errors.New("the loss scale has collapsed")
 
-func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Set, precision string, out, bars io.Writer) (report.Run, error) {
+func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Set, precision string, out, bars, jsonw io.Writer) (report.Run, error) {
 	fp16 := precision == "f16"
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -186,7 +207,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 	var pending []trainer.Step
 	inRow := 0 // steps skipped in a row, up to the last one read
 	var tr *trainer.Trainer
-	tr, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, Batch: c.batch, LR: c.lr, FP16: fp16, BF16: precision == "bf16",
+	tr, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, Model: c.model, Batch: c.batch, LR: c.lr, Gamma: c.gamma, FP16: fp16, BF16: precision == "bf16",
 		Seed: c.seed, LossEvery: c.logEvery, Scaler: scaler.Options{InitScale: c.initScale},
 		OnStep: func(s trainer.Step) {
 			step := tr.StepsDone()
@@ -280,6 +301,11 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 		}
 		hist.Loss = append(hist.Loss, e.TrainLoss)
 		hist.Accuracy = append(hist.Accuracy, e.TestAccuracy)
+		if jsonw != nil {
+			if err := writeEpochJSON(jsonw, e); err != nil {
+				return hist, err
+			}
+		}
 		fmt.Fprintf(out, "%s epoch %d: train loss %.4f  test accuracy %.2f%%  scale %g  skipped %d  %.1fs (%.0f samples/s)\n",
 			hist.Name, e.Epoch+1, e.TrainLoss, 100*e.TestAccuracy, e.Scale, e.Skipped, e.Duration.Seconds(),
 			float64(e.Samples)/e.Duration.Seconds())
@@ -288,4 +314,34 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 		}
 	}
 	return hist, nil
+}
+
+// epochJSON is the object -json writes per epoch.
+type epochJSON struct {
+	Epoch        int       `json:"epoch"` // from 1
+	TrainLoss    jsonFloat `json:"train_loss"`
+	TestAccuracy float64   `json:"test_accuracy"`
+	SamplesPerS  float64   `json:"samples_per_s"`
+	Scale        jsonFloat `json:"scale"` // the loss scale; 1 in fp32
+}
+
+// jsonFloat is a number, or null for NaN and the infinities, which JSON
+// cannot hold (the loss of a diverged run).
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func writeEpochJSON(w io.Writer, e trainer.Epoch) error {
+	b, err := json.Marshal(epochJSON{Epoch: e.Epoch + 1, TrainLoss: jsonFloat(e.TrainLoss), TestAccuracy: e.TestAccuracy,
+		SamplesPerS: float64(e.Samples) / e.Duration.Seconds(), Scale: jsonFloat(e.Scale)})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

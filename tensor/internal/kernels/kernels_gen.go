@@ -50,6 +50,49 @@ func Accumulate(d *vk.Device, groups [3]uint32, s AccumulateSpec, p AccumulatePu
 	return run(d, k, groups, push[:], b.Src, b.Dst)
 }
 
+// AdadeltaSpec holds the specialization constants of adadelta.comp. A zero field
+// takes the shader's default.
+type AdadeltaSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// AdadeltaPush is the push-constant block Push (20 bytes), laid out as the
+// SPIR-V says.
+type AdadeltaPush struct {
+	Nchunks     uint32  // offset 0
+	Lr          float32 // offset 4
+	Rho         float32 // offset 8
+	Eps         float32 // offset 12
+	WeightDecay float32 // offset 16
+}
+
+func (p *AdadeltaPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.Lr))
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(p.Rho))
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Eps))
+	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(p.WeightDecay))
+}
+
+// AdadeltaBind names the bindings of adadelta.comp.
+type AdadeltaBind struct {
+	P     *vk.Buffer // binding 0: read and written
+	G     *vk.Buffer // binding 1: read
+	M     *vk.Buffer // binding 2: read and written
+	Table *vk.Buffer // binding 3: read
+	Found *vk.Buffer // binding 4: read
+	V     *vk.Buffer // binding 5: read and written
+}
+
+// Adadelta records adadelta.comp on d over groups workgroups.
+func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b AdadeltaBind) error {
+	k := key{op: "adadelta"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.V)
+}
+
 // AdamSpec holds the specialization constants of adam.comp. A zero field
 // takes the shader's default.
 type AdamSpec struct {
@@ -339,6 +382,95 @@ func AxpyUnless(d *vk.Device, groups [3]uint32, s AxpyUnlessSpec, p AxpyUnlessPu
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y, b.Flag)
+}
+
+// BatchNormSpec holds the specialization constants of batch_norm.comp. A zero field
+// takes the shader's default.
+type BatchNormSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// BatchNormPush is the push-constant block Push (24 bytes), laid out as the
+// SPIR-V says.
+type BatchNormPush struct {
+	N        uint32  // offset 0
+	C        uint32  // offset 4
+	S        uint32  // offset 8
+	Eps      float32 // offset 12
+	Momentum float32 // offset 16
+	Mode     uint32  // offset 20
+}
+
+func (p *BatchNormPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.C)
+	binary.LittleEndian.PutUint32(b[8:], p.S)
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Eps))
+	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(p.Momentum))
+	binary.LittleEndian.PutUint32(b[20:], p.Mode)
+}
+
+// BatchNormBind names the bindings of batch_norm.comp.
+type BatchNormBind struct {
+	X     *vk.Buffer // binding 0: read
+	G     *vk.Buffer // binding 1: read
+	B     *vk.Buffer // binding 2: read
+	Y     *vk.Buffer // binding 3: written
+	Stats *vk.Buffer // binding 4: written
+	Rm    *vk.Buffer // binding 5: read and written
+	Rv    *vk.Buffer // binding 6: read and written
+	Count *vk.Buffer // binding 7: read and written
+}
+
+// BatchNorm records batch_norm.comp on d over groups workgroups.
+func BatchNorm(d *vk.Device, groups [3]uint32, s BatchNormSpec, p BatchNormPush, b BatchNormBind) error {
+	k := key{op: "batch_norm"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [24]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.G, b.B, b.Y, b.Stats, b.Rm, b.Rv, b.Count)
+}
+
+// BatchNormBackwardSpec holds the specialization constants of batch_norm_backward.comp. A zero field
+// takes the shader's default.
+type BatchNormBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// BatchNormBackwardPush is the push-constant block Push (16 bytes), laid out as the
+// SPIR-V says.
+type BatchNormBackwardPush struct {
+	N     uint32 // offset 0
+	C     uint32 // offset 4
+	S     uint32 // offset 8
+	Train uint32 // offset 12
+}
+
+func (p *BatchNormBackwardPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.C)
+	binary.LittleEndian.PutUint32(b[8:], p.S)
+	binary.LittleEndian.PutUint32(b[12:], p.Train)
+}
+
+// BatchNormBackwardBind names the bindings of batch_norm_backward.comp.
+type BatchNormBackwardBind struct {
+	Dy    *vk.Buffer // binding 0: read
+	X     *vk.Buffer // binding 1: read
+	G     *vk.Buffer // binding 2: read
+	Stats *vk.Buffer // binding 3: read
+	Dx    *vk.Buffer // binding 4: written
+	Dg    *vk.Buffer // binding 5: written
+	Db    *vk.Buffer // binding 6: written
+}
+
+// BatchNormBackward records batch_norm_backward.comp on d over groups workgroups.
+func BatchNormBackward(d *vk.Device, groups [3]uint32, s BatchNormBackwardSpec, p BatchNormBackwardPush, b BatchNormBackwardBind) error {
+	k := key{op: "batch_norm_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.X, b.G, b.Stats, b.Dx, b.Dg, b.Db)
 }
 
 // BcastAddSpec holds the specialization constants of bcast_add.comp. A zero field
@@ -2380,6 +2512,45 @@ func Nll(d *vk.Device, groups [3]uint32, s NllSpec, p NllPush, b NllBind) error 
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.L, b.Y, b.Out, b.Assert)
+}
+
+// NllBackwardSpec holds the specialization constants of nll_backward.comp. A zero field
+// takes the shader's default.
+type NllBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
+}
+
+// NllBackwardPush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type NllBackwardPush struct {
+	Rows  uint32  // offset 0
+	Cols  uint32  // offset 4
+	Alpha float32 // offset 8
+}
+
+func (p *NllBackwardPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Rows)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(p.Alpha))
+}
+
+// NllBackwardBind names the bindings of nll_backward.comp.
+type NllBackwardBind struct {
+	Y      *vk.Buffer // binding 0: read
+	S      *vk.Buffer // binding 1: read
+	Out    *vk.Buffer // binding 2: written
+	Assert *vk.Buffer // binding 3: read and written
+}
+
+// NllBackward records nll_backward.comp on d over groups workgroups.
+func NllBackward(d *vk.Device, groups [3]uint32, s NllBackwardSpec, p NllBackwardPush, b NllBackwardBind) error {
+	k := key{op: "nll_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(8, uint32(s.AssertOp))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Y, b.S, b.Out, b.Assert)
 }
 
 // Pool2dSpec holds the specialization constants of pool2d.comp. A zero field

@@ -1,0 +1,26 @@
+package tensor
+
+import "github.com/vkamp/vkamp/tensor/internal/kernels"
+
+// AdadeltaConfig is one Adadelta step with PyTorch's formulas:
+// g += WeightDecay*w; v = Rho*v + (1-Rho)*g^2;
+// delta = sqrt(u + Eps) / sqrt(v + Eps) * g; u = Rho*u + (1-Rho)*delta^2;
+// w -= LR*delta, with v moment 0 and u moment 1.
+type AdadeltaConfig struct {
+	LR, Rho, Eps, WeightDecay float32
+}
+
+// AdadeltaStep records an Adadelta step over every parameter unless skip
+// is non-zero when it runs, as SGDStep does. The state must keep two
+// moments.
+func (s *OptimizerState) AdadeltaStep(c AdadeltaConfig, skip *Tensor) error {
+	if s == nil || s.moments[1] == nil {
+		usagePanic("AdadeltaStep", "Adadelta needs an OptimizerState with two moments")
+	}
+	p := kernels.AdadeltaPush{Lr: c.LR, Rho: c.Rho, Eps: c.Eps, WeightDecay: c.WeightDecay}
+	return s.step("AdadeltaStep", skip, func(g *blockGroup, flag *Tensor) error {
+		p.Nchunks = uint32(g.chunks)
+		return kernels.Adadelta(flag.dev, g.grid(), kernels.AdadeltaSpec{}, p, kernels.AdadeltaBind{
+			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, V: g.bind[3]})
+	})
+}
