@@ -183,7 +183,7 @@ func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
 		if beta != nil {
 			b = beta.buf
 		}
-		return kernels.LayerNorm(x.dev, rowGrid(rows), kernels.LayerNormSpec{LocalSizeX: rowLocal(x.dev, cols), NoBeta: beta == nil},
+		return kernels.LayerNorm(x.dev, rowGrid(rows), kernels.LayerNormSpec{LocalSizeX: normLocal(x.dev, rows, cols), NoBeta: beta == nil},
 			kernels.LayerNormPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
 			kernels.LayerNormBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
 	}, y, stats)
@@ -221,7 +221,7 @@ func LayerNormBackwardNoBias(dy, x, gamma, stats *Tensor) (dx, dgamma *Tensor) {
 	dyx := newOut(x.dev, Float32, []int{rows, cols}, dy, x, gamma, stats) // dy * xhat
 	defer dyx.Release()                                                   // the device keeps it until the sum has run
 	recordInto("LayerNormBackward", func() error {
-		return kernels.LayerNormBackward(x.dev, rowGrid(rows), kernels.LayerNormBackwardSpec{LocalSizeX: rowLocal(x.dev, cols)},
+		return kernels.LayerNormBackward(x.dev, rowGrid(rows), kernels.LayerNormBackwardSpec{LocalSizeX: normLocal(x.dev, rows, cols)},
 			kernels.LayerNormBackwardPush{Rows: uint32(rows), Cols: uint32(cols)},
 			kernels.LayerNormBackwardBind{Dy: dy.buf, X: x.buf, G: gamma.buf, Stats: stats.buf, Dx: dx.buf, Dyx: dyx.buf})
 	}, dx, dyx)

@@ -1,0 +1,4 @@
+package tensor
+
+// NormLocal is normLocal, for tests.
+var NormLocal = normLocal
