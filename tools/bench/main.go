@@ -1,9 +1,13 @@
 // Command bench measures vkamp on a device: matmul (fp16 and fp32, beside
-// gonum on the CPU), conv2d (beside matmul of the same size), casts and the fused check-and-unscale (beside a buffer
-// copy), AMP and fp32 training steps, and the share of an AMP step's wall
-// time spent in kernels (by the runtime's timestamps) at each -step batch.
+// gonum on the CPU), conv2d (beside matmul of the same size), the streaming
+// kernels (casts, elementwise, reductions, softmax, layer norm, Adam, the
+// fused unscale) in GB/s beside vkCmdCopyBuffer (copy/buffer), AMP and fp32
+// training steps (train-step/amp-vs-fp32), the host time per recorded
+// dispatch (dispatch/host-us), and the share of an AMP step's wall time spent
+// in kernels (by the runtime's timestamps) at each -step batch.
 //
 //	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-conv-only] [-json]
+//	go run ./tools/bench -sizes= -thin= -conv=false -step=   # streaming kernels, steps, host time
 //	go run ./tools/bench -autotune [-sizes 1024]   # store this device's fastest matmul tiles
 package main
 
@@ -31,7 +35,7 @@ func main() {
 	autotune := flag.Bool("autotune", false, "time every matmul tile for this device, store the fastest in the user's cache directory (used by later runs), and exit")
 	asJSON := flag.Bool("json", false, "print one JSON object per result")
 	minTime := flag.Duration("time", time.Second, "minimum time per measurement")
-	elements := flag.Int("elements", 16<<20, "elements for the cast and unscale measurements")
+	elements := flag.Int("elements", 16<<20, "elements for the streaming-kernel measurements")
 	data := flag.String("data", "testdata/mnist", "MNIST directory for the training-step measurements (empty skips them)")
 	steps := flag.String("step", "64,256", "batch sizes for the kernel share of AMP training steps, comma-separated (empty skips)")
 	stepN := flag.Int("step-n", 50, "measured steps per -step batch size")

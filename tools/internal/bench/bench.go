@@ -1,6 +1,6 @@
 // Package bench measures vkamp on a device: matmul GFLOP/s beside gonum on
-// the CPU, cast and fused check-and-unscale GB/s beside a buffer copy of the
-// same bytes, and training steps. tools/bench prints its results.
+// the CPU, streaming kernels' GB/s beside vkCmdCopyBuffer (copy/buffer),
+// training steps (AMP beside fp32) and the host time per dispatch. tools/bench prints its results.
 package bench
 
 import (
@@ -13,7 +13,6 @@ import (
 
 	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/mnist"
-	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
@@ -39,7 +38,7 @@ type Options struct {
 	Thin     []int         // M of thin matmuls (a batch of rows times a square weight)
 	ThinNK   int           // N and K of the thin matmuls; 0 means 1024
 	MinTime  time.Duration // per measurement, at least
-	Elements int           // for casts and unscale
+	Elements int           // for the streaming kernels (0 skips them)
 	Data     string        // MNIST directory, for the training steps ("" skips them)
 }
 
@@ -83,29 +82,11 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 		emit(stamp(Result{Name: fmt.Sprintf("matmul-thin/float16/%dx%d", m, nk), Value: v, Unit: "GFLOP/s",
 			Detail: fmt.Sprintf("M=%d N=K=%d, float16 in and out, fp32 accumulation", m, nk), Ratio: v / cpu, Versus: "gonum-f32"}))
 	}
-	copyRate, err := bandwidth(d, o, "copy", func(x *tensor.Tensor) *tensor.Tensor { return tensor.Cast(x, x.DType()) }, tensor.Float32)
-	if err != nil {
-		return err
-	}
-	emit(stamp(Result{Name: "copy/f32", Value: copyRate, Unit: "GB/s", Detail: "copy32 kernel, bytes read"}))
-	for _, c := range []struct {
-		name string
-		from tensor.DType
-		to   tensor.DType
-	}{{"cast/f32-f16", tensor.Float32, tensor.Float16}, {"cast/f16-f32", tensor.Float16, tensor.Float32}} {
-		to := c.to
-		v, err := bandwidth(d, o, c.name, func(x *tensor.Tensor) *tensor.Tensor { return tensor.Cast(x, to) }, c.from)
-		if err != nil {
+	if o.Elements > 0 {
+		if err := Stream(d, o.Elements, o.MinTime, emit); err != nil {
 			return err
 		}
-		emit(stamp(Result{Name: c.name, Value: v, Unit: "GB/s", Detail: "bytes read", Ratio: v / copyRate, Versus: "copy/f32"}))
 	}
-	u, err := unscaleRate(d, o)
-	if err != nil {
-		return err
-	}
-	emit(stamp(Result{Name: "unscale/f32", Value: u, Unit: "GB/s", Detail: "fused inf check and unscale, in place",
-		Ratio: u / copyRate, Versus: "copy/f32"}))
 	if o.Data != "" {
 		train, test, err := mnist.Load(o.Data)
 		if err != nil {
@@ -119,6 +100,13 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 			for _, x := range r {
 				emit(stamp(x))
 			}
+		}
+		r, err := TrainSteps(d, train, test, 64, 20, 3)
+		if err != nil {
+			return err
+		}
+		for _, x := range r {
+			emit(x)
 		}
 	}
 	return nil
@@ -159,47 +147,10 @@ func matmulMNK(d *vk.Device, m, n, k int, dt tensor.DType, minTime time.Duration
 	})
 }
 
-// bandwidth is the GB/s of an op reading a tensor of o.Elements of dt.
-func bandwidth(d *vk.Device, o Options, name string, op func(*tensor.Tensor) *tensor.Tensor, dt tensor.DType) (float64, error) {
-	x := tensor.Cast(tensor.FromFloat32(d, ref.Rand(o.Elements, 4), o.Elements), dt)
-	defer x.Release()
-	return rate(o.MinTime, float64(o.Elements*dt.Size())/1e9, func() error {
-		y := op(x)
-		defer y.Release()
-		if err := y.Err(); err != nil {
-			return fmt.Errorf("bench %s: %w", name, err)
-		}
-		return d.Wait()
-	})
-}
-
 type gradOnly struct{ g []*tensor.Tensor }
 
 func (o gradOnly) Gradients() []*tensor.Tensor { return o.g }
 func (o gradOnly) Step() error                 { return nil }
-
-func unscaleRate(d *vk.Device, o Options) (float64, error) {
-	s, err := scaler.New(scaler.Options{InitScale: 4})
-	if err != nil {
-		return 0, err
-	}
-	defer s.Close()
-	g := tensor.FromFloat32(d, ref.Rand(o.Elements, 5), o.Elements)
-	defer g.Release()
-	one := tensor.Full(d, tensor.Float32, 1, 1)
-	defer one.Release()
-	s.Scale(one).Release()
-	opt := &gradOnly{[]*tensor.Tensor{g}}
-	return rate(o.MinTime, float64(4*o.Elements)/1e9, func() error {
-		if err := s.Unscale(opt); err != nil {
-			return err
-		}
-		if err := s.UpdateTo(4); err != nil {
-			return err
-		}
-		return d.Wait()
-	})
-}
 
 // rate runs f until minTime has passed (after one warm-up call) and returns
 // work units per second.

@@ -15,9 +15,10 @@ import (
 
 // StepOptions configure StepShare.
 type StepOptions struct {
-	Batch  int // samples per step
-	Steps  int // measured steps
-	Warmup int // steps run first and not measured (pipelines, memory)
+	Batch  int  // samples per step
+	Steps  int  // measured steps
+	Warmup int  // steps run first and not measured (pipelines, memory)
+	FP32   bool // fp32 steps instead of fp16 AMP ones (StepWall)
 }
 
 // StepReport is what StepShare measured, per step unless named otherwise.
@@ -48,7 +49,7 @@ func (r StepReport) SamplesPerSecond() float64 { return float64(r.Batch) / r.Wal
 // errNoTimestamps says the device records no kernel times.
 var errNoTimestamps = errors.New("bench: the device records no kernel times: open it with vk.Options{Timestamps: true}")
 
-// StepShare runs o.Warmup and then o.Steps fp16 AMP training steps of the
+// StepShare runs o.Warmup and then o.Steps fp16 AMP (o.FP32: fp32) training steps of the
 // MNIST MLP (the trainer's own step, as the demo runs it, reading no loss)
 // on d, which must have been opened with timestamps. It measures the wall
 // time of the measured steps, from a drained device to a drained device, and
@@ -60,13 +61,35 @@ var errNoTimestamps = errors.New("bench: the device records no kernel times: ope
 // recording also competes with the kernels for cores, so host overhead shows
 // partly as longer kernels, not only as time outside them.
 func StepShare(d *vk.Device, train, test *mnist.Set, o StepOptions) (StepReport, error) {
+	m, err := measureSteps(d, train, test, o)
+	if err != nil {
+		return StepReport{}, err
+	}
+	return m.report(o)
+}
+
+// StepWall runs o.Warmup and then o.Steps training steps as StepShare does
+// (fp32 ones if o.FP32), on a device with or without timestamps, and
+// returns the wall time of a measured step.
+func StepWall(d *vk.Device, train, test *mnist.Set, o StepOptions) (time.Duration, error) {
+	m, err := measureSteps(d, train, test, o)
+	if err != nil {
+		return 0, err
+	}
+	if m.t1.IsZero() {
+		return 0, errors.New("bench: the measured steps did not run")
+	}
+	return m.t1.Sub(m.t0) / time.Duration(o.Steps), nil
+}
+
+func measureSteps(d *vk.Device, train, test *mnist.Set, o StepOptions) (*stepMeter, error) {
 	if o.Batch < 1 || o.Steps < 1 || o.Warmup < 1 {
-		return StepReport{}, fmt.Errorf("bench: batch %d, steps %d and warm-up %d must be positive", o.Batch, o.Steps, o.Warmup)
+		return nil, fmt.Errorf("bench: batch %d, steps %d and warm-up %d must be positive", o.Batch, o.Steps, o.Warmup)
 	}
 	n := o.Warmup + o.Steps
-	var m stepMeter
+	m := &stepMeter{}
 	tr, err := trainer.New(trainer.Options{Device: d, Train: tile(train, n*o.Batch), Test: test.Subset(o.Batch),
-		Batch: o.Batch, FP16: true, Seed: 1,
+		Batch: o.Batch, FP16: !o.FP32, Seed: 1,
 		OnStep: func(s trainer.Step) {
 			switch s.Index {
 			case o.Warmup - 1:
@@ -76,16 +99,13 @@ func StepShare(d *vk.Device, train, test *mnist.Set, o StepOptions) (StepReport,
 			}
 		}})
 	if err != nil {
-		return StepReport{}, err
+		return nil, err
 	}
 	defer tr.Close()
 	if _, err := tr.Epoch(context.Background()); err != nil {
-		return StepReport{}, err
+		return nil, err
 	}
-	if m.err != nil {
-		return StepReport{}, m.err
-	}
-	return m.report(o)
+	return m, m.err
 }
 
 // stepMeter takes the counters, clock and kernel times at both ends of the

@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vkamp/vkamp/internal/ref"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// streamCols is the last axis of the row kernels' input (reductions,
+// softmax, layer norm): a row of a transformer's hidden size.
+const streamCols = 1024
+
+// streamOp is one streaming kernel to measure: run records it once and
+// waits; bytes is what it reads plus what it writes.
+type streamOp struct {
+	name, detail string
+	bytes        float64
+	run          func() error
+}
+
+// Stream measures vkCmdCopyBuffer between two Float32 device buffers of n
+// elements (copy/buffer) and each streaming kernel on n elements, in GB/s of
+// bytes read plus bytes written, each beside copy/buffer: all are run in
+// turn, round after round, for at least 2*minTime and three rounds, and each
+// keeps its fastest call, so that the noise of a shared machine hits all
+// alike. n is rounded up to a multiple of the row length (1024).
+func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error {
+	if n < 1 {
+		return fmt.Errorf("bench: stream: %d elements", n)
+	}
+	rows := (n + streamCols - 1) / streamCols
+	n = rows * streamCols
+	var keep []*tensor.Tensor
+	defer func() {
+		for _, t := range keep {
+			t.Release()
+		}
+	}()
+	f32 := func(seed uint64, shape ...int) *tensor.Tensor {
+		t := tensor.FromFloat32(d, ref.Rand(shapeLen(shape), seed), shape...)
+		keep = append(keep, t)
+		return t
+	}
+	src, dst := f32(1, n), f32(2, n)
+	a, b := f32(3, rows, streamCols), f32(4, rows, streamCols)
+	h := tensor.Cast(a, tensor.Float16)
+	keep = append(keep, h)
+	gamma, beta := f32(5, streamCols), f32(6, streamCols)
+	p, g, ug := f32(7, n), f32(8, n), f32(9, n)
+	for _, t := range keep {
+		if err := t.Err(); err != nil {
+			return fmt.Errorf("bench: stream: %w", err)
+		}
+	}
+	adam, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 2)
+	if err != nil {
+		return err
+	}
+	defer adam.Close()
+	sc, err := scaler.New(scaler.Options{InitScale: 4})
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	one := tensor.Full(d, tensor.Float32, 1, 1)
+	defer one.Release()
+	sc.Scale(one).Release()
+	unscaleOpt := &gradOnly{[]*tensor.Tensor{ug}}
+
+	wait := func(outs ...*tensor.Tensor) error {
+		for _, o := range outs {
+			defer o.Release()
+		}
+		for _, o := range outs {
+			if err := o.Err(); err != nil {
+				return err
+			}
+		}
+		return d.Wait()
+	}
+	fn := float64(n)
+	ops := []streamOp{
+		{"copy/buffer", "vkCmdCopyBuffer, fp32", 8 * fn, func() error {
+			if err := dst.CopyFrom(src); err != nil {
+				return err
+			}
+			return d.Wait()
+		}},
+		{"stream/copy-f32", "copy kernel (Cast to its own dtype)", 8 * fn, func() error { return wait(tensor.Cast(a, tensor.Float32)) }},
+		{"stream/cast-f32-f16", "Cast fp32 to fp16", 6 * fn, func() error { return wait(tensor.Cast(a, tensor.Float16)) }},
+		{"stream/cast-f16-f32", "Cast fp16 to fp32", 6 * fn, func() error { return wait(tensor.Cast(h, tensor.Float32)) }},
+		{"stream/add-f32", "Add, fp32", 12 * fn, func() error { return wait(tensor.Add(a, b, tensor.Float32)) }},
+		{"stream/sum-rows-f32", fmt.Sprintf("SumAxis over the last axis of [%d, %d], fp32", rows, streamCols),
+			4*fn + 4*float64(rows), func() error { return wait(tensor.SumAxis(a, 1)) }},
+		{"stream/softmax-f32", fmt.Sprintf("Softmax over rows of %d, fp32", streamCols), 8 * fn,
+			func() error { return wait(tensor.Softmax(a)) }},
+		{"stream/layernorm-f32", fmt.Sprintf("LayerNorm over rows of %d, fp32", streamCols), 8*fn + 8*float64(rows),
+			func() error { return wait(tensor.LayerNorm(a, gamma, beta, 1e-5)) }},
+		{"stream/adam-f32", "Adam step in place: reads value, gradient, two moments; writes value, two moments", 28 * fn,
+			func() error {
+				if err := adam.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil); err != nil {
+					return err
+				}
+				return d.Wait()
+			}},
+		{"stream/unscale-f32", "scaler's fused inf check and unscale, in place (and the scale's update)", 8 * fn,
+			func() error {
+				if err := sc.Unscale(unscaleOpt); err != nil {
+					return err
+				}
+				if err := sc.UpdateTo(4); err != nil {
+					return err
+				}
+				return d.Wait()
+			}},
+	}
+	runs := make([]func() error, len(ops))
+	for i, o := range ops {
+		runs[i] = o.run
+	}
+	best, err := fastest(minTime, runs)
+	if err != nil {
+		return fmt.Errorf("bench: stream: %w", err)
+	}
+	info := d.Info()
+	results := streamResults(ops, best, n)
+	for _, r := range results {
+		r.Device, r.Driver, r.Tier = info.Name, info.DriverName, d.Tier().String()
+		emit(r)
+	}
+	return nil
+}
+
+// streamResults turns the fastest times into GB/s, the first op (the
+// buffer copy) being the others' baseline.
+func streamResults(ops []streamOp, best []time.Duration, n int) []Result {
+	var out []Result
+	base := 0.0
+	for i, o := range ops {
+		v := o.bytes / 1e9 / best[i].Seconds()
+		r := Result{Name: o.name, Value: v, Unit: "GB/s", Detail: fmt.Sprintf("%s; %d elements, bytes read + written", o.detail, n)}
+		if i == 0 {
+			base = v
+		} else {
+			r.Ratio, r.Versus = v/base, ops[0].name
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// fastest runs fs in turn (after one warm-up call each), round after round,
+// for at least three rounds and 2*minTime, and returns the fastest call of
+// each: on a shared machine the fastest call is the least disturbed one, and
+// taking turns exposes all to the same load.
+func fastest(minTime time.Duration, fs []func() error) ([]time.Duration, error) {
+	for _, f := range fs {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
+	best := make([]time.Duration, len(fs))
+	for i := range best {
+		best[i] = time.Duration(1<<63 - 1)
+	}
+	start := time.Now()
+	for n := 0; n < 3 || time.Since(start) < 2*minTime; n++ {
+		for i, f := range fs {
+			t := time.Now()
+			if err := f(); err != nil {
+				return nil, err
+			}
+			best[i] = min(best[i], max(time.Since(t), time.Nanosecond))
+		}
+	}
+	return best, nil
+}
