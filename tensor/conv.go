@@ -180,9 +180,14 @@ func Conv2d(x, w, b *Tensor, o Conv2dOpts) *Tensor {
 	wv := wm.view(g.gemmShape(g.og, g.kg)...)
 	for n0 := 0; n0 < g.n && out.err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
-		cols := g.im2col(op, x, gd, n0, m)
-		y := MatMul(wv, cols, MatMulOpts{Out: Float32})
-		cols.Release()
+		var y *Tensor
+		if pl, mg, ok := g.implicitPlan(x, wm, m); ok {
+			y = g.implicitGemm(op, x, wm, pl, mg, n0)
+		} else {
+			cols := g.im2col(op, x, gd, n0, m)
+			y = MatMul(wv, cols, MatMulOpts{Out: Float32})
+			cols.Release()
+		}
 		if err := firstErr(wm, y); err != nil {
 			out.fail(err)
 		} else {
