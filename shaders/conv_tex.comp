@@ -12,13 +12,20 @@
 //
 // A (the weights) is fetched as matmul_tex does, 8 k steps a block; each B
 // element is fetched as the texel that holds it (SIMD gathers on lavapipe,
-// see matmul_tex.comp). K must be a multiple of 8; any N (columns past it
+// see matmul_tex.comp), except with ROW_RUNS: where the stride along
+// the width is 1 and Wo a multiple of TN, the TN columns of an invocation
+// read TN neighbours of one input row at every k, which come from the
+// TN/8+1 (fp16) or TN/4+1 (fp32) texels that hold them, shifted into place
+// with selects, the padding masked to +0. (A per-lane choice between the
+// two would not help: lavapipe runs both sides of a branch.) K must be a multiple of 8; any N (columns past it
 // are clamped, computed and dropped).
 #include "common.glsl"
 #include "fp16.glsl"
 #define MATMUL_TEXELS
 #define MATMUL_CONV
 #include "matmul.glsl"
+
+layout(constant_id = 14) const bool ROW_RUNS = false;
 
 #define A16 (A_MODE != MODE_F32)
 #define B16 (B_MODE != MODE_F32)
@@ -70,24 +77,74 @@ void main() {
         y0[j] = int(oh) * p.sh - p.ph;
         x0[j] = int(ow) * p.sw - p.pw;
     }
-    uint kk2 = p.kh * p.kw;
+    uint coff = 0u, ki = 0u, kj = 0u;
+    // The last texel of x.
+    int last = textureSize(tb) - 1;
 
     for (uint k = 0; k < p.K; k += 8u) {
         [[unroll]] for (uint t = 0; t < NA; t++) aw[t] = fetchA(ao[t] + k);
         float bv[8][TN];
         [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
-            uint r = k + kk;
-            uint ci = r / kk2, t = r - ci * kk2;
-            uint i = t / p.kw, jw = t - i * p.kw;
-            uint coff = ci * plane;
-            int dy = int(i) * p.dh, dx = int(jw) * p.dw;
-            [[unroll]] for (uint j = 0; j < TN; j++) {
-                int hi = y0[j] + dy, wi = x0[j] + dx;
-                bool in_ = hi >= 0 && wi >= 0 && hi < int(p.h) && wi < int(p.w);
-                uint e = in_ ? xb[j] + coff + uint(hi) * p.w + uint(wi) : xb[j];
-                float v = xAt(e);
-                bv[kk][j] = in_ ? v : 0.0;
+            // Row k+kk of B is channel coff/plane, kernel tap (ki, kj): the
+            // counters step with k (no per-k divisions, which CPU drivers
+            // run lane by lane).
+            int dy = int(ki) * p.dh, dx = int(kj) * p.dw;
+            if (ROW_RUNS) {
+                int hi0 = y0[0] + dy, wi0 = x0[0] + dx;
+                bool rowIn = hi0 >= 0 && hi0 < int(p.h);
+                // e0 may lie before x or past it where it reads padding:
+                // texels are clamped into x, and what they give there masked.
+                int e0 = int(xb[0] + coff) + hi0 * int(p.w) + wi0;
+                float rv[TN];
+                if (B16) {
+                    uvec4 tw[TN / 8u + 1u];
+                    [[unroll]] for (uint t = 0; t < TN / 8u + 1u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 3) + int(t), 0, last));
+                    uint ws = (uint(e0) >> 1) & 3u;
+                    bool odd = (e0 & 1) != 0;
+                    // word(i) is word ws+i of the fetched texels.
+                    uint wd[TN / 2u + 1u];
+                    [[unroll]] for (uint i = 0; i < TN / 2u + 1u; i++) {
+                        uint a0 = tw[i / 4u][i % 4u], a1 = tw[(i + 1u) / 4u][(i + 1u) % 4u];
+                        uint a2 = tw[(i + 2u) / 4u][(i + 2u) % 4u];
+                        uint a3 = (i + 3u) / 4u <= TN / 8u ? tw[(i + 3u) / 4u][(i + 3u) % 4u] : 0u;
+                        wd[i] = ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3;
+                    }
+                    [[unroll]] for (uint i = 0; i < TN / 2u; i++) {
+                        uint wv = odd ? (wd[i] >> 16) | (wd[i + 1u] << 16) : wd[i];
+                        vec2 h = unpackHalf2x16(wv);
+                        rv[2u * i] = h.x;
+                        rv[2u * i + 1u] = h.y;
+                    }
+                } else {
+                    uvec4 tw[TN / 4u + 1u];
+                    [[unroll]] for (uint t = 0; t < TN / 4u + 1u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 2) + int(t), 0, last));
+                    uint ws = uint(e0) & 3u;
+                    [[unroll]] for (uint j = 0; j < TN; j++) {
+                        uint a0 = tw[j / 4u][j % 4u], a1 = tw[(j + 1u) / 4u][(j + 1u) % 4u];
+                        uint a2 = tw[(j + 2u) / 4u][(j + 2u) % 4u], a3 = tw[(j + 3u) / 4u][(j + 3u) % 4u];
+                        rv[j] = uintBitsToFloat(ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3);
+                    }
+                }
+                [[unroll]] for (uint j = 0; j < TN; j++) {
+                    int wi = wi0 + int(j);
+                    bv[kk][j] = rowIn && wi >= 0 && wi < int(p.w) ? rv[j] : 0.0;
+                }
+            } else {
+                [[unroll]] for (uint j = 0; j < TN; j++) {
+                    int hi = y0[j] + dy, wi = x0[j] + dx;
+                    bool in_ = hi >= 0 && wi >= 0 && hi < int(p.h) && wi < int(p.w);
+                    uint e = in_ ? xb[j] + coff + uint(hi) * p.w + uint(wi) : xb[j];
+                    float v = xAt(e);
+                    bv[kk][j] = in_ ? v : 0.0;
+                }
             }
+            kj++;
+            bool wrap = kj == p.kw;
+            kj = wrap ? 0u : kj;
+            ki += wrap ? 1u : 0u;
+            bool wrapH = ki == p.kh;
+            ki = wrapH ? 0u : ki;
+            coff += wrapH ? plane : 0u;
         }
         [[unroll]] for (uint i = 0; i < TM; i++) {
             float av[8];

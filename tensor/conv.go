@@ -21,7 +21,9 @@ import (
 // The patches are K-major because lavapipe's texel matmul runs about twice
 // as fast on [Cout, K] by [K, N*Ho*Wo] as on [N*Ho*Wo, K] by [Cout, K]^T
 // (measured on the MNIST example's conv2). Work is split over the batch
-// where a matrix would pass the device's maxStorageBufferRange.
+// where a matrix would pass the device's maxStorageBufferRange. Where the
+// forward GEMM would run on matmul_tex (lavapipe), it runs as an implicit
+// GEMM instead, reading the patches from the image (conv_implicit.go).
 
 // Conv2dOpts configures a 2-D convolution as PyTorch's nn.Conv2d does. Zero
 // values take PyTorch's defaults: stride 1, padding 0, dilation 1, groups

@@ -25,6 +25,8 @@ var convImplicitCases = []ref.Conv{
 	// texel path), with and without padding at the row ends.
 	{N: 2, Cin: 8, H: 6, W: 34, Cout: 4, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},
 	{N: 2, Cin: 8, H: 4, W: 32, Cout: 4, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1},
+	{N: 1, Cin: 8, H: 8, W: 16, Cout: 4, KH: 3, KW: 3, SH: 2, SW: 1, PH: 2, PW: 2, DH: 2, DW: 2, Groups: 1},
+	{N: 2, Cin: 16, H: 3, W: 8, Cout: 6, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 2},
 }
 
 // TestConv2dImplicit runs the forward of every case on the implicit GEMM
@@ -63,7 +65,9 @@ func TestConv2dImplicitBits(t *testing.T) {
 	d := devtest.Open(t)
 	for _, c := range []ref.Conv{
 		{N: 4, Cin: 16, H: 12, W: 12, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1},
-		{N: 2, Cin: 16, H: 18, W: 18, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}, // rows of 16, no padding
+		{N: 2, Cin: 16, H: 18, W: 18, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},               // rows of 16, no padding
+		{N: 2, Cin: 16, H: 16, W: 16, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}, // rows of 16, padding
+		{N: 2, Cin: 16, H: 26, W: 26, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},               // rows of 24
 	} {
 		convImplicitBits(t, d, c)
 	}

@@ -811,6 +811,7 @@ type ConvTexSpec struct {
 	AMode      uint32 // A_MODE: constant 6, default 0
 	BMode      uint32 // B_MODE: constant 7, default 0
 	Dyn        bool   // DYN: constant 13, default 0
+	RowRuns    bool   // ROW_RUNS: constant 14, default 0
 }
 
 // MatmulConvPush is the push-constant block MatmulConvPush (100 bytes), laid out as the
@@ -892,6 +893,7 @@ func ConvTex(d *vk.Device, groups [3]uint32, s ConvTexSpec, p MatmulConvPush, b 
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
 	k.put(13, b2u(s.Dyn))
+	k.put(14, b2u(s.RowRuns))
 	var push [100]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Ta, b.Tb, b.BufC, b.BufBias, b.BufOut)
