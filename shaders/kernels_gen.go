@@ -32,6 +32,8 @@ var table = []Kernel{
 	{Name: "conv_col2im", Tier: vk.TierPacked, File: "spv/conv_col2im.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 68, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "conv_im2col", Tier: vk.TierPacked, File: "spv/conv_im2col.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 68, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "conv_permute", Tier: vk.TierPacked, File: "spv/conv_permute.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "conv_tex", Tier: vk.TierPacked, File: "spv/conv_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Read, vk.Read, vk.ReadWrite}, PushSize: 100, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "conv_tex", Tier: vk.TierStorage16, File: "spv/conv_tex.storage16.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Read, vk.Read, vk.Write}, PushSize: 100, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "copy16", Tier: vk.TierPacked, File: "spv/copy16.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "copy16", Tier: vk.TierStorage16, File: "spv/copy16.storage16.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "copy32", Tier: vk.TierPacked, File: "spv/copy32.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -21,7 +21,9 @@ import (
 // The patches are K-major because lavapipe's texel matmul runs about twice
 // as fast on [Cout, K] by [K, N*Ho*Wo] as on [N*Ho*Wo, K] by [Cout, K]^T
 // (measured on the MNIST example's conv2). Work is split over the batch
-// where a matrix would pass the device's maxStorageBufferRange.
+// where a matrix would pass the device's maxStorageBufferRange. Where the
+// forward GEMM would run on matmul_tex (lavapipe), it runs as an implicit
+// GEMM instead, reading the patches from the image (conv_implicit.go).
 
 // Conv2dOpts configures a 2-D convolution as PyTorch's nn.Conv2d does. Zero
 // values take PyTorch's defaults: stride 1, padding 0, dilation 1, groups
@@ -180,9 +182,14 @@ func Conv2d(x, w, b *Tensor, o Conv2dOpts) *Tensor {
 	wv := wm.view(g.gemmShape(g.og, g.kg)...)
 	for n0 := 0; n0 < g.n && out.err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
-		cols := g.im2col(op, x, gd, n0, m)
-		y := MatMul(wv, cols, MatMulOpts{Out: Float32})
-		cols.Release()
+		var y *Tensor
+		if pl, mg, ok := g.implicitPlan(x, wm, m); ok {
+			y = g.implicitGemm(op, x, wm, pl, mg, n0)
+		} else {
+			cols := g.im2col(op, x, gd, n0, m)
+			y = MatMul(wv, cols, MatMulOpts{Out: Float32})
+			cols.Release()
+		}
 		if err := firstErr(wm, y); err != nil {
 			out.fail(err)
 		} else {

@@ -4,3 +4,15 @@ package tensor
 // least 2), as a device with a small maxStorageBufferRange would split the
 // work; 0 restores the device's limit.
 func SetConvPassSamples(n int) { convPassSamples = n }
+
+// SetConvImplicit sets how Conv2d chooses the implicit GEMM (conv_tex): 0
+// by the rule, 1 wherever the device and layout allow, -1 never.
+func SetConvImplicit(mode int) { convImplicitMode = mode }
+
+// ConvImplicit reports whether Conv2d of x and w under o runs its GEMM as
+// an implicit GEMM (in one pass).
+func ConvImplicit(x, w *Tensor, o Conv2dOpts) bool {
+	g := convCheck("Conv2d", x.shape, w.shape, o)
+	_, _, ok := g.implicitPlan(x, w, g.n)
+	return ok
+}

@@ -58,13 +58,29 @@ layout(constant_id = 13) const bool DYN = false;
 #define AMODE (DYN ? (p.flags >> FLAG_A_MODE_SHIFT) & 3u : A_MODE)
 #define BMODE (DYN ? (p.flags >> FLAG_B_MODE_SHIFT) & 3u : B_MODE)
 
+#if defined(MATMUL_CONV)
+layout(push_constant) uniform MatmulConvPush {
+#else
 layout(push_constant) uniform MatmulPush {
+#endif
     uint M, N, K;
     uint batchA, batchB; // elements between batches; batchB is 0 for shared weights
     uint batch0;         // batch of gl_WorkGroupID.z == 0
     uint batches;        // in the whole output
     uint flags;
     float alpha, beta;
+#if defined(MATMUL_CONV)
+    // conv_tex: B is gathered from the image x (see conv_tex.comp).
+    uint n0;     // first sample of the dispatch
+    uint cin;    // input channels
+    uint h, w;   // input size
+    uint ho, wo; // output size
+    uint kh, kw; // kernel size
+    int sh, sw;  // stride
+    int ph, pw;  // padding
+    int dh, dw;  // dilation
+    uint cg;     // input channels per group
+#endif
 } p;
 
 #if defined(MATMUL_TEXELS)

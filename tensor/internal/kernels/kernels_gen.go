@@ -1032,6 +1032,106 @@ func ConvPermute(d *vk.Device, groups [3]uint32, s ConvPermuteSpec, p PermutePus
 	return run(d, k, groups, push[:], b.S, b.Bias, b.D)
 }
 
+// ConvTexSpec holds the specialization constants of conv_tex.comp. A zero field
+// takes the shader's default.
+type ConvTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	Dyn        bool   // DYN: constant 13, default 0
+	RowRuns    bool   // ROW_RUNS: constant 14, default 0
+}
+
+// MatmulConvPush is the push-constant block MatmulConvPush (100 bytes), laid out as the
+// SPIR-V says.
+type MatmulConvPush struct {
+	M       uint32  // offset 0
+	N       uint32  // offset 4
+	K       uint32  // offset 8
+	BatchA  uint32  // offset 12
+	BatchB  uint32  // offset 16
+	Batch0  uint32  // offset 20
+	Batches uint32  // offset 24
+	Flags   uint32  // offset 28
+	Alpha   float32 // offset 32
+	Beta    float32 // offset 36
+	N0      uint32  // offset 40
+	Cin     uint32  // offset 44
+	H       uint32  // offset 48
+	W       uint32  // offset 52
+	Ho      uint32  // offset 56
+	Wo      uint32  // offset 60
+	Kh      uint32  // offset 64
+	Kw      uint32  // offset 68
+	Sh      int32   // offset 72
+	Sw      int32   // offset 76
+	Ph      int32   // offset 80
+	Pw      int32   // offset 84
+	Dh      int32   // offset 88
+	Dw      int32   // offset 92
+	Cg      uint32  // offset 96
+}
+
+func (p *MatmulConvPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.M)
+	binary.LittleEndian.PutUint32(b[4:], p.N)
+	binary.LittleEndian.PutUint32(b[8:], p.K)
+	binary.LittleEndian.PutUint32(b[12:], p.BatchA)
+	binary.LittleEndian.PutUint32(b[16:], p.BatchB)
+	binary.LittleEndian.PutUint32(b[20:], p.Batch0)
+	binary.LittleEndian.PutUint32(b[24:], p.Batches)
+	binary.LittleEndian.PutUint32(b[28:], p.Flags)
+	binary.LittleEndian.PutUint32(b[32:], math.Float32bits(p.Alpha))
+	binary.LittleEndian.PutUint32(b[36:], math.Float32bits(p.Beta))
+	binary.LittleEndian.PutUint32(b[40:], p.N0)
+	binary.LittleEndian.PutUint32(b[44:], p.Cin)
+	binary.LittleEndian.PutUint32(b[48:], p.H)
+	binary.LittleEndian.PutUint32(b[52:], p.W)
+	binary.LittleEndian.PutUint32(b[56:], p.Ho)
+	binary.LittleEndian.PutUint32(b[60:], p.Wo)
+	binary.LittleEndian.PutUint32(b[64:], p.Kh)
+	binary.LittleEndian.PutUint32(b[68:], p.Kw)
+	binary.LittleEndian.PutUint32(b[72:], uint32(p.Sh))
+	binary.LittleEndian.PutUint32(b[76:], uint32(p.Sw))
+	binary.LittleEndian.PutUint32(b[80:], uint32(p.Ph))
+	binary.LittleEndian.PutUint32(b[84:], uint32(p.Pw))
+	binary.LittleEndian.PutUint32(b[88:], uint32(p.Dh))
+	binary.LittleEndian.PutUint32(b[92:], uint32(p.Dw))
+	binary.LittleEndian.PutUint32(b[96:], p.Cg)
+}
+
+// ConvTexBind names the bindings of conv_tex.comp.
+type ConvTexBind struct {
+	Ta      *vk.Buffer // binding 0: read as texels
+	Tb      *vk.Buffer // binding 1: read as texels
+	BufC    *vk.Buffer // binding 2: read
+	BufBias *vk.Buffer // binding 3: read
+	BufOut  *vk.Buffer // binding 4: read and written or written
+}
+
+// ConvTex records conv_tex.comp on d over groups workgroups.
+func ConvTex(d *vk.Device, groups [3]uint32, s ConvTexSpec, p MatmulConvPush, b ConvTexBind) error {
+	k := key{op: "conv_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.TM))
+	k.put(2, uint32(s.TN))
+	k.put(3, uint32(s.KK))
+	k.put(4, b2u(s.TransA))
+	k.put(5, b2u(s.TransB))
+	k.put(6, uint32(s.AMode))
+	k.put(7, uint32(s.BMode))
+	k.put(13, b2u(s.Dyn))
+	k.put(14, b2u(s.RowRuns))
+	var push [100]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Ta, b.Tb, b.BufC, b.BufBias, b.BufOut)
+}
+
 // Copy16Spec holds the specialization constants of copy16.comp. A zero field
 // takes the shader's default.
 type Copy16Spec struct {

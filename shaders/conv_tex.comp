@@ -1,0 +1,160 @@
+#version 450
+// tiers: packed storage16
+// conv_tex is the forward GEMM of a 2-D convolution as an implicit GEMM on
+// matmul_tex's tiles: out [groups, Cout/groups, nc*Ho*Wo] = W [groups,
+// Cout/groups, Kg] times the patch matrix B [Kg, nc*Ho*Wo] of
+// conv_im2col, whose elements are read from the image x [N, Cin, H, W]
+// (NCHW) where they lie instead of from a materialised copy: B(k, col) with
+// k = (ci, i, j) and col = (n, oh, ow) is
+// x[n0+n, g*Cin/groups+ci, oh*sh-ph+i*dh, ow*sw-pw+j*dw], or +0 in the
+// padding. The FMAs run in matmul_tex's order (k ascending per output), so
+// the result has the bits of im2col + matmul_tex.
+//
+// A (the weights) is fetched as matmul_tex does, 8 k steps a block; each B
+// element is fetched as the texel that holds it (SIMD gathers on lavapipe,
+// see matmul_tex.comp), except with ROW_RUNS: where the stride along
+// the width is 1 and Wo a multiple of TN, the TN columns of an invocation
+// read TN neighbours of one input row at every k, which come from the
+// TN/8+1 (fp16) or TN/4+1 (fp32) texels that hold them, shifted into place
+// with selects, the padding masked to +0. (A per-lane choice between the
+// two would not help: lavapipe runs both sides of a branch.) K must be a multiple of 8; any N (columns past it
+// are clamped, computed and dropped).
+#include "common.glsl"
+#include "fp16.glsl"
+#define MATMUL_TEXELS
+#define MATMUL_CONV
+#include "matmul.glsl"
+
+layout(constant_id = 14) const bool ROW_RUNS = false;
+
+#define A16 (A_MODE != MODE_F32)
+#define B16 (B_MODE != MODE_F32)
+#define NA (A16 ? TM : 2u * TM)
+
+uvec4 aw[NA];
+
+float comp(uvec4 t, uint w) { return uintBitsToFloat(t[w]); }
+float half_of(uvec4 t, uint h) { return unpackHalf2x16(t[h >> 1] >> ((h & 1u) << 4)).x; }
+
+// aAt is A(r0+i, k+kk) of the fetched block: a texel holds consecutive k of
+// one row.
+float aAt(uint i, uint kk) {
+    if (A16) return half_of(aw[i], kk);
+    return comp(aw[2u * i + kk / 4u], kk % 4u);
+}
+
+uvec4 fetchA(uint e) { return texelFetch(ta, int(e / (A16 ? 8u : 4u))); }
+
+// xAt is element e of x.
+float xAt(uint e) {
+    if (B16) return half_of(texelFetch(tb, int(e >> 3)), e & 7u);
+    return comp(texelFetch(tb, int(e >> 2)), e & 3u);
+}
+
+void main() {
+    uint lane = gl_LocalInvocationID.x;
+    uint r0 = gl_WorkGroupID.y * TM;
+    uint c0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + lane) * TN;
+    uint batch = p.batch0 + gl_WorkGroupID.z; // the group
+    uint abase = batch * p.batchA;
+    clearAcc();
+
+    uint ao[NA];
+    [[unroll]] for (uint t = 0; t < NA; t++) { // row t (fp16) or half a row's block (fp32)
+        uint i = A16 ? t : t / 2u, part = A16 ? 0u : (t % 2u) * 4u;
+        ao[t] = abase + min(r0 + i, p.M - 1u) * p.K + part;
+    }
+    // Per column: the offset of its sample's first channel of the group in
+    // x, and the input pixel its patch starts at.
+    uint hw = p.ho * p.wo, plane = p.h * p.w;
+    uint xb[TN];
+    int y0[TN], x0[TN];
+    [[unroll]] for (uint j = 0; j < TN; j++) {
+        uint c = min(c0 + j, p.N - 1u);
+        uint n = c / hw, q = c - n * hw;
+        uint oh = q / p.wo, ow = q - oh * p.wo;
+        xb[j] = ((p.n0 + n) * p.cin + batch * p.cg) * plane;
+        y0[j] = int(oh) * p.sh - p.ph;
+        x0[j] = int(ow) * p.sw - p.pw;
+    }
+    uint coff = 0u, ki = 0u, kj = 0u;
+    // The last texel of x.
+    int last = textureSize(tb) - 1;
+
+    for (uint k = 0; k < p.K; k += 8u) {
+        [[unroll]] for (uint t = 0; t < NA; t++) aw[t] = fetchA(ao[t] + k);
+        float bv[8][TN];
+        [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
+            // Row k+kk of B is channel coff/plane, kernel tap (ki, kj): the
+            // counters step with k (no per-k divisions, which CPU drivers
+            // run lane by lane).
+            int dy = int(ki) * p.dh, dx = int(kj) * p.dw;
+            if (ROW_RUNS) {
+                int hi0 = y0[0] + dy, wi0 = x0[0] + dx;
+                bool rowIn = hi0 >= 0 && hi0 < int(p.h);
+                // e0 may lie before x or past it where it reads padding:
+                // texels are clamped into x, and what they give there masked.
+                int e0 = int(xb[0] + coff) + hi0 * int(p.w) + wi0;
+                float rv[TN];
+                if (B16) {
+                    uvec4 tw[TN / 8u + 1u];
+                    [[unroll]] for (uint t = 0; t < TN / 8u + 1u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 3) + int(t), 0, last));
+                    uint ws = (uint(e0) >> 1) & 3u;
+                    bool odd = (e0 & 1) != 0;
+                    // word(i) is word ws+i of the fetched texels.
+                    uint wd[TN / 2u + 1u];
+                    [[unroll]] for (uint i = 0; i < TN / 2u + 1u; i++) {
+                        uint a0 = tw[i / 4u][i % 4u], a1 = tw[(i + 1u) / 4u][(i + 1u) % 4u];
+                        uint a2 = tw[(i + 2u) / 4u][(i + 2u) % 4u];
+                        uint a3 = (i + 3u) / 4u <= TN / 8u ? tw[(i + 3u) / 4u][(i + 3u) % 4u] : 0u;
+                        wd[i] = ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3;
+                    }
+                    [[unroll]] for (uint i = 0; i < TN / 2u; i++) {
+                        uint wv = odd ? (wd[i] >> 16) | (wd[i + 1u] << 16) : wd[i];
+                        vec2 h = unpackHalf2x16(wv);
+                        rv[2u * i] = h.x;
+                        rv[2u * i + 1u] = h.y;
+                    }
+                } else {
+                    uvec4 tw[TN / 4u + 1u];
+                    [[unroll]] for (uint t = 0; t < TN / 4u + 1u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 2) + int(t), 0, last));
+                    uint ws = uint(e0) & 3u;
+                    [[unroll]] for (uint j = 0; j < TN; j++) {
+                        uint a0 = tw[j / 4u][j % 4u], a1 = tw[(j + 1u) / 4u][(j + 1u) % 4u];
+                        uint a2 = tw[(j + 2u) / 4u][(j + 2u) % 4u], a3 = tw[(j + 3u) / 4u][(j + 3u) % 4u];
+                        rv[j] = uintBitsToFloat(ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3);
+                    }
+                }
+                [[unroll]] for (uint j = 0; j < TN; j++) {
+                    int wi = wi0 + int(j);
+                    bv[kk][j] = rowIn && wi >= 0 && wi < int(p.w) ? rv[j] : 0.0;
+                }
+            } else {
+                [[unroll]] for (uint j = 0; j < TN; j++) {
+                    int hi = y0[j] + dy, wi = x0[j] + dx;
+                    bool in_ = hi >= 0 && wi >= 0 && hi < int(p.h) && wi < int(p.w);
+                    uint e = in_ ? xb[j] + coff + uint(hi) * p.w + uint(wi) : xb[j];
+                    float v = xAt(e);
+                    bv[kk][j] = in_ ? v : 0.0;
+                }
+            }
+            kj++;
+            bool wrap = kj == p.kw;
+            kj = wrap ? 0u : kj;
+            ki += wrap ? 1u : 0u;
+            bool wrapH = ki == p.kh;
+            ki = wrapH ? 0u : ki;
+            coff += wrapH ? plane : 0u;
+        }
+        [[unroll]] for (uint i = 0; i < TM; i++) {
+            float av[8];
+            [[unroll]] for (uint kk = 0; kk < 8u; kk++) av[kk] = aAt(i, kk);
+            [[unroll]] for (uint j = 0; j < TN; j++) {
+                float s = acc[i][j];
+                [[unroll]] for (uint kk = 0; kk < 8u; kk++) s = fma(av[kk], bv[kk][j], s);
+                acc[i][j] = s;
+            }
+        }
+    }
+    storeTile(r0, c0, batch);
+}

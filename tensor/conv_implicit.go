@@ -1,0 +1,90 @@
+package tensor
+
+import (
+	"fmt"
+
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+)
+
+// The forward GEMM of a convolution as an implicit GEMM (conv_tex): where
+// MatMul would run the patch product on matmul_tex (lavapipe), conv_tex
+// runs matmul_tex's tiles and loop but reads each patch element from the
+// image itself, so no patch matrix (Kg/Cin = kH*kW times the input) is
+// written and read back. It accumulates in matmul_tex's order, so the
+// output has the bits of im2col + MatMul on matmul_tex. Other kernels and
+// drivers keep im2col.
+
+// convImplicitMode, for tests: 0 follows the rule, 1 takes conv_tex
+// wherever the device and layout allow whatever the problem's size, -1
+// never takes it.
+var convImplicitMode int
+
+// implicitPlan returns the matmul_tex plan and problem of the forward GEMM
+// of m samples, and whether conv_tex runs it: where MatMul would choose
+// matmul_tex for the patch product, x and the weights wm share fp32 or
+// fp16 (bf16 is widened by im2col), the depth is a multiple of 8 (A's
+// texel blocks) and both fit in a texel view.
+func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
+	if convImplicitMode < 0 || x.dtype != wm.dtype || g.kg%8 != 0 || !x.buf.TexelsFit() || !wm.buf.TexelsFit() {
+		return mmPlan{}, mmGeom{}, false
+	}
+	info := x.dev.Info()
+	kind, forced, err := mmKindFor(info)
+	if err != nil || kind != mmTexel {
+		return mmPlan{}, mmGeom{}, false
+	}
+	mg := mmGeom{batch: g.groups, m: g.og, n: m * g.ho * g.wo, k: g.kg}
+	if !forced && convImplicitMode == 0 && mg.madds() < mmTexelMin {
+		return mmPlan{}, mmGeom{}, false
+	}
+	mg.aMode = mmMode(wm.dtype, mmTexel, false, mg.m, mg.k)
+	mg.bMode = mmMode(x.dtype, mmTexel, true, mg.n, mg.k)
+	pl := mmPlanFor(info, mmTexel, mg)
+	if t, ok := mmTuned(info, pl, mg); ok {
+		pl = pl.withTile(t)
+	}
+	if g.sw == 1 && g.wo%pl.tile.TN != 0 && g.wo%8 == 0 {
+		// Runs of 8 columns (rowRuns) are faster than wider tiles
+		// gathered element by element; the order of the sums is the same.
+		pl.tile.TN = 8
+	}
+	return pl, mg, true
+}
+
+// rowRuns reports whether conv_tex may fetch each invocation's TN columns
+// at one k as a run of TN neighbours of one input row: the stride along
+// the width is 1 and every run of TN columns lies in one output row.
+func (g convGeom) rowRuns(tn int) bool { return g.sw == 1 && g.wo%tn == 0 }
+
+// implicitGemm returns the GEMM output [groups, Cout/groups, m*Ho*Wo] in
+// fp32 of samples n0 .. n0+m of x with the weights wm, on plan pl for
+// problem mg (from implicitPlan).
+func (g convGeom) implicitGemm(op string, x, wm *Tensor, pl mmPlan, mg mmGeom, n0 int) *Tensor {
+	y := New(x.dev, Float32, g.gemmShape(mg.m, mg.n)...)
+	if !checkLoops(y, op, pl.loops(mg.k), "conv_tex") {
+		return y
+	}
+	info := x.dev.Info()
+	rows, cols := pl.outTile()
+	gx, gy := ceilDiv(mg.n, cols), ceilDiv(mg.m, rows)
+	if gx > int(info.MaxWorkgroupCount[0]) || gy > int(info.MaxWorkgroupCount[1]) {
+		y.fail(fmt.Errorf("tensor: %s: %dx%d workgroups exceed the device's limit %v", op, gx, gy, info.MaxWorkgroupCount))
+		return y
+	}
+	c := g.convPush(n0, 0)
+	p := kernels.MatmulConvPush{M: u32(mg.m), N: u32(mg.n), K: u32(mg.k), BatchA: u32(mg.m * mg.k), Batches: u32(mg.batch),
+		Flags: mmFlags(nil, nil, Float32, pl), Alpha: 1,
+		N0: c.N0, Cin: c.Cin, H: c.H, W: c.W, Ho: c.Ho, Wo: c.Wo, Kh: c.Kh, Kw: c.Kw,
+		Sh: c.Sh, Sw: c.Sw, Ph: c.Ph, Pw: c.Pw, Dh: c.Dh, Dw: c.Dw, Cg: c.Cg}
+	t := pl.tile
+	spec := kernels.ConvTexSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK), AMode: mg.aMode, BMode: mg.bMode,
+		RowRuns: g.rowRuns(t.TN)}
+	maxZ := int(info.MaxWorkgroupCount[2])
+	for b0 := 0; b0 < mg.batch && y.err == nil; b0 += maxZ {
+		p.Batch0 = u32(b0)
+		groups := [3]uint32{u32(gx), u32(gy), u32(min(mg.batch-b0, maxZ))}
+		launched(y, kernels.ConvTex(x.dev, groups, spec, p,
+			kernels.ConvTexBind{Ta: wm.buf, Tb: x.buf, BufC: y.buf, BufBias: y.buf, BufOut: y.buf}))
+	}
+	return y
+}
