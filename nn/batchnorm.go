@@ -42,17 +42,13 @@ type BufferHolder interface {
 	Buffers() []*Param
 }
 
-// Buffers returns the buffers of m: those of every module nested in it (a
-// Sequential's, or those of any module with Children() []Module), in
-// order, then m's own.
+// Buffers returns the buffers of m: those of every module nested in it (any
+// Parent's children, a Sequential's included), in order, then m's own.
 func Buffers(m Module) []*Param {
 	var bs []*Param
 	var subs []Module
-	switch p := m.(type) {
-	case interface{ Children() []Module }:
+	if p, ok := m.(Parent); ok {
 		subs = p.Children()
-	case Sequential:
-		subs = p
 	}
 	for _, sub := range subs {
 		bs = append(bs, Buffers(sub)...)
