@@ -23,6 +23,7 @@ func TestDoubleRules(t *testing.T) {
 		loss   func(g *nn.Graph, p []*nn.Var) *nn.Var
 	}{
 		{"exp", [][]int{{2, 3}}, func(g *nn.Graph, p []*nn.Var) *nn.Var { return g.Sum(g.Exp(p[0])) }},
+		{"gelu", [][]int{{2, 3}}, func(g *nn.Graph, p []*nn.Var) *nn.Var { return g.Sum(g.Mul(g.GELU(p[0]), p[0])) }},
 		{"log sqrt rsqrt", [][]int{{2, 3}}, func(g *nn.Graph, p []*nn.Var) *nn.Var {
 			x := g.Add(g.Mul(p[0], p[0]), g.Input(tensor.Full(d, tensor.Float32, 1, 1)))
 			return g.Sum(g.Add(g.Log(x), g.Add(g.Sqrt(x), g.Rsqrt(x))))

@@ -212,9 +212,9 @@ func TestGradValues(t *testing.T) {
 	if _, err := g.Grad(loss, nil, []*nn.Var{g.Param(unused)}, false); err == nil || !strings.Contains(err.Error(), "not used") {
 		t.Errorf("unused input: %v, want an error saying it is not used", err)
 	}
-	gl := g.Sum(g.GELU(z))
-	msg := tPanics(t, "createGraph through gelu", func() { g.Grad(gl, nil, []*nn.Var{z}, true) })
-	tContains(t, "createGraph through gelu", msg, "Grad", "gelu")
+	gl := g.Sum(g.GELUTanh(z))
+	msg := tPanics(t, "createGraph through gelu_tanh", func() { g.Grad(gl, nil, []*nn.Var{z}, true) })
+	tContains(t, "createGraph through gelu_tanh", msg, "Grad", "tanh form")
 	other := nn.NewGraph(d, nn.Options{})
 	defer other.Release()
 	msg = tPanics(t, "var of another graph", func() { other.Grad(loss, nil, nil, false) })
@@ -251,4 +251,31 @@ func TestWithNoGrad(t *testing.T) {
 	if _, err := g.Grad(g.Sum(inside), nil, nil, false); err == nil {
 		t.Error("Grad of a no-grad result: no error")
 	}
+}
+
+// TestRequiresGrad: Backward computes the gradient of a RequiresGrad
+// input and of an intermediate var (Var.Grad), a parameter's var reads its
+// Grad, and an Int32 tensor cannot require a gradient.
+func TestRequiresGrad(t *testing.T) {
+	d := devtest.Open(t)
+	w := tParam(t, d, "w", []float32{3, -1}, 2)
+	x := tInput(t, d, []float32{0.5, 2}, 2)
+	g := nn.NewGraph(d, nn.Options{})
+	defer g.Release()
+	xv := g.RequiresGrad(x)
+	h := g.Mul(xv, g.Param(w)) // w x
+	loss := g.Sum(g.Mul(h, h)) // sum (w x)^2
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	// d/dx = 2 w^2 x, d/dh = 2 h, d/dw = 2 w x^2.
+	tSameBits(t, "dx", tRead(t, xv.Grad()), []float32{9, 4})
+	tSameBits(t, "dh", tRead(t, h.Grad()), []float32{3, -4})
+	tSameBits(t, "dw", tRead(t, g.Param(w).Grad()), []float32{1.5, -8})
+	if g.Input(x).Grad() != nil {
+		t.Error("a plain input has a gradient")
+	}
+	ids := tLabels(t, d, 1, 2)
+	msg := tPanics(t, "int32", func() { g.RequiresGrad(ids) })
+	tContains(t, "int32", msg, "RequiresGrad", "int32")
 }

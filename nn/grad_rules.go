@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"math"
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor"
@@ -15,8 +16,8 @@ type doubleRule func(g *Graph, n *node, dy *Var) []*Var
 // doubleRules are the differentiable backward rules, for Grad with
 // createGraph: matmul and linear, the elementwise ops and activations whose
 // derivatives are elementwise, sums and means, softmax, the losses, and the
-// layout ops that only move elements. GELU, layer norm, the poolings and
-// convolutions have none yet.
+// layout ops that only move elements, and exact GELU. Layer norm, GELU's
+// tanh form, the poolings and convolutions have none yet.
 var doubleRules map[tensor.Op]doubleRule
 
 func init() {
@@ -50,7 +51,47 @@ func init() {
 		tensor.OpDropout:      dropoutDouble,
 		tensor.OpReshape:      func(g *Graph, n *node, dy *Var) []*Var { return []*Var{g.Reshape(dy, n.inputs[0].Shape()...)} },
 		tensor.OpPermute:      permuteDouble,
+		tensor.OpGELU:         geluDouble,
 	}
+}
+
+// GELU's derivative, Phi(x) + x phi(x), as an op whose own derivative is
+// phi(x) (2 - x^2): so the exact GELU differentiates twice. (The tanh form
+// has no such rule.)
+var geluGrad = &Function{
+	Name: "gelu_grad",
+	Forward: func(in []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+		x := in[0]
+		ones := tensor.Full(x.Device(), tensor.Float32, 1, x.Shape()...)
+		defer ones.Release()
+		return tensor.GELUBackward(ones, x, x.DType()), nil
+	},
+	Backward: func(_, in []*tensor.Tensor, dy *tensor.Tensor) []*tensor.Tensor {
+		x := in[0]
+		f32 := tensor.Float32
+		x2 := tensor.Mul(x, x, f32)
+		defer x2.Release()
+		half := tensor.Scale(x2, -0.5, f32)
+		defer half.Release()
+		e := tensor.Exp(half, f32)
+		defer e.Release()
+		two := tensor.Full(x.Device(), f32, 2, 1)
+		defer two.Release()
+		t := tensor.Sub(two, x2, f32)
+		defer t.Release()
+		et := tensor.Mul(e, t, f32)
+		defer et.Release()
+		d2 := tensor.Scale(et, float32(1/math.Sqrt(2*math.Pi)), f32)
+		defer d2.Release()
+		return []*tensor.Tensor{tensor.Mul(dy, d2, x.DType())}
+	},
+}
+
+func geluDouble(g *Graph, n *node, dy *Var) []*Var {
+	if n.attr.tanh {
+		panic(&tensor.UsageError{Op: "Grad", Msg: "gelu's tanh form has no differentiable backward rule (createGraph); the exact form has"})
+	}
+	return []*Var{g.Mul(dy, g.Apply(geluGrad, n.inputs[0]))}
 }
 
 // constant returns t as a var with no gradient, owned by the graph.

@@ -48,6 +48,19 @@ type Var struct {
 // parameter, to the parameter).
 func (v *Var) Value() *tensor.Tensor { return v.t }
 
+// Grad returns the gradient the last Backward of v's graph computed for v:
+// for a var of RequiresGrad (summed over Backward calls, as PyTorch's
+// .grad, with Options.RetainGraph) or an intermediate var of the graph
+// (PyTorch's retain_grad, for the last call), and the parameter's Grad for
+// a parameter's var. It is nil where Backward reached no gradient. The
+// graph owns it.
+func (v *Var) Grad() *tensor.Tensor {
+	if v.param != nil {
+		return v.param.Grad
+	}
+	return v.grad
+}
+
 // DType returns the dtype of the var's tensor.
 func (v *Var) DType() tensor.DType { return v.t.DType() }
 
@@ -220,6 +233,22 @@ func (g *Graph) Input(t *tensor.Tensor) *Var {
 		panic(&tensor.UsageError{Op: "Input", Msg: "tensor on another device than the graph"})
 	}
 	return &Var{g: g, t: t}
+}
+
+// RequiresGrad returns a var for data whose gradient Backward computes, as
+// a tensor with requires_grad=True in PyTorch (an input whose gradient an
+// adversarial example or a saliency map needs); Var.Grad reads it after
+// Backward. The graph does not take ownership of t.
+func (g *Graph) RequiresGrad(t *tensor.Tensor) *Var {
+	v := g.Input(t)
+	if g.noGrad {
+		return v
+	}
+	if dt := t.DType(); dt != tensor.Float32 && dt != tensor.Float16 && dt != tensor.BFloat16 {
+		panic(&tensor.DTypeError{Op: "RequiresGrad", Got: t.DType(), Want: "a floating dtype"})
+	}
+	v.needsGrad = true
+	return v
 }
 
 // Param returns a var for a parameter: its gradient accumulates into p.Grad.
