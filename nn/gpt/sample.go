@@ -68,7 +68,10 @@ func Sample(logits []float32, temperature float64, topK int, rng *rand.Rand) int
 type GenerateOptions struct {
 	Temperature float64 // logits / Temperature; 0 is greedy [sample.py: 0.8]
 	TopK        int     // keep the TopK most likely tokens; 0 keeps all [sample.py: 200]
-	Autocast    bool    // run the forward passes in fp16 autocast
+	Autocast    bool    // run the forward passes under autocast
+	// AutocastDType is autocast's dtype: Float16 (the zero value, Float32,
+	// also means Float16) or BFloat16.
+	AutocastDType tensor.DType
 }
 
 // Generate appends n tokens to prompt (at least one token), one forward
@@ -87,7 +90,7 @@ func (m *Model) Generate(prompt []int32, n int, o GenerateOptions, rng *rand.Ran
 	out := make([]int32, 0, n)
 	for range n {
 		c := ctx[max(0, len(ctx)-m.Config.BlockSize):]
-		row, err := m.lastLogits(c, o.Autocast)
+		row, err := m.lastLogits(c, nn.Options{NoGrad: true, Autocast: o.Autocast, AutocastDType: o.AutocastDType})
 		if err != nil {
 			return out, err
 		}
@@ -99,10 +102,10 @@ func (m *Model) Generate(prompt []int32, n int, o GenerateOptions, rng *rand.Ran
 }
 
 // lastLogits returns the logits of the last position of one sequence.
-func (m *Model) lastLogits(ids []int32, autocast bool) ([]float32, error) {
+func (m *Model) lastLogits(ids []int32, opts nn.Options) ([]float32, error) {
 	idx := tensor.FromInt32(m.dev, ids, len(ids))
 	defer idx.Release()
-	g := nn.NewGraph(m.dev, nn.Options{NoGrad: true, Autocast: autocast})
+	g := nn.NewGraph(m.dev, opts)
 	defer g.Release()
 	all, err := m.Forward(g, idx, 1).Value().Float32s()
 	if err != nil {

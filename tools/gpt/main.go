@@ -2,7 +2,7 @@
 // automatic mixed precision (or fp32) on the best Vulkan device found, as
 // nanoGPT's shakespeare_char recipe, and samples from it.
 //
-//	go run ./tools/gpt [-recipe cpu|gpu] [-iters N] [-precision f16|f32] [-report loss.png]
+//	go run ./tools/gpt [-recipe cpu|gpu] [-iters N] [-precision f16|bf16|f32] [-report loss.png]
 //	                   [-checkpoint DIR [-resume]] [-sample 500 -temperature 0.8 -top-k 200] [-json]
 //
 // The recipes are nanoGPT's (config/train_shakespeare_char.py, and its
@@ -76,7 +76,7 @@ func main() {
 	flag.IntVar(&iters, "iters", 0, "training iterations (0: the recipe's); the learning rate decays to its minimum at the last")
 	flag.IntVar(&evalEvery, "eval-every", 0, "evaluate every this many iterations (0: the recipe's 250)")
 	flag.IntVar(&evalIters, "eval-iters", 0, "batches per split in an evaluation (0: the recipe's)")
-	flag.StringVar(&c.precision, "precision", "f16", "f16 (autocast and loss scaling) or f32")
+	flag.StringVar(&c.precision, "precision", "f16", "f16 (autocast and loss scaling), bf16 (autocast, no loss scaling) or f32")
 	flag.StringVar(&c.device, "device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
 	flag.Uint64Var(&c.seed, "seed", 1337, "seed of the weights, the batches, dropout and sampling")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to at each evaluation, at the end and on Ctrl-C")
@@ -125,10 +125,8 @@ func pick(v, def int) int {
 
 func (c config) check() error {
 	switch {
-	case c.precision == "bf16":
-		return errors.New("precision bf16 is not supported yet: use f16 or f32")
-	case c.precision != "f16" && c.precision != "f32":
-		return fmt.Errorf("unknown precision %q: use f16 or f32", c.precision)
+	case c.precision != "f16" && c.precision != "bf16" && c.precision != "f32":
+		return fmt.Errorf("unknown precision %q: use f16, bf16 or f32", c.precision)
 	case c.iters < 1 || c.evalEvery < 1 || c.evalIters < 1:
 		return fmt.Errorf("-iters %d, -eval-every %d and -eval-iters %d must be positive", c.iters, c.evalEvery, c.evalIters)
 	case c.sample < 0:

@@ -70,7 +70,19 @@ type progressState struct {
 	RNG         []byte `json:"batch_rng"` // the batch sampler's PCG state
 	DropoutStep uint64 `json:"dropout_step"`
 	FP16        bool   `json:"fp16"`
-	Model       string `json:"model"` // the sizes, to refuse another recipe's checkpoint
+	Precision   string `json:"precision,omitempty"` // f16, bf16 or f32; empty in checkpoints that only say fp16
+	Model       string `json:"model"`               // the sizes, to refuse another recipe's checkpoint
+}
+
+// precision is the run's -precision flag.
+func (p progressState) precision() string {
+	switch {
+	case p.Precision != "":
+		return p.Precision
+	case p.FP16:
+		return "f16"
+	}
+	return "f32"
 }
 
 // evaluation is one JSON line of -json.
@@ -120,7 +132,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 		return err
 	}
 	defer t.close()
-	fmt.Fprintf(log, "model: %s, %s; number of parameters: %.2fM\n", c.modelName(), precisionName(c.precision == "f16"), float64(t.m.NumParams(true))/1e6)
+	fmt.Fprintf(log, "model: %s, %s; number of parameters: %.2fM\n", c.modelName(), precisionName(c.precision), float64(t.m.NumParams(true))/1e6)
 	if c.resume {
 		if err := t.load(c.checkpoint); err != nil {
 			return err
@@ -144,7 +156,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	}
 	if c.sample > 0 {
 		prompt := data.encode(c.prompt)
-		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: c.precision == "f16"},
+		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: c.precision != "f32", AutocastDType: autocastDType(c.precision)},
 			rand.New(rand.NewPCG(c.seed, 2)))
 		if err != nil {
 			return err
@@ -178,17 +190,22 @@ func printProfile(w io.Writer, d *vk.Device, wall time.Duration) {
 	}
 }
 
-func precisionName(fp16 bool) string {
-	if fp16 {
-		return "fp16 AMP"
+func precisionName(precision string) string {
+	return map[string]string{"f16": "fp16 AMP", "bf16": "bf16 AMP", "f32": "fp32"}[precision]
+}
+
+// autocastDType is the autocast dtype of a precision flag (f32: none).
+func autocastDType(precision string) tensor.DType {
+	if precision == "bf16" {
+		return tensor.BFloat16
 	}
-	return "fp32"
+	return tensor.Float16
 }
 
 func newTrainer(c config, d *vk.Device, data *corpus) (*trainer, error) {
-	fp16 := c.precision == "f16"
+	fp16 := c.precision == "f16" // bf16 needs no loss scaler
 	t := &trainer{c: c, d: d, data: data, pcg: rand.NewPCG(c.seed, 1), seeds: nn.NewSeedSource(c.seed),
-		hist: report.Curve{Name: precisionName(fp16)}, x: make([]int32, c.batch*c.block), y: make([]int32, c.batch*c.block)}
+		hist: report.Curve{Name: precisionName(c.precision)}, x: make([]int32, c.batch*c.block), y: make([]int32, c.batch*c.block)}
 	t.rng = rand.New(t.pcg)
 	t.m = gpt.New(d, gpt.Config{Vocab: len(data.chars), BlockSize: c.block, Layers: c.layers, Heads: c.heads, Dim: c.dim, Dropout: c.dropout},
 		rand.New(rand.NewPCG(c.seed, 0)))
@@ -329,7 +346,7 @@ func (t *trainer) step() error {
 	defer scope.Release()
 	xb := scope.Track(tensor.FromInt32(d, t.x, len(t.x)))
 	yb := scope.Track(tensor.FromInt32(d, t.y, len(t.y)))
-	g := nn.NewGraph(d, nn.Options{Autocast: t.sc.Enabled(), Seeds: t.seeds})
+	g := nn.NewGraph(d, nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), Seeds: t.seeds})
 	defer g.Release()
 	loss, _ := t.m.Loss(g, xb, yb, c.batch)
 	if err := t.opt.ZeroGrad(); err != nil {
@@ -454,7 +471,7 @@ func (t *trainer) evalBatch(sum *tensor.Tensor) error {
 	defer scope.Release()
 	xb := scope.Track(tensor.FromInt32(t.d, t.x, len(t.x)))
 	yb := scope.Track(tensor.FromInt32(t.d, t.y, len(t.y)))
-	g := nn.NewGraph(t.d, nn.Options{Autocast: t.sc.Enabled(), NoGrad: true})
+	g := nn.NewGraph(t.d, nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), NoGrad: true})
 	defer g.Release()
 	loss, _ := t.m.Loss(g, xb, yb, t.c.batch)
 	return tensor.AxpyUnless(1, loss.Value(), sum, t.zero)
@@ -487,7 +504,7 @@ func (t *trainer) save() error {
 		return err
 	}
 	prog, err := json.Marshal(progressState{Iter: t.iter, Evaluated: t.evaluated, RNG: rng, DropoutStep: t.seeds.Step(),
-		FP16: t.sc.Enabled(), Model: t.c.modelName()})
+		FP16: t.sc.Enabled(), Precision: t.c.precision, Model: t.c.modelName()})
 	if err != nil {
 		return err
 	}
@@ -515,8 +532,8 @@ func (t *trainer) load(dir string) error {
 		return fmt.Errorf("checkpoint %s: progress: %w", dir, err)
 	}
 	switch {
-	case p.FP16 != t.sc.Enabled():
-		return fmt.Errorf("checkpoint %s is of an %s run, resumed in %s", dir, precisionName(p.FP16), precisionName(t.sc.Enabled()))
+	case p.precision() != t.c.precision:
+		return fmt.Errorf("checkpoint %s is of an %s run, resumed in %s", dir, precisionName(p.precision()), precisionName(t.c.precision))
 	case p.Model != t.c.modelName():
 		return fmt.Errorf("checkpoint %s is of a model of %s, resumed with %s", dir, p.Model, t.c.modelName())
 	case p.Iter < 0 || p.Iter > t.c.iters:
