@@ -279,3 +279,44 @@ func TestRequiresGrad(t *testing.T) {
 	msg := tPanics(t, "int32", func() { g.RequiresGrad(ids) })
 	tContains(t, "int32", msg, "RequiresGrad", "int32")
 }
+
+// TestNoGradFreesAtOnce: in a graph without gradients each op leaves only
+// its output: its saved state, temporaries and input casts are released
+// when it returns, and the results are the bits a graph with gradients
+// computes.
+func TestNoGradFreesAtOnce(t *testing.T) {
+	d := devtest.Open(t)
+	w := tParam(t, d, "w", tRand(5*6, 51, 1, f32), 5, 6)
+	gamma := tParam(t, d, "gamma", tRand(5, 52, 1, f32), 5)
+	beta := tParam(t, d, "beta", tRand(5, 53, 1, f32), 5)
+	x := tInput(t, d, tRand(4*6, 54, 1, f32), 4, 6)
+	labels := tLabels(t, d, 1, 0, 4, 2)
+	run := func(o nn.Options, check func(what string, before int)) []float32 {
+		g := nn.NewGraph(d, o)
+		defer g.Release()
+		live := func() int { return d.Stats().LiveBuffers }
+		before := live()
+		h := g.Linear(g.Input(x), g.Param(w), nil) // casts x and w under autocast
+		check("linear", before)
+		before = live()
+		n := g.LayerNorm(h, g.Param(gamma), g.Param(beta), 1e-5) // saves stats
+		check("layer_norm", before)
+		before = live()
+		l := g.CrossEntropyLoss(n, labels, nn.Mean) // saves log-probabilities
+		check("cross_entropy", before)
+		return tRead(t, l.Value())
+	}
+	for _, autocast := range []bool{false, true} {
+		want := run(nn.Options{Autocast: autocast}, func(string, int) {})
+		got := run(nn.Options{Autocast: autocast, NoGrad: true}, func(what string, before int) {
+			extra := 1 // the op's output
+			if what == "linear" && autocast {
+				extra = 2 // and the weight's cast, which the autocast cache keeps
+			}
+			if n := d.Stats().LiveBuffers - before; n != extra {
+				t.Errorf("autocast=%v: %s left %d buffers, want %d", autocast, what, n, extra)
+			}
+		})
+		tSameBits(t, "loss", got, want)
+	}
+}

@@ -28,8 +28,10 @@ type Graph struct {
 	temps    tensor.Scope
 	drops    uint32 // dropout masks made, for distinct seeds per op
 	seeds    *SeedSource
-	seed     uint32      // drawn from seeds at the first Dropout
-	busy     atomic.Bool // a method of the graph is running
+	seed     uint32         // drawn from seeds at the first Dropout
+	busy     atomic.Bool    // a method of the graph is running
+	mark     int            // tensors the graph held when the running method began
+	lastOut  *tensor.Tensor // the output the last op recorded
 	released bool
 	retain   bool // Options.RetainGraph
 	backward bool // a Backward has run
@@ -103,7 +105,10 @@ type Options struct {
 	// PyTorch's torch.autocast(dtype=torch.bfloat16) does; a scaler still
 	// works with it.
 	AutocastDType tensor.DType
-	// NoGrad records nothing for backward, as torch.no_grad.
+	// NoGrad records nothing for backward, as torch.no_grad, and each op
+	// releases what it made besides its output (saved state, temporaries,
+	// input casts) as it returns: an inference pass holds its ops' outputs
+	// only.
 	NoGrad bool
 	// Seeds is where the graph draws its dropout seed, once, at its first
 	// Dropout: a step's masks depend on the draw and on the op order. Nil
@@ -151,11 +156,21 @@ func (g *Graph) use(op string) *Graph {
 		g.done()
 		panic(&tensor.UsageError{Op: op, Msg: "the graph was released (make a new Graph for each step)"})
 	}
+	g.mark = g.temps.Len()
 	return g
 }
 
-// done ends the call that claim or use began.
-func (g *Graph) done() { g.busy.Store(false) }
+// done ends the call that claim or use began. Without gradients, what the
+// op made besides its output (its saved state for a backward pass that
+// will not come, its temporaries, its inputs' casts) is released at once:
+// the device keeps each until the work that reads it has run.
+func (g *Graph) done() {
+	if g.noGrad && !g.released {
+		g.temps.ReleaseFrom(g.mark, g.lastOut)
+		g.mark = g.temps.Len()
+	}
+	g.busy.Store(false)
+}
 
 // Autocast returns the graph's autocast region.
 func (g *Graph) Autocast() *amp.Region {
@@ -277,6 +292,7 @@ func (g *Graph) keep(t *tensor.Tensor) *tensor.Tensor { return g.temps.Track(t) 
 // records the node for Backward.
 func (g *Graph) record(op tensor.Op, out *tensor.Tensor, a attrs, saved []*tensor.Tensor, inputs ...*Var) *Var {
 	g.keep(out)
+	g.lastOut = out
 	v := &Var{g: g, t: out}
 	if g.noGrad {
 		return v

@@ -17,6 +17,35 @@ func (s *Scope) Track(t *Tensor) *Tensor {
 	return t
 }
 
+// Len returns the number of tracked tensors.
+func (s *Scope) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ts)
+}
+
+// ReleaseFrom releases the tensors tracked after the first n, except keep,
+// which stays tracked.
+func (s *Scope) ReleaseFrom(n int, keep *Tensor) {
+	s.mu.Lock()
+	var drop []*Tensor
+	if n < len(s.ts) {
+		drop = append(drop, s.ts[n:]...)
+		s.ts = s.ts[:n]
+	}
+	for _, t := range drop {
+		if t == keep {
+			s.ts = append(s.ts, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range drop {
+		if t != keep {
+			t.Release()
+		}
+	}
+}
+
 // Release releases every tracked tensor and empties the scope.
 func (s *Scope) Release() {
 	s.mu.Lock()
