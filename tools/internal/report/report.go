@@ -6,8 +6,6 @@ package report
 import (
 	"fmt"
 	"image/color"
-	"os"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -48,21 +46,7 @@ func Write(path string, runs ...Run) error {
 	for i, p := range plots[0] {
 		p.Draw(canvases[0][i])
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.png")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	_, werr := vgimg.PngCanvas{Canvas: img}.WriteTo(tmp)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("report: write %s: %v %v", path, werr, cerr)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
+	return writePNG(path, img)
 }
 
 func perEpoch(title, ylabel string, runs []Run, get func(Run) []float64) *plot.Plot {
