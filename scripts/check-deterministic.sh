@@ -38,7 +38,7 @@ for p in "${precisions[@]}"; do
 		env VK_ICD_FILENAMES="$icd" VK_DRIVER_FILES="$icd" VKAMP_TIER="$tier" VKAMP_DETERMINISTIC="$DETERMINISTIC" \
 			"$work/train" -epochs "$EPOCHS" -precision "$p" -checkpoint "$dir" -json >"$dir.log" 2>&1 ||
 			{ echo "$p $name: training failed:"; tail -n 20 "$dir.log"; fail=1; continue; }
-		sum=$(sha256sum "$dir/$(cat "$dir/LATEST")/model.safetensors" | cut -d' ' -f1)
+		sum=$(sha256sum "$dir/$(head -n 1 "$dir/LATEST")/model.safetensors" | cut -d' ' -f1)
 		printf '%-4s %-20s %s  %s\n' "$p" "$name" "$sum" "$(tail -n 1 "$dir.log")"
 		if [ -z "$ref" ]; then
 			ref=$sum
