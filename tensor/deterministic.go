@@ -16,14 +16,22 @@ import (
 //   - tree reductions use workgroups of detReduceLocal invocations on every
 //     device, so a row's tree has the same shape everywhere.
 //
-// Covered (the MNIST MLP's training step, fp16 AMP and fp32): matmul with
-// its epilogue (bias), sum_rows and sum_cols, log_softmax and softmax,
-// nll, cross_entropy_backward, relu and its backward, accumulate, adam,
-// axpy_unless, the casts, scale_by, unscale_check and scale_update (the
-// last four multiply by powers of two or work in integer code). Not yet
-// covered: the other kernels (the other optimizers, the elementwise
-// transcendental ops, layer_norm, attention, conv): they run their default
-// code in this mode.
+// Covered (the MNIST MLP's training step, fp16 AMP and fp32, checked by
+// tools/internal/trainer's TestDeterministic and scripts/check-deterministic.sh
+// on lavapipe at every tier and on SwiftShader): matmul with its epilogue
+// (bias, beta * C), sum_rows and sum_cols, log_softmax and softmax, nll,
+// cross_entropy_backward, relu and relu_backward, accumulate, adam,
+// axpy_unless, the casts, fill and copy, and the scaler's scale_by,
+// unscale_check, scale_update and step_count (exact, or integer code, on
+// every driver already).
+//
+// Not covered yet, running their default code in this mode: the
+// elementwise transcendental and division ops (exp, log, tanh, sigmoid,
+// gelu, pow, sqrt, rsqrt, div), layer_norm and batch_norm, attention,
+// conv2d's implicit-GEMM path (conv_tex; im2col + MatMul is covered),
+// pooling, embedding_backward, sgd and adadelta, and gradient clipping
+// (grad_sumsq, clip_coef). A new deterministic kernel includes
+// shaders/include/det.glsl and takes its DETERMINISTIC path.
 
 // detReduceLocal is the workgroup size of tree reductions in deterministic
 // mode: 128, the least maxComputeWorkGroupInvocations Vulkan allows.
