@@ -28,7 +28,7 @@ import (
 // Not covered yet, running their default code in this mode: the
 // elementwise transcendental and division ops (exp, log, tanh, sigmoid,
 // gelu, pow, sqrt, rsqrt, div), layer_norm and batch_norm, attention,
-// conv2d's implicit-GEMM path (conv_tex; im2col + MatMul is covered),
+// conv2d (conv_tex, and col2im's sums; its MatMuls are covered),
 // pooling, embedding_backward, sgd and adadelta, and gradient clipping
 // (grad_sumsq, clip_coef). A new deterministic kernel includes
 // shaders/include/det.glsl and takes its DETERMINISTIC path.
