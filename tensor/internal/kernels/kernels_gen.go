@@ -1354,6 +1354,43 @@ func CrossEntropyBackward(d *vk.Device, groups [3]uint32, s CrossEntropyBackward
 	return run(d, k, groups, push[:], b.L, b.Y, b.S, b.Out, b.Assert)
 }
 
+// DetMathSpec holds the specialization constants of det_math.comp. A zero field
+// takes the shader's default.
+type DetMathSpec struct {
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+}
+
+// DetMathPush is the push-constant block Push (8 bytes), laid out as the
+// SPIR-V says.
+type DetMathPush struct {
+	N  uint32 // offset 0
+	Op uint32 // offset 4
+}
+
+func (p *DetMathPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Op)
+}
+
+// DetMathBind names the bindings of det_math.comp.
+type DetMathBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	C *vk.Buffer // binding 2: read
+	D *vk.Buffer // binding 3: written
+}
+
+// DetMath records det_math.comp on d over groups workgroups.
+func DetMath(d *vk.Device, groups [3]uint32, s DetMathSpec, p DetMathPush, b DetMathBind) error {
+	k := key{op: "det_math"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(15, b2u(s.Deterministic))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.C, b.D)
+}
+
 // DropoutSpec holds the specialization constants of dropout.comp. A zero field
 // takes the shader's default.
 type DropoutSpec struct {
