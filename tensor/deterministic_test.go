@@ -44,7 +44,7 @@ func TestDeterministicMath(t *testing.T) {
 	a := detInputs(rng, n, 70, 70, true)
 	b := detInputs(rng, n, 70, 70, true)
 	c := detInputs(rng, n, 130, 0, true) // small addends: sums that cancel to subnormals
-	b[n+1], b[n+2] = 2, 0.5                // -0 / 2, inf / 0.5
+	b[n+1], b[n+2] = 2, 0.5              // -0 / 2, inf / 0.5
 	pos := detInputs(rng, n, 126, 127, false)
 	small := detInputs(rng, n, 7, 7, true) // exp's range and past it
 	for i := range small {
