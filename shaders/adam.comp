@@ -3,6 +3,7 @@
 // parameter group, skipped on the device when the scaler found an inf.
 #define SECOND_MOMENT
 #include "optim.glsl"
+#include "det.glsl"
 
 layout(push_constant) uniform Push {
     uint nchunks;
@@ -30,7 +31,44 @@ float one_minus_pow(float b, uint t) {
     return acc;
 }
 
+// det_one_minus_pow is one_minus_pow with every rounding fixed.
+float det_one_minus_pow(float b, uint t) {
+    precise float acc = 0.0;
+    precise float c = 1.0 - b;
+    for (; t != 0u; t >>= 1) {
+        if ((t & 1u) != 0u) acc = det_ftz(acc + det_ftz(c * (1.0 - acc)));
+        c = det_ftz(c * (2.0 - c));
+    }
+    return acc;
+}
+
+// det_step is the deterministic path of main: the same formulas, each
+// operation rounded once, division and sqrt correctly rounded.
+void det_step() {
+    uint t = steps[0] + 1u;
+    float bc1 = det_one_minus_pow(p.beta1, t);
+    float bc2 = det_sqrt(det_one_minus_pow(p.beta2, t));
+    float step_size = det_div(p.lr, bc1);
+    precise float decay = 1.0 - p.lr * p.weight_decay;
+    FOR_EACH_ELEMENT(p.nchunks, {
+        precise float w = param[ip];
+        precise float g = grad[ig];
+        if (p.decoupled != 0u) w = det_ftz(w * decay);
+        else g = det_mad(p.weight_decay, w, g);
+        precise float m = det_mad(1.0 - p.beta1, g, det_ftz(p.beta1 * m1[im]));
+        precise float v = det_mad(1.0 - p.beta2, det_ftz(g * g), det_ftz(p.beta2 * m2[iv]));
+        m1[im] = m;
+        m2[iv] = v;
+        precise float den = det_div(det_sqrt(v), bc2) + p.eps;
+        param[ip] = det_ftz(w - det_div(det_ftz(step_size * m), den));
+    })
+}
+
 void main() {
+    if (DETERMINISTIC) {
+        det_step();
+        return;
+    }
     uint t = steps[0] + 1u;
     float bc1 = one_minus_pow(p.beta1, t);
     float bc2 = sqrt(one_minus_pow(p.beta2, t));

@@ -8,6 +8,7 @@
 #define ASSERT_BINDING 4
 #include "ewise.glsl"
 #include "assert.glsl"
+#include "det.glsl"
 
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
 
@@ -25,6 +26,11 @@ float grad(uint i, float k) {
     if (y < 0 || uint(y) >= p.cols) {
         if (c == 0u) raise_assert(r, uint(y), p.cols);
         return uintBitsToFloat(0x7FC00000u);
+    }
+    if (DETERMINISTIC) {
+        precise float g = det_exp(logp[i]);
+        if (c == uint(y)) g -= 1.0;
+        return det_ftz(g * k);
     }
     float g = exp(logp[i]);
     if (c == uint(y)) g -= 1.0;

@@ -73,7 +73,7 @@ void main() {
         [[unroll]] for (uint j = 0; j < TN; j++) bv[0][j] = loadB1(bElem(j, k));
         [[unroll]] for (uint i = 0; i < TM; i++) {
             float x = loadA1(aElem(i, k));
-            [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = fma(x, bv[0][j], acc[i][j]);
+            [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = DETERMINISTIC ? det_mad(x, bv[0][j], acc[i][j]) : fma(x, bv[0][j], acc[i][j]);
         }
     }
     storeTile(r0, c0, batch);

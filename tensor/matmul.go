@@ -308,6 +308,9 @@ func mmFlags(c, bias *Tensor, out DType, pl mmPlan) uint32 {
 // problem g on a device: the rule's, with the autotuner's tile if it stored
 // one for this device.
 func mmChoose(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
+	if a.dev.Deterministic() {
+		return mmChooseDet(info, a, b, g)
+	}
 	g, pl, err := mmChooseRule(info, a, b, g)
 	if err == nil {
 		if t, ok := mmTuned(info, pl, g); ok {

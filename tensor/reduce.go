@@ -199,8 +199,8 @@ var (
 	maxRows        = asKernel(kernels.MaxRows)
 	sumCols        = asKernel(kernels.SumCols)
 	maxCols        = asKernel(kernels.MaxCols)
-	softmaxRows    = asKernel(kernels.Softmax)
-	logSoftmaxRows = asKernel(kernels.LogSoftmax)
+	softmaxRows    = asDetKernel(kernels.Softmax)
+	logSoftmaxRows = asDetKernel(kernels.LogSoftmax)
 )
 
 // asKernel turns a generated launcher whose spec and bindings are an xSpec
@@ -212,6 +212,9 @@ func asKernel[S ~xSpec, P any, B ~xyBind](k func(*vk.Device, [3]uint32, S, P, B)
 // reduceLocal is the workgroup size of tree reductions: the elementwise size
 // rounded down to a power of two, for the tree.
 func reduceLocal(t *Tensor) int {
+	if t.dev.Deterministic() {
+		return detReduceLocal
+	}
 	l := int(kernels.LocalSize(t.dev))
 	p := 1
 	for p*2 <= l {

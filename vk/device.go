@@ -24,6 +24,7 @@ type Device struct {
 	mu     sync.Mutex
 	info   Info
 	tier   Tier
+	det    bool
 	opts   Options
 	dev    C.VkDevice
 	queue  C.VkQueue
@@ -124,6 +125,7 @@ func Open(opts Options) (*Device, error) {
 	d := &Device{
 		info:         info,
 		tier:         tier,
+		det:          opts.Deterministic || envBool("VKAMP_DETERMINISTIC"),
 		opts:         opts,
 		align:        max(info.MinStorageBufferAlign, info.MinTexelBufferAlign, 16),
 		blockSize:    defaultBlockSize,
@@ -224,6 +226,11 @@ func (d *Device) Info() Info { return d.info }
 
 // Tier is the tier of kernel variants this device runs.
 func (d *Device) Tier() Tier { return d.tier }
+
+// Deterministic reports whether the device runs vkamp's deterministic
+// kernels: the same bits on every driver and tier for the ops they cover
+// (tensor's doc lists them), at some cost in speed.
+func (d *Device) Deterministic() bool { return d.det }
 
 // Stats returns the device's counters.
 func (d *Device) Stats() Stats {

@@ -27,6 +27,11 @@
 // recording and submission. Close waits for the device and destroys every
 // object it made; it is idempotent, and a closed device returns ErrClosed.
 //
+// VKAMP_DETERMINISTIC=1 (Options.Deterministic) opens the device in
+// deterministic mode: kernels that declare the specialization constant
+// DETERMINISTIC run arithmetic whose bits vkamp fixes, the same on every
+// driver and tier (package tensor says which).
+//
 // VKAMP_VALIDATION=1 enables the Khronos validation layer with
 // synchronization validation; ValidationMessages returns what it reported.
 // Without cgo the package builds and Open returns an error saying why.

@@ -47,6 +47,8 @@ func TestOpenChecksEnv(t *testing.T) {
 		{name: "VKAMP_DEVICE", value: "no-such-device", fail: true, want: []string{"devices are"}},
 		{name: "VKAMP_DEVICE", value: "9999", fail: true, want: []string{"devices are"}},
 		{name: "VKAMP_VALIDATION", value: "maybe", fail: true, want: []string{"1, 0, true, false"}},
+		{name: "VKAMP_DETERMINISTIC", value: "maybe", fail: true, want: []string{"1, 0, true, false"}},
+		{name: "VKAMP_DETERMINISTIC", value: "1"},
 		{name: "VKAMP_NO_SYNC_VALIDATION", value: "maybe", fail: true, want: []string{"1, 0, true, false"}},
 		{name: "VKAMP_NO_SYNC_VALIDATION", value: "0"},
 		{name: "VKAMP_TUNE", value: "on", fail: true, want: []string{`"off"`}},

@@ -33,6 +33,7 @@ func ValidationMessages() []string { return nil }
 func (d *Device) InjectFaults(Faults)                                          {}
 func (d *Device) Info() Info                                                   { return Info{} }
 func (d *Device) Tier() Tier                                                   { return TierPacked }
+func (d *Device) Deterministic() bool                                          { return false }
 func (d *Device) Stats() Stats                                                 { return Stats{} }
 func (d *Device) Memory() []HeapUse                                            { return nil }
 func (d *Device) KernelTimes() []KernelTime                                    { return nil }

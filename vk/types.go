@@ -190,6 +190,10 @@ type Options struct {
 	// WaitTimeout bounds each wait for the device; 0 means ten minutes (a
 	// software driver on a loaded machine can take long).
 	WaitTimeout time.Duration
+	// Deterministic runs the kernels whose arithmetic is fixed by vkamp
+	// rather than by the driver (see Device.Deterministic); false means
+	// VKAMP_DETERMINISTIC, else the fast kernels.
+	Deterministic bool
 }
 
 func (o *Options) waitTimeout() time.Duration {

@@ -18,6 +18,8 @@
 #extension GL_EXT_control_flow_attributes : require
 
 #include "dtype.glsl"
+#include "fp16.glsl"
+#include "det.glsl"
 
 // Operand encodings (A_MODE, B_MODE).
 #define MODE_F32 0u
@@ -105,7 +107,10 @@ layout(set = 0, binding = 4) buffer BufOut { uint o[]; };
 layout(set = 0, binding = 4) writeonly buffer BufOut { uint16_t o16[]; };
 #endif
 
-float half_at(uint w, uint e) { return unpackHalf2x16(w >> ((e & 1u) << 4)).x; }
+// unpack2 is unpackHalf2x16, exact for every fp16 value, but a driver's
+// own: the deterministic path decodes in integer code.
+vec2 unpack2(uint w) { return DETERMINISTIC ? vec2(f16_to_f32(w & 0xFFFFu), f16_to_f32(w >> 16)) : unpackHalf2x16(w); }
+float half_at(uint w, uint e) { return unpack2(w >> ((e & 1u) << 4)).x; }
 
 // loadA1 and loadB1 read element e with one load whatever the dtype (on CPU
 // drivers every load site costs compile time); loadA2 and loadB2 read the
@@ -139,8 +144,8 @@ float loadB1(uint e) {
     bool f16 = BMODE != MODE_F32;
     return word_value(b[f16 ? e >> 1 : e], e, f16);
 }
-vec2 loadA2(uint e) { return unpackHalf2x16(a[e >> 1]); }
-vec2 loadB2(uint e) { return unpackHalf2x16(b[e >> 1]); }
+vec2 loadA2(uint e) { return unpack2(a[e >> 1]); }
+vec2 loadB2(uint e) { return unpack2(b[e >> 1]); }
 
 // B values of one k step block for the invocation's columns, and where those
 // columns start (element offsets at k = 0), for matmul_reg and matmul_sg.
@@ -202,7 +207,11 @@ void loadB(uint k) {
 void fmaRow(uint i, float av[KK]) {
     [[unroll]] for (uint j = 0; j < TN; j++) {
         float s = acc[i][j];
-        [[unroll]] for (uint kk = 0; kk < KK; kk++) s = fma(av[kk], bv[kk][j], s);
+        if (DETERMINISTIC) { // the same roundings on every driver, k in order
+            [[unroll]] for (uint kk = 0; kk < KK; kk++) s = det_mad(av[kk], bv[kk][j], s);
+        } else {
+            [[unroll]] for (uint kk = 0; kk < KK; kk++) s = fma(av[kk], bv[kk][j], s);
+        }
         acc[i][j] = s;
     }
 }
@@ -213,6 +222,15 @@ void fmaRow(uint i, float av[KK]) {
 // accumulator of output element e (flat, batch included). C is not read when
 // beta is 0, as in BLAS, so a NaN there does not leak into the result.
 float finish(float v, uint e, float biasv) {
+    if (DETERMINISTIC) {
+        precise float r = det_ftz(v * p.alpha);
+        if ((p.flags & FLAG_C) != 0u) {
+            uint dt = FLAG_DT(FLAG_C_DT_SHIFT);
+            r = det_mad(p.beta, elem_value(cin[elem_word(e, dt)], e, dt), r);
+        }
+        precise float o = r + biasv;
+        return o;
+    }
     v *= p.alpha;
     if ((p.flags & FLAG_C) != 0u) {
         uint dt = FLAG_DT(FLAG_C_DT_SHIFT);

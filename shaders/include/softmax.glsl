@@ -3,6 +3,7 @@
 // OUT(x - max, sum) defined by the including file. NaN anywhere in a row, or
 // +inf, makes the row NaN, as the float64 formula does.
 #include "reduce.glsl"
+#include "det.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
@@ -19,10 +20,13 @@ DEFINE_TREE(tree_sum, ADD)
 float exp_(float d) {
     if (is_nan(d)) return d;
     if (is_inf(d)) return d > 0.0 ? d : 0.0;
-    return exp(d);
+    return DETERMINISTIC ? det_exp(d) : exp(d);
 }
 
-float log_(float s) { return is_nan(s) ? s : log(s); }
+float log_(float s) { return is_nan(s) ? s : DETERMINISTIC ? det_log(s) : log(s); }
+
+// sub_ is a - b, with a subnormal difference flushed on the deterministic path.
+float sub_(float a, float b) { return DETERMINISTIC ? det_ftz(a - b) : a - b; }
 
 void main() {
     uint t = gl_LocalInvocationID.x;
@@ -37,8 +41,8 @@ void main() {
         if (ok) for (uint i = lane; i < p.cols; i += p.seg) m = nan_max(m, x_at(lo + i));
         m = tree_max(m, p.seg);
         float s = 0.0;
-        if (ok) for (uint i = lane; i < p.cols; i += p.seg) s += exp_(x_at(lo + i) - m);
+        if (ok) for (uint i = lane; i < p.cols; i += p.seg) s += exp_(sub_(x_at(lo + i), m));
         s = tree_sum(s, p.seg);
-        if (ok) for (uint i = lane; i < p.cols; i += p.seg) y[lo + i] = OUT(x_at(lo + i) - m, s);
+        if (ok) for (uint i = lane; i < p.cols; i += p.seg) y[lo + i] = OUT(sub_(x_at(lo + i), m), s);
     }
 }

@@ -42,6 +42,8 @@ func main() {
 	stepOnly := flag.Bool("step-only", false, "measure only the kernel share of training steps")
 	conv := flag.Bool("conv", true, "measure conv2d (the MNIST example's conv2 at batch 64) beside matmul of the same M, N, K")
 	convOnly := flag.Bool("conv-only", false, "measure only conv2d")
+	detN := flag.Int("deterministic", 256, "size of the square matmul that measures the deterministic mode's cost beside the default mode's, with MLP training steps (0 skips)")
+	detOnly := flag.Bool("deterministic-only", false, "measure only the deterministic mode's cost")
 	flag.Parse()
 	ns, err := ints(*sizes, 16384)
 	if err != nil {
@@ -96,13 +98,22 @@ func main() {
 		fmt.Fprintf(os.Stderr, "\r%-60s", r.Name) // progress; the table comes at the end
 	}
 	if *convOnly {
-		*stepOnly, *conv, batches = true, true, nil
+		*stepOnly, *conv, batches, *detN = true, true, nil, 0
+	}
+	if *detOnly {
+		*stepOnly, *conv, batches = true, false, nil
+		if *detN == 0 {
+			*detN = 256
+		}
 	}
 	if !*stepOnly {
 		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: *data}, emit)
 	}
 	if err == nil && *conv {
 		err = bench.Conv(d, bench.MNISTConv2, *minTime, emit)
+	}
+	if err == nil && *detN > 0 && (!*stepOnly || *detOnly) {
+		err = bench.Deterministic(*device, *detN, *data, *minTime, emit)
 	}
 	if err == nil && len(batches) > 0 && *data != "" {
 		err = stepShares(*device, *data, batches, *stepN, emit)

@@ -19,6 +19,11 @@ import (
 // constants, generated from shaders/include/dtype.glsl).
 type DType uint32
 
+// DeterministicID is the id of the specialization constant DETERMINISTIC
+// (shaders/include/det.glsl): on a device opened with Options.Deterministic
+// every kernel that declares it runs its deterministic path.
+const DeterministicID = 15
+
 // maxLocalSize caps the workgroup of elementwise kernels: SwiftShader allows
 // 256 invocations, and larger groups gain nothing on GPUs for streaming work.
 const maxLocalSize = 256
@@ -76,6 +81,11 @@ func source(d *vk.Device, k key) (vk.KernelSource, error) {
 		if k.set&(1<<id) != 0 {
 			src.Spec[uint32(id)] = k.spec[id]
 		}
+	}
+	if d.Deterministic() && k.set&(1<<DeterministicID) == 0 {
+		// Kernels without the constant ignore it (Vulkan drops map entries
+		// a module does not declare).
+		src.Spec[DeterministicID] = 1
 	}
 	return src, nil
 }

@@ -96,7 +96,8 @@ func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b 
 // AdamSpec holds the specialization constants of adam.comp. A zero field
 // takes the shader's default.
 type AdamSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // AdamPush is the push-constant block Push (28 bytes), laid out as the
@@ -136,6 +137,7 @@ type AdamBind struct {
 func Adam(d *vk.Device, groups [3]uint32, s AdamSpec, p AdamPush, b AdamBind) error {
 	k := key{op: "adam"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(15, b2u(s.Deterministic))
 	var push [28]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V)
@@ -353,7 +355,8 @@ func Axpy(d *vk.Device, groups [3]uint32, s AxpySpec, p EwisePush, b AxpyBind) e
 // AxpyUnlessSpec holds the specialization constants of axpy_unless.comp. A zero field
 // takes the shader's default.
 type AxpyUnlessSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // AxpyUnlessPush is the push-constant block Push (8 bytes), laid out as the
@@ -379,6 +382,7 @@ type AxpyUnlessBind struct {
 func AxpyUnless(d *vk.Device, groups [3]uint32, s AxpyUnlessSpec, p AxpyUnlessPush, b AxpyUnlessBind) error {
 	k := key{op: "axpy_unless"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(15, b2u(s.Deterministic))
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y, b.Flag)
@@ -1035,16 +1039,17 @@ func ConvPermute(d *vk.Device, groups [3]uint32, s ConvPermuteSpec, p PermutePus
 // ConvTexSpec holds the specialization constants of conv_tex.comp. A zero field
 // takes the shader's default.
 type ConvTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM         uint32 // TM: constant 1, default 4
-	TN         uint32 // TN: constant 2, default 4
-	KK         uint32 // KK: constant 3, default 4
-	TransA     bool   // TRANS_A: constant 4, default 0
-	TransB     bool   // TRANS_B: constant 5, default 0
-	AMode      uint32 // A_MODE: constant 6, default 0
-	BMode      uint32 // B_MODE: constant 7, default 0
-	Dyn        bool   // DYN: constant 13, default 0
-	RowRuns    bool   // ROW_RUNS: constant 14, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM            uint32 // TM: constant 1, default 4
+	TN            uint32 // TN: constant 2, default 4
+	KK            uint32 // KK: constant 3, default 4
+	TransA        bool   // TRANS_A: constant 4, default 0
+	TransB        bool   // TRANS_B: constant 5, default 0
+	AMode         uint32 // A_MODE: constant 6, default 0
+	BMode         uint32 // B_MODE: constant 7, default 0
+	Dyn           bool   // DYN: constant 13, default 0
+	RowRuns       bool   // ROW_RUNS: constant 14, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // MatmulConvPush is the push-constant block MatmulConvPush (100 bytes), laid out as the
@@ -1127,6 +1132,7 @@ func ConvTex(d *vk.Device, groups [3]uint32, s ConvTexSpec, p MatmulConvPush, b 
 	k.put(7, uint32(s.BMode))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, b2u(s.RowRuns))
+	k.put(15, b2u(s.Deterministic))
 	var push [100]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Ta, b.Tb, b.BufC, b.BufBias, b.BufOut)
@@ -1307,9 +1313,10 @@ func CopyTexels(d *vk.Device, groups [3]uint32, s CopyTexelsSpec, p CopyTexelsPu
 // CrossEntropyBackwardSpec holds the specialization constants of cross_entropy_backward.comp. A zero field
 // takes the shader's default.
 type CrossEntropyBackwardSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	OutDT      DType  // OUT_DT: constant 3, default 0
-	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	OutDT         DType  // OUT_DT: constant 3, default 0
+	AssertOp      uint32 // ASSERT_OP: constant 8, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // CrossEntropyBackwardPush is the push-constant block Push (12 bytes), laid out as the
@@ -1341,9 +1348,47 @@ func CrossEntropyBackward(d *vk.Device, groups [3]uint32, s CrossEntropyBackward
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(3, uint32(s.OutDT))
 	k.put(8, uint32(s.AssertOp))
+	k.put(15, b2u(s.Deterministic))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.L, b.Y, b.S, b.Out, b.Assert)
+}
+
+// DetMathSpec holds the specialization constants of det_math.comp. A zero field
+// takes the shader's default.
+type DetMathSpec struct {
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+}
+
+// DetMathPush is the push-constant block Push (8 bytes), laid out as the
+// SPIR-V says.
+type DetMathPush struct {
+	N  uint32 // offset 0
+	Op uint32 // offset 4
+}
+
+func (p *DetMathPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Op)
+}
+
+// DetMathBind names the bindings of det_math.comp.
+type DetMathBind struct {
+	A *vk.Buffer // binding 0: read
+	B *vk.Buffer // binding 1: read
+	C *vk.Buffer // binding 2: read
+	D *vk.Buffer // binding 3: written
+}
+
+// DetMath records det_math.comp on d over groups workgroups.
+func DetMath(d *vk.Device, groups [3]uint32, s DetMathSpec, p DetMathPush, b DetMathBind) error {
+	k := key{op: "det_math"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(15, b2u(s.Deterministic))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.C, b.D)
 }
 
 // DropoutSpec holds the specialization constants of dropout.comp. A zero field
@@ -2010,8 +2055,9 @@ func Log(d *vk.Device, groups [3]uint32, s LogSpec, p EwisePush, b LogBind) erro
 // LogSoftmaxSpec holds the specialization constants of log_softmax.comp. A zero field
 // takes the shader's default.
 type LogSoftmaxSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT         DType  // IN0_DT: constant 1, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // SoftmaxPush is the push-constant block SoftmaxPush (12 bytes), laid out as the
@@ -2039,6 +2085,7 @@ func LogSoftmax(d *vk.Device, groups [3]uint32, s LogSoftmaxSpec, p SoftmaxPush,
 	k := key{op: "log_softmax"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(15, b2u(s.Deterministic))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
@@ -2099,21 +2146,22 @@ func MaskedFill(d *vk.Device, groups [3]uint32, s MaskedFillSpec, p BroadcastPus
 // MatmulCoopSpec holds the specialization constants of matmul_coop.comp. A zero field
 // takes the shader's default.
 type MatmulCoopSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM         uint32 // TM: constant 1, default 4
-	TN         uint32 // TN: constant 2, default 4
-	KK         uint32 // KK: constant 3, default 4
-	TransA     bool   // TRANS_A: constant 4, default 0
-	TransB     bool   // TRANS_B: constant 5, default 0
-	AMode      uint32 // A_MODE: constant 6, default 0
-	BMode      uint32 // B_MODE: constant 7, default 0
-	WarpsM     uint32 // WARPS_M: constant 8, default 2
-	SG         uint32 // SG: constant 9, default 32
-	BM         uint32 // BM: constant 10, default 128
-	BN         uint32 // BN: constant 11, default 128
-	BK         uint32 // BK: constant 12, default 32
-	Dyn        bool   // DYN: constant 13, default 0
-	WarpsN     uint32 // WARPS_N: constant 14, default 4
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM            uint32 // TM: constant 1, default 4
+	TN            uint32 // TN: constant 2, default 4
+	KK            uint32 // KK: constant 3, default 4
+	TransA        bool   // TRANS_A: constant 4, default 0
+	TransB        bool   // TRANS_B: constant 5, default 0
+	AMode         uint32 // A_MODE: constant 6, default 0
+	BMode         uint32 // B_MODE: constant 7, default 0
+	WarpsM        uint32 // WARPS_M: constant 8, default 2
+	SG            uint32 // SG: constant 9, default 32
+	BM            uint32 // BM: constant 10, default 128
+	BN            uint32 // BN: constant 11, default 128
+	BK            uint32 // BK: constant 12, default 32
+	Dyn           bool   // DYN: constant 13, default 0
+	WarpsN        uint32 // WARPS_N: constant 14, default 4
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // MatmulPush is the push-constant block MatmulPush (40 bytes), laid out as the
@@ -2171,6 +2219,7 @@ func MatmulCoop(d *vk.Device, groups [3]uint32, s MatmulCoopSpec, p MatmulPush, 
 	k.put(12, uint32(s.BK))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, uint32(s.WarpsN))
+	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2179,21 +2228,22 @@ func MatmulCoop(d *vk.Device, groups [3]uint32, s MatmulCoopSpec, p MatmulPush, 
 // MatmulCoopEmuSpec holds the specialization constants of matmul_coop_emu.comp. A zero field
 // takes the shader's default.
 type MatmulCoopEmuSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM         uint32 // TM: constant 1, default 4
-	TN         uint32 // TN: constant 2, default 4
-	KK         uint32 // KK: constant 3, default 4
-	TransA     bool   // TRANS_A: constant 4, default 0
-	TransB     bool   // TRANS_B: constant 5, default 0
-	AMode      uint32 // A_MODE: constant 6, default 0
-	BMode      uint32 // B_MODE: constant 7, default 0
-	WarpsM     uint32 // WARPS_M: constant 8, default 2
-	SG         uint32 // SG: constant 9, default 32
-	BM         uint32 // BM: constant 10, default 128
-	BN         uint32 // BN: constant 11, default 128
-	BK         uint32 // BK: constant 12, default 32
-	Dyn        bool   // DYN: constant 13, default 0
-	WarpsN     uint32 // WARPS_N: constant 14, default 4
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM            uint32 // TM: constant 1, default 4
+	TN            uint32 // TN: constant 2, default 4
+	KK            uint32 // KK: constant 3, default 4
+	TransA        bool   // TRANS_A: constant 4, default 0
+	TransB        bool   // TRANS_B: constant 5, default 0
+	AMode         uint32 // A_MODE: constant 6, default 0
+	BMode         uint32 // B_MODE: constant 7, default 0
+	WarpsM        uint32 // WARPS_M: constant 8, default 2
+	SG            uint32 // SG: constant 9, default 32
+	BM            uint32 // BM: constant 10, default 128
+	BN            uint32 // BN: constant 11, default 128
+	BK            uint32 // BK: constant 12, default 32
+	Dyn           bool   // DYN: constant 13, default 0
+	WarpsN        uint32 // WARPS_N: constant 14, default 4
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // MatmulCoopEmuBind names the bindings of matmul_coop_emu.comp.
@@ -2223,6 +2273,7 @@ func MatmulCoopEmu(d *vk.Device, groups [3]uint32, s MatmulCoopEmuSpec, p Matmul
 	k.put(12, uint32(s.BK))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, uint32(s.WarpsN))
+	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2231,16 +2282,17 @@ func MatmulCoopEmu(d *vk.Device, groups [3]uint32, s MatmulCoopEmuSpec, p Matmul
 // MatmulRegSpec holds the specialization constants of matmul_reg.comp. A zero field
 // takes the shader's default.
 type MatmulRegSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM         uint32 // TM: constant 1, default 4
-	TN         uint32 // TN: constant 2, default 4
-	KK         uint32 // KK: constant 3, default 4
-	TransA     bool   // TRANS_A: constant 4, default 0
-	TransB     bool   // TRANS_B: constant 5, default 0
-	AMode      uint32 // A_MODE: constant 6, default 0
-	BMode      uint32 // B_MODE: constant 7, default 0
-	WGX        uint32 // WGX: constant 8, default 8
-	Dyn        bool   // DYN: constant 13, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM            uint32 // TM: constant 1, default 4
+	TN            uint32 // TN: constant 2, default 4
+	KK            uint32 // KK: constant 3, default 4
+	TransA        bool   // TRANS_A: constant 4, default 0
+	TransB        bool   // TRANS_B: constant 5, default 0
+	AMode         uint32 // A_MODE: constant 6, default 0
+	BMode         uint32 // B_MODE: constant 7, default 0
+	WGX           uint32 // WGX: constant 8, default 8
+	Dyn           bool   // DYN: constant 13, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // MatmulRegBind names the bindings of matmul_reg.comp.
@@ -2265,6 +2317,7 @@ func MatmulReg(d *vk.Device, groups [3]uint32, s MatmulRegSpec, p MatmulPush, b 
 	k.put(7, uint32(s.BMode))
 	k.put(8, uint32(s.WGX))
 	k.put(13, b2u(s.Dyn))
+	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2273,16 +2326,17 @@ func MatmulReg(d *vk.Device, groups [3]uint32, s MatmulRegSpec, p MatmulPush, b 
 // MatmulSgSpec holds the specialization constants of matmul_sg.comp. A zero field
 // takes the shader's default.
 type MatmulSgSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM         uint32 // TM: constant 1, default 4
-	TN         uint32 // TN: constant 2, default 4
-	KK         uint32 // KK: constant 3, default 4
-	TransA     bool   // TRANS_A: constant 4, default 0
-	TransB     bool   // TRANS_B: constant 5, default 0
-	AMode      uint32 // A_MODE: constant 6, default 0
-	BMode      uint32 // B_MODE: constant 7, default 0
-	S          uint32 // S: constant 9, default 8
-	Dyn        bool   // DYN: constant 13, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM            uint32 // TM: constant 1, default 4
+	TN            uint32 // TN: constant 2, default 4
+	KK            uint32 // KK: constant 3, default 4
+	TransA        bool   // TRANS_A: constant 4, default 0
+	TransB        bool   // TRANS_B: constant 5, default 0
+	AMode         uint32 // A_MODE: constant 6, default 0
+	BMode         uint32 // B_MODE: constant 7, default 0
+	S             uint32 // S: constant 9, default 8
+	Dyn           bool   // DYN: constant 13, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // MatmulSgBind names the bindings of matmul_sg.comp.
@@ -2307,6 +2361,7 @@ func MatmulSg(d *vk.Device, groups [3]uint32, s MatmulSgSpec, p MatmulPush, b Ma
 	k.put(7, uint32(s.BMode))
 	k.put(9, uint32(s.S))
 	k.put(13, b2u(s.Dyn))
+	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2315,18 +2370,19 @@ func MatmulSg(d *vk.Device, groups [3]uint32, s MatmulSgSpec, p MatmulPush, b Ma
 // MatmulSharedSpec holds the specialization constants of matmul_shared.comp. A zero field
 // takes the shader's default.
 type MatmulSharedSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM         uint32 // TM: constant 1, default 4
-	TN         uint32 // TN: constant 2, default 4
-	KK         uint32 // KK: constant 3, default 4
-	TransA     bool   // TRANS_A: constant 4, default 0
-	TransB     bool   // TRANS_B: constant 5, default 0
-	AMode      uint32 // A_MODE: constant 6, default 0
-	BMode      uint32 // B_MODE: constant 7, default 0
-	BM         uint32 // BM: constant 10, default 64
-	BN         uint32 // BN: constant 11, default 64
-	BK         uint32 // BK: constant 12, default 16
-	Dyn        bool   // DYN: constant 13, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM            uint32 // TM: constant 1, default 4
+	TN            uint32 // TN: constant 2, default 4
+	KK            uint32 // KK: constant 3, default 4
+	TransA        bool   // TRANS_A: constant 4, default 0
+	TransB        bool   // TRANS_B: constant 5, default 0
+	AMode         uint32 // A_MODE: constant 6, default 0
+	BMode         uint32 // B_MODE: constant 7, default 0
+	BM            uint32 // BM: constant 10, default 64
+	BN            uint32 // BN: constant 11, default 64
+	BK            uint32 // BK: constant 12, default 16
+	Dyn           bool   // DYN: constant 13, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // MatmulSharedBind names the bindings of matmul_shared.comp.
@@ -2353,6 +2409,7 @@ func MatmulShared(d *vk.Device, groups [3]uint32, s MatmulSharedSpec, p MatmulPu
 	k.put(11, uint32(s.BN))
 	k.put(12, uint32(s.BK))
 	k.put(13, b2u(s.Dyn))
+	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2361,15 +2418,16 @@ func MatmulShared(d *vk.Device, groups [3]uint32, s MatmulSharedSpec, p MatmulPu
 // MatmulTexSpec holds the specialization constants of matmul_tex.comp. A zero field
 // takes the shader's default.
 type MatmulTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM         uint32 // TM: constant 1, default 4
-	TN         uint32 // TN: constant 2, default 4
-	KK         uint32 // KK: constant 3, default 4
-	TransA     bool   // TRANS_A: constant 4, default 0
-	TransB     bool   // TRANS_B: constant 5, default 0
-	AMode      uint32 // A_MODE: constant 6, default 0
-	BMode      uint32 // B_MODE: constant 7, default 0
-	Dyn        bool   // DYN: constant 13, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM            uint32 // TM: constant 1, default 4
+	TN            uint32 // TN: constant 2, default 4
+	KK            uint32 // KK: constant 3, default 4
+	TransA        bool   // TRANS_A: constant 4, default 0
+	TransB        bool   // TRANS_B: constant 5, default 0
+	AMode         uint32 // A_MODE: constant 6, default 0
+	BMode         uint32 // B_MODE: constant 7, default 0
+	Dyn           bool   // DYN: constant 13, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // MatmulTexBind names the bindings of matmul_tex.comp.
@@ -2393,6 +2451,7 @@ func MatmulTex(d *vk.Device, groups [3]uint32, s MatmulTexSpec, p MatmulPush, b 
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
 	k.put(13, b2u(s.Dyn))
+	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Ta, b.Tb, b.BufC, b.BufBias, b.BufOut)
@@ -3020,8 +3079,9 @@ func Sigmoid(d *vk.Device, groups [3]uint32, s SigmoidSpec, p EwisePush, b Sigmo
 // SoftmaxSpec holds the specialization constants of softmax.comp. A zero field
 // takes the shader's default.
 type SoftmaxSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
+	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT         DType  // IN0_DT: constant 1, default 0
+	Deterministic bool   // DETERMINISTIC: constant 15, default 0
 }
 
 // SoftmaxBind names the bindings of softmax.comp.
@@ -3035,6 +3095,7 @@ func Softmax(d *vk.Device, groups [3]uint32, s SoftmaxSpec, p SoftmaxPush, b Sof
 	k := key{op: "softmax"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(15, b2u(s.Deterministic))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
