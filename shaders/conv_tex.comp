@@ -26,6 +26,11 @@
 #include "matmul.glsl"
 
 layout(constant_id = 14) const bool ROW_RUNS = false;
+// K_RUNS: the 8 k of a block are 8 neighbours of one input row for every
+// column (the kernel width is a multiple of 8 and its dilation 1), fetched
+// as one run per column. The weight gradient runs this way (tensor/
+// conv_wgrad.go): its depth walks the output pixels, the image's rows.
+layout(constant_id = 15) const bool K_RUNS = false;
 
 #define A16 (A_MODE != MODE_F32)
 #define B16 (B_MODE != MODE_F32)
@@ -49,6 +54,39 @@ uvec4 fetchA(uint e) { return texelFetch(ta, int(e / (A16 ? 8u : 4u))); }
 float xAt(uint e) {
     if (B16) return half_of(texelFetch(tb, int(e >> 3)), e & 7u);
     return comp(texelFetch(tb, int(e >> 2)), e & 3u);
+}
+
+// run8 returns elements e0 .. e0+7 of x from the texels that hold them,
+// shifted into place with selects; texels are clamped into x (what lies
+// outside is masked by the caller).
+void run8(int e0, int last, out float rv[8]) {
+    if (B16) {
+        uvec4 tw[2];
+        [[unroll]] for (uint t = 0; t < 2u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 3) + int(t), 0, last));
+        uint ws = (uint(e0) >> 1) & 3u;
+        bool odd = (e0 & 1) != 0;
+        uint wd[5];
+        [[unroll]] for (uint i = 0; i < 5u; i++) {
+            uint a0 = tw[i / 4u][i % 4u], a1 = tw[(i + 1u) / 4u][(i + 1u) % 4u];
+            uint a2 = tw[(i + 2u) / 4u][(i + 2u) % 4u];
+            uint a3 = (i + 3u) / 4u <= 1u ? tw[(i + 3u) / 4u][(i + 3u) % 4u] : 0u;
+            wd[i] = ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3;
+        }
+        [[unroll]] for (uint i = 0; i < 4u; i++) {
+            vec2 h = unpackHalf2x16(odd ? (wd[i] >> 16) | (wd[i + 1u] << 16) : wd[i]);
+            rv[2u * i] = h.x;
+            rv[2u * i + 1u] = h.y;
+        }
+    } else {
+        uvec4 tw[3];
+        [[unroll]] for (uint t = 0; t < 3u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 2) + int(t), 0, last));
+        uint ws = uint(e0) & 3u;
+        [[unroll]] for (uint j = 0; j < 8u; j++) {
+            uint a0 = tw[j / 4u][j % 4u], a1 = tw[(j + 1u) / 4u][(j + 1u) % 4u];
+            uint a2 = tw[(j + 2u) / 4u][(j + 2u) % 4u], a3 = tw[(j + 3u) / 4u][(j + 3u) % 4u];
+            rv[j] = uintBitsToFloat(ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3);
+        }
+    }
 }
 
 void main() {
@@ -84,7 +122,27 @@ void main() {
     for (uint k = 0; k < p.K; k += 8u) {
         [[unroll]] for (uint t = 0; t < NA; t++) aw[t] = fetchA(ao[t] + k);
         float bv[8][TN];
-        [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
+        if (K_RUNS) {
+            // Rows k .. k+7 of B are taps (ki, kj .. kj+7) of one channel.
+            int dy = int(ki) * p.dh;
+            [[unroll]] for (uint j = 0; j < TN; j++) {
+                int hi = y0[j] + dy, wi0 = x0[j] + int(kj);
+                bool rowIn = hi >= 0 && hi < int(p.h);
+                float rv[8];
+                run8(int(xb[j] + coff) + hi * int(p.w) + wi0, last, rv);
+                [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
+                    int wi = wi0 + int(kk);
+                    bv[kk][j] = rowIn && wi >= 0 && wi < int(p.w) ? rv[kk] : 0.0;
+                }
+            }
+            kj += 8u;
+            bool wrap = kj == p.kw;
+            kj = wrap ? 0u : kj;
+            ki += wrap ? 1u : 0u;
+            bool wrapH = ki == p.kh;
+            ki = wrapH ? 0u : ki;
+            coff += wrapH ? plane : 0u;
+        } else [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
             // Row k+kk of B is channel coff/plane, kernel tap (ki, kj): the
             // counters step with k (no per-k divisions, which CPU drivers
             // run lane by lane).

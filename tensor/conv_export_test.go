@@ -16,3 +16,15 @@ func ConvImplicit(x, w *Tensor, o Conv2dOpts) bool {
 	_, _, ok := g.implicitPlan(x, w, g.n)
 	return ok
 }
+
+// ConvImplicitBackward reports whether Conv2dBackwardInput and
+// Conv2dBackwardWeight of dy, w and x under o run on conv_tex.
+func ConvImplicitBackward(dy, w, x *Tensor, o Conv2dOpts) (input, weight bool) {
+	g := convCheck("Conv2d", x.shape, w.shape, o)
+	if in, ok := g.implicitInput(dy, w); ok {
+		in.Release()
+		input = true
+	}
+	_, _, weight = g.wgradPlan(dy, x)
+	return input, weight
+}

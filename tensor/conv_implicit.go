@@ -59,7 +59,8 @@ func (g convGeom) rowRuns(tn int) bool { return g.sw == 1 && g.wo%tn == 0 }
 // implicitGemm returns the GEMM output [groups, Cout/groups, m*Ho*Wo] in
 // fp32 of samples n0 .. n0+m of x with the weights wm, on plan pl for
 // problem mg (from implicitPlan).
-func (g convGeom) implicitGemm(op string, x, wm *Tensor, pl mmPlan, mg mmGeom, n0 int) *Tensor {
+// With kRuns the kernel width is a multiple of 8 with dilation 1 (K_RUNS).
+func (g convGeom) implicitGemm(op string, x, wm *Tensor, pl mmPlan, mg mmGeom, n0 int, kRuns bool) *Tensor {
 	y := New(x.dev, Float32, g.gemmShape(mg.m, mg.n)...)
 	if !checkLoops(y, op, pl.loops(mg.k), "conv_tex") {
 		return y
@@ -78,7 +79,7 @@ func (g convGeom) implicitGemm(op string, x, wm *Tensor, pl mmPlan, mg mmGeom, n
 		Sh: c.Sh, Sw: c.Sw, Ph: c.Ph, Pw: c.Pw, Dh: c.Dh, Dw: c.Dw, Cg: c.Cg}
 	t := pl.tile
 	spec := kernels.ConvTexSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK), AMode: mg.aMode, BMode: mg.bMode,
-		RowRuns: g.rowRuns(t.TN)}
+		RowRuns: !kRuns && g.rowRuns(t.TN), KRuns: kRuns}
 	maxZ := int(info.MaxWorkgroupCount[2])
 	for b0 := 0; b0 < mg.batch && y.err == nil; b0 += maxZ {
 		p.Batch0 = u32(b0)

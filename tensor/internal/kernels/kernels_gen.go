@@ -1045,6 +1045,7 @@ type ConvTexSpec struct {
 	BMode      uint32 // B_MODE: constant 7, default 0
 	Dyn        bool   // DYN: constant 13, default 0
 	RowRuns    bool   // ROW_RUNS: constant 14, default 0
+	KRuns      bool   // K_RUNS: constant 15, default 0
 }
 
 // MatmulConvPush is the push-constant block MatmulConvPush (100 bytes), laid out as the
@@ -1127,6 +1128,7 @@ func ConvTex(d *vk.Device, groups [3]uint32, s ConvTexSpec, p MatmulConvPush, b 
 	k.put(7, uint32(s.BMode))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, b2u(s.RowRuns))
+	k.put(15, b2u(s.KRuns))
 	var push [100]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Ta, b.Tb, b.BufC, b.BufBias, b.BufOut)
