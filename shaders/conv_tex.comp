@@ -26,10 +26,13 @@
 #include "matmul.glsl"
 
 layout(constant_id = 14) const bool ROW_RUNS = false;
-// K_RUNS: the 8 k of a block are 8 neighbours of one input row for every
-// column (the kernel width is a multiple of 8 and its dilation 1), fetched
-// as one run per column. The weight gradient runs this way (tensor/
-// conv_wgrad.go): its depth walks the output pixels, the image's rows.
+// K_RUNS is the weight gradient (tensor/conv_grad_implicit.go): the
+// "kernel" is the output's Ho x Wo pixels, the "channels" the samples, the
+// columns (ci, i, j). A is dy [N, Cout, Ho, Wo] as it lies (row co, k =
+// (n, pixel): rows p.kh*p.kw apart, samples p.batches*p.batchA), x is read
+// as it lies (column ci of group g is channel g*p.cg+ci, samples
+// p.cin*plane apart). Wo is a multiple of 8 and its dilation 1, so the 8 k
+// of a block are 8 neighbours of one row of x per column, fetched as a run.
 layout(constant_id = 15) const bool K_RUNS = false;
 
 #define A16 (A_MODE != MODE_F32)
@@ -100,7 +103,7 @@ void main() {
     uint ao[NA];
     [[unroll]] for (uint t = 0; t < NA; t++) { // row t (fp16) or half a row's block (fp32)
         uint i = A16 ? t : t / 2u, part = A16 ? 0u : (t % 2u) * 4u;
-        ao[t] = abase + min(r0 + i, p.M - 1u) * p.K + part;
+        ao[t] = abase + min(r0 + i, p.M - 1u) * (K_RUNS ? p.kh * p.kw : p.K) + part;
     }
     // Per column: the offset of its sample's first channel of the group in
     // x, and the input pixel its patch starts at.
@@ -111,16 +114,18 @@ void main() {
         uint c = min(c0 + j, p.N - 1u);
         uint n = c / hw, q = c - n * hw;
         uint oh = q / p.wo, ow = q - oh * p.wo;
-        xb[j] = ((p.n0 + n) * p.cin + batch * p.cg) * plane;
+        xb[j] = K_RUNS ? (batch * p.cg + p.n0 + n) * plane : ((p.n0 + n) * p.cin + batch * p.cg) * plane;
         y0[j] = int(oh) * p.sh - p.ph;
         x0[j] = int(ow) * p.sw - p.pw;
     }
+    // A "channel" step of x (a sample with K_RUNS), and A's offset with K_RUNS.
+    uint cstep = K_RUNS ? p.cin * plane : plane, aoff = 0u;
     uint coff = 0u, ki = 0u, kj = 0u;
     // The last texel of x.
     int last = textureSize(tb) - 1;
 
     for (uint k = 0; k < p.K; k += 8u) {
-        [[unroll]] for (uint t = 0; t < NA; t++) aw[t] = fetchA(ao[t] + k);
+        [[unroll]] for (uint t = 0; t < NA; t++) aw[t] = fetchA(ao[t] + (K_RUNS ? aoff : k));
         float bv[8][TN];
         if (K_RUNS) {
             // Rows k .. k+7 of B are taps (ki, kj .. kj+7) of one channel.
@@ -141,7 +146,8 @@ void main() {
             ki += wrap ? 1u : 0u;
             bool wrapH = ki == p.kh;
             ki = wrapH ? 0u : ki;
-            coff += wrapH ? plane : 0u;
+            coff += wrapH ? cstep : 0u;
+            aoff += wrapH ? p.batches * p.batchA - p.kh * p.kw + 8u : 8u;
         } else [[unroll]] for (uint kk = 0; kk < 8u; kk++) {
             // Row k+kk of B is channel coff/plane, kernel tap (ki, kj): the
             // counters step with k (no per-k divisions, which CPU drivers

@@ -13,12 +13,13 @@ package tensor
 //
 // Weight gradient: dw[co, (ci, i, j)] sums over (n, oh, ow) of
 // dy[n, co, oh, ow] * x[n, ci, oh*sh-ph+i*dh, ow*sw-pw+j*dw]. That is
-// conv_tex's GEMM with dy, channel-major ([Cout, N*Ho*Wo]), as the weights
-// and x, with batch and channels swapped ([Cin/groups, groups*N, H, W]), as
-// the image: the "kernel" is Ho x Wo with dilation (sh, sw), the "output"
-// kH x kW with stride (dh, dw). Its columns are (ci, i, j), its rows co:
-// the output is dw's layout. With sw = 1 and Wo a multiple of 8 every block
-// of 8 k steps reads 8 neighbours of one row of x per column (K_RUNS).
+// conv_tex's GEMM with dy, channel-major, as the weights and x, with batch
+// and channels swapped, as the image: the "kernel" is Ho x Wo with
+// dilation (sh, sw), the "output" kH x kW with stride (dh, dw). Its
+// columns are (ci, i, j), its rows co: the output is dw's layout. conv_tex
+// (K_RUNS) reads dy and x where they lie, without permuting copies; with
+// sw = 1 and Wo a multiple of 8 every block of 8 k steps reads 8
+// neighbours of one row of x per column.
 
 // implicitInput returns Conv2dBackwardInput of dy and w as the convolution
 // of dy with the flipped weights, and whether it applies: stride 1,
@@ -46,11 +47,12 @@ func (g convGeom) implicitInput(dy, w *Tensor) (*Tensor, bool) {
 }
 
 // wgradGeom returns the geometry of the weight gradient as conv_tex's
-// forward problem (see above), for the samples of x and dy.
+// forward problem (see above); cin and cg stay x's, which K_RUNS reads as
+// they lie.
 func (g convGeom) wgradGeom() convGeom {
-	return convGeom{n: g.cg, cin: g.groups * g.n, h: g.h, w: g.w, cout: g.cout, kh: g.ho, kw: g.wo, ho: g.kh, wo: g.kw,
+	return convGeom{n: g.cg, cin: g.cin, h: g.h, w: g.w, cout: g.cout, kh: g.ho, kw: g.wo, ho: g.kh, wo: g.kw,
 		sh: g.dh, sw: g.dw, ph: g.ph, pw: g.pw, dh: g.sh, dw: g.sw,
-		groups: g.groups, cg: g.n, og: g.og, kg: g.n * g.ho * g.wo}
+		groups: g.groups, cg: g.cg, og: g.og, kg: g.n * g.ho * g.wo}
 }
 
 // implicitWeight returns the weight gradient in fp32, of shape wShape, and
@@ -62,16 +64,7 @@ func (g convGeom) implicitWeight(op string, dy, x *Tensor, wShape []int) (*Tenso
 	if !ok {
 		return nil, false
 	}
-	hw := g.ho * g.wo
-	// dy channel-major, [Cout, N*Ho*Wo]; x as [Cin/groups, groups*N, H, W].
-	dyc := Permute(dy.view(g.n, g.cout, hw), 1, 0, 2)
-	defer dyc.Release()
-	xt := Permute(x.view(g.n, g.groups, g.cg, g.h*g.w), 2, 1, 0, 3)
-	defer xt.Release()
-	if err := firstErr(dyc, xt); err != nil {
-		return &Tensor{dev: x.dev, dtype: Float32, shape: wShape, n: checkShape(op, wShape), err: err}, true
-	}
-	y := g.wgradGeom().implicitGemm(op, xt, dyc, pl, mg, 0, true)
+	y := g.wgradGeom().implicitGemm(op, x, dy, pl, mg, 0, true)
 	y.shape, y.n = wShape, checkShape(op, wShape)
 	return y, true
 }

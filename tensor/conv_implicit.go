@@ -77,6 +77,9 @@ func (g convGeom) implicitGemm(op string, x, wm *Tensor, pl mmPlan, mg mmGeom, n
 		Flags: mmFlags(nil, nil, Float32, pl), Alpha: 1,
 		N0: c.N0, Cin: c.Cin, H: c.H, W: c.W, Ho: c.Ho, Wo: c.Wo, Kh: c.Kh, Kw: c.Kw,
 		Sh: c.Sh, Sw: c.Sw, Ph: c.Ph, Pw: c.Pw, Dh: c.Dh, Dw: c.Dw, Cg: c.Cg}
+	if kRuns { // dy's rows are Ho*Wo apart, its groups og rows
+		p.BatchA = u32(mg.m * g.kh * g.kw)
+	}
 	t := pl.tile
 	spec := kernels.ConvTexSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK), AMode: mg.aMode, BMode: mg.bMode,
 		RowRuns: !kRuns && g.rowRuns(t.TN), KRuns: kRuns}
