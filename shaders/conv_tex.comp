@@ -34,6 +34,12 @@ layout(constant_id = 14) const bool ROW_RUNS = false;
 // p.cin*plane apart). Wo is a multiple of 8 and its dilation 1, so the 8 k
 // of a block are 8 neighbours of one row of x per column, fetched as a run.
 layout(constant_id = 15) const bool K_RUNS = false;
+// NCHW_OUT: the output is stored as NCHW [N, Cout, Ho, Wo] with the bias
+// of the row (the output channel) added, in the output dtype: no fp32 copy
+// and permute after the GEMM. Ho*Wo is a multiple of TN, so an
+// invocation's columns are one run of a sample's plane (whole words in the
+// packed tier).
+layout(constant_id = 12) const bool NCHW_OUT = false;
 
 #define A16 (A_MODE != MODE_F32)
 #define B16 (B_MODE != MODE_F32)
@@ -89,6 +95,53 @@ void run8(int e0, int last, out float rv[8]) {
             uint a2 = tw[(j + 2u) / 4u][(j + 2u) % 4u], a3 = tw[(j + 3u) / 4u][(j + 3u) % 4u];
             rv[j] = uintBitsToFloat(ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3);
         }
+    }
+}
+
+// storeNchw writes the tile of rows r0.., columns c0.. of group `batch`
+// into the NCHW output at sample p.n0 + c0/(Ho*Wo): out = acc + bias[row],
+// rounded once, as conv_permute does after storeTile's fp32 copy.
+void storeNchw(uint r0, uint c0, uint batch) {
+    if (r0 >= p.M || c0 >= p.N) return;
+    uint rows = min(TM, p.M - r0);
+    uint odt = FLAG_DT(FLAG_OUT_DT_SHIFT);
+    bool half_ = odt != DT_F32;
+    uint hw = p.ho * p.wo, n = c0 / hw, q = c0 - n * hw;
+    uint cout = p.batches * p.M;
+    [[dont_unroll]] for (uint i = 0; i < rows; i++) {
+        float v[TN];
+        [[unroll]] for (uint j = 0; j < TN; j++) v[j] = acc[0][j];
+        [[unroll]] for (uint ii = 1; ii < TM; ii++) {
+            [[unroll]] for (uint j = 0; j < TN; j++) v[j] = i == ii ? acc[ii][j] : v[j];
+        }
+        uint row = batch * p.M + r0 + i;
+        float bsv = 0.0;
+        if ((p.flags & FLAG_BIAS) != 0u) {
+            uint bdt = FLAG_DT(FLAG_BIAS_DT_SHIFT);
+            bsv = elem_value(bias[elem_word(row, bdt)], row, bdt);
+        }
+        uint f0 = ((p.n0 + n) * cout + row) * hw + q;
+        uint w[TN];
+        if (odt == DT_BF16) {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = f32_to_bf16(v[j] + bsv);
+        } else if (half_) {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = f32_to_f16(v[j] + bsv);
+        } else {
+            [[unroll]] for (uint j = 0; j < TN; j++) w[j] = floatBitsToUint(v[j] + bsv);
+        }
+#if defined(TIER_PACKED)
+        if (half_) {
+            [[unroll]] for (uint j = 0; j < TN; j += 2) o[(f0 + j) >> 1] = w[j] | (w[j + 1u] << 16);
+        } else {
+            [[unroll]] for (uint j = 0; j < TN; j++) o[f0 + j] = w[j];
+        }
+#else
+        [[unroll]] for (uint j = 0; j < TN; j++) {
+            uint f = f0 + j;
+            o16[half_ ? f : 2u * f] = uint16_t(w[j] & 0xFFFFu);
+            if (!half_) o16[2u * f + 1u] = uint16_t(w[j] >> 16);
+        }
+#endif
     }
 }
 
@@ -220,5 +273,9 @@ void main() {
             }
         }
     }
-    storeTile(r0, c0, batch);
+    if (NCHW_OUT) {
+        storeNchw(r0, c0, batch);
+    } else {
+        storeTile(r0, c0, batch);
+    }
 }

@@ -23,7 +23,9 @@ import (
 // (measured on the MNIST example's conv2). Work is split over the batch
 // where a matrix would pass the device's maxStorageBufferRange. Where the
 // forward GEMM would run on matmul_tex (lavapipe), it runs as an implicit
-// GEMM instead, reading the patches from the image (conv_implicit.go).
+// GEMM instead, reading the patches from the image (conv_implicit.go), and
+// stores NCHW with the bias itself where its tiles allow; the backward
+// passes follow it there (conv_grad_implicit.go).
 
 // Conv2dOpts configures a 2-D convolution as PyTorch's nn.Conv2d does. Zero
 // values take PyTorch's defaults: stride 1, padding 0, dilation 1, groups
@@ -183,7 +185,16 @@ func Conv2d(x, w, b *Tensor, o Conv2dOpts) *Tensor {
 	for n0 := 0; n0 < g.n && out.err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
 		var y *Tensor
-		if pl, mg, ok := g.implicitPlan(x, wm, m); ok {
+		pl, mg, ok := g.implicitPlan(x, wm, m)
+		if ok && g.nchwOut(pl) {
+			if err := wm.err; err != nil {
+				out.fail(err)
+			} else {
+				g.implicitInto(op, out, x, wm, b, pl, mg, n0)
+			}
+			continue
+		}
+		if ok {
 			y = g.implicitGemm(op, x, wm, pl, mg, n0, false)
 		} else {
 			cols := g.im2col(op, x, gd, n0, m)

@@ -28,3 +28,11 @@ func ConvImplicitBackward(dy, w, x *Tensor, o Conv2dOpts) (input, weight bool) {
 	_, _, weight = g.wgradPlan(dy, x)
 	return input, weight
 }
+
+// ConvImplicitNCHW reports whether Conv2d of x and w under o stores its
+// output from conv_tex directly (NCHW with the bias, no permute).
+func ConvImplicitNCHW(x, w *Tensor, o Conv2dOpts) bool {
+	g := convCheck("Conv2d", x.shape, w.shape, o)
+	pl, _, ok := g.implicitPlan(x, w, g.n)
+	return ok && g.nchwOut(pl)
+}
