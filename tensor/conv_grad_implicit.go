@@ -91,5 +91,10 @@ func (g convGeom) wgradPlan(dy, x *Tensor) (mmPlan, mmGeom, bool) {
 	if t, ok := mmTuned(info, pl, mg); ok {
 		pl = pl.withTile(t)
 	}
+	if loopErr(x.dev, "conv_tex", pl.loops(mg.k)) != nil {
+		// The depth is the whole batch's pixels: where a driver limits
+		// loops, the im2col passes split it.
+		return mmPlan{}, mmGeom{}, false
+	}
 	return pl, mg, true
 }
