@@ -23,7 +23,9 @@ import (
 // (measured on the MNIST example's conv2). Work is split over the batch
 // where a matrix would pass the device's maxStorageBufferRange. Where the
 // forward GEMM would run on matmul_tex (lavapipe), it runs as an implicit
-// GEMM instead, reading the patches from the image (conv_implicit.go).
+// GEMM instead, reading the patches from the image (conv_implicit.go), and
+// stores NCHW with the bias itself where its tiles allow; the backward
+// passes follow it there (conv_grad_implicit.go).
 
 // Conv2dOpts configures a 2-D convolution as PyTorch's nn.Conv2d does. Zero
 // values take PyTorch's defaults: stride 1, padding 0, dilation 1, groups
@@ -183,8 +185,17 @@ func Conv2d(x, w, b *Tensor, o Conv2dOpts) *Tensor {
 	for n0 := 0; n0 < g.n && out.err == nil; n0 += nc {
 		m := min(nc, g.n-n0)
 		var y *Tensor
-		if pl, mg, ok := g.implicitPlan(x, wm, m); ok {
-			y = g.implicitGemm(op, x, wm, pl, mg, n0)
+		pl, mg, ok := g.implicitPlan(x, wm, m)
+		if ok && g.nchwOut(pl) {
+			if err := wm.err; err != nil {
+				out.fail(err)
+			} else {
+				g.implicitInto(op, out, x, wm, b, pl, mg, n0)
+			}
+			continue
+		}
+		if ok {
+			y = g.implicitGemm(op, x, wm, pl, mg, n0, false)
 		} else {
 			cols := g.im2col(op, x, gd, n0, m)
 			y = MatMul(wv, cols, MatMulOpts{Out: Float32})
@@ -341,6 +352,11 @@ func Conv2dBackwardInput(dy, w *Tensor, xShape []int, o Conv2dOpts) *Tensor {
 	g.checkGrad(op, dy)
 	convDTypes(op, dy, w, nil)
 	checkShape(op, xShape)
+	if firstErr(dy, w) == nil {
+		if dx, ok := g.implicitInput(dy, w); ok {
+			return dx
+		}
+	}
 	dx := newOut(dy.dev, dy.dtype, xShape, dy, w)
 	if dx.err != nil {
 		return dx
@@ -396,35 +412,8 @@ func Conv2dBackwardWeight(dy, x *Tensor, wShape []int, o Conv2dOpts) (dw, db *Te
 	g.checkGrad(op, dy)
 	checkFloating(op, x.dtype, x)
 	checkShape(op, wShape)
-	gx, gy := gemmDType(x.dtype), gemmDType(dy.dtype)
 	hw := g.ho * g.wo
-	var acc *Tensor
-	nc, err := g.chunk(x.dev, int64(hw)*int64(max(g.groups*g.kg*g.colsSize(gx), g.cout*gy.Size())), 0, Float32)
-	if err != nil {
-		err = fmt.Errorf("tensor: %s: %w", op, err)
-	} else {
-		err = firstErr(dy, x)
-	}
-	if loopLimit(x.dev) != 0 {
-		// The product's depth is the pass's rows: keep it where the matmul
-		// kernels' loops stay under the driver's limit (see ErrLoopLimit).
-		nc = min(nc, max(1, convMaxDepth/hw))
-	}
-	for n0 := 0; n0 < g.n && err == nil; n0 += nc {
-		m := min(nc, g.n-n0)
-		cols := g.im2col(op, x, gx, n0, m)
-		dyg := g.permuteIn(op, dy, gy, n0, m)
-		o := MatMulOpts{TransB: true, Out: Float32}
-		if acc != nil {
-			o.Beta, o.C = 1, acc
-		}
-		next := MatMul(dyg, cols, o)
-		cols.Release()
-		dyg.Release()
-		acc.Release()
-		acc = next
-		err = acc.err
-	}
+	acc, err := g.weightGemm(op, dy, x, wShape)
 	if err != nil {
 		acc.Release()
 		dw = &Tensor{dev: x.dev, dtype: x.dtype, shape: slices.Clone(wShape), n: checkShape(op, wShape), err: err}
@@ -445,4 +434,44 @@ func Conv2dBackwardWeight(dy, x *Tensor, wShape []int, o Conv2dOpts) (dw, db *Te
 		db32.Release()
 	}
 	return dw, db
+}
+
+// weightGemm returns the weight gradient in fp32: on conv_tex where
+// implicitWeight applies, else as the channel-major dy times the patches,
+// transposed, summed over passes of samples.
+func (g convGeom) weightGemm(op string, dy, x *Tensor, wShape []int) (*Tensor, error) {
+	gx, gy := gemmDType(x.dtype), gemmDType(dy.dtype)
+	hw := g.ho * g.wo
+	nc, err := g.chunk(x.dev, int64(hw)*int64(max(g.groups*g.kg*g.colsSize(gx), g.cout*gy.Size())), 0, Float32)
+	if err != nil {
+		return nil, fmt.Errorf("tensor: %s: %w", op, err)
+	}
+	if err := firstErr(dy, x); err != nil {
+		return nil, err
+	}
+	if acc, ok := g.implicitWeight(op, dy, x, wShape); ok {
+		return acc, acc.err
+	}
+	if loopLimit(x.dev) != 0 {
+		// The product's depth is the pass's rows: keep it where the matmul
+		// kernels' loops stay under the driver's limit (see ErrLoopLimit).
+		nc = min(nc, max(1, convMaxDepth/hw))
+	}
+	var acc *Tensor
+	for n0 := 0; n0 < g.n && err == nil; n0 += nc {
+		m := min(nc, g.n-n0)
+		cols := g.im2col(op, x, gx, n0, m)
+		dyg := g.permuteIn(op, dy, gy, n0, m)
+		o := MatMulOpts{TransB: true, Out: Float32}
+		if acc != nil {
+			o.Beta, o.C = 1, acc
+		}
+		next := MatMul(dyg, cols, o)
+		cols.Release()
+		dyg.Release()
+		acc.Release()
+		acc = next
+		err = acc.err
+	}
+	return acc, err
 }

@@ -16,3 +16,23 @@ func ConvImplicit(x, w *Tensor, o Conv2dOpts) bool {
 	_, _, ok := g.implicitPlan(x, w, g.n)
 	return ok
 }
+
+// ConvImplicitBackward reports whether Conv2dBackwardInput and
+// Conv2dBackwardWeight of dy, w and x under o run on conv_tex.
+func ConvImplicitBackward(dy, w, x *Tensor, o Conv2dOpts) (input, weight bool) {
+	g := convCheck("Conv2d", x.shape, w.shape, o)
+	if in, ok := g.implicitInput(dy, w); ok {
+		in.Release()
+		input = true
+	}
+	_, _, weight = g.wgradPlan(dy, x)
+	return input, weight
+}
+
+// ConvImplicitNCHW reports whether Conv2d of x and w under o stores its
+// output from conv_tex directly (NCHW with the bias, no permute).
+func ConvImplicitNCHW(x, w *Tensor, o Conv2dOpts) bool {
+	g := convCheck("Conv2d", x.shape, w.shape, o)
+	pl, _, ok := g.implicitPlan(x, w, g.n)
+	return ok && g.nchwOut(pl)
+}

@@ -58,33 +58,62 @@ func (g convGeom) rowRuns(tn int) bool { return g.sw == 1 && g.wo%tn == 0 }
 
 // implicitGemm returns the GEMM output [groups, Cout/groups, m*Ho*Wo] in
 // fp32 of samples n0 .. n0+m of x with the weights wm, on plan pl for
-// problem mg (from implicitPlan).
-func (g convGeom) implicitGemm(op string, x, wm *Tensor, pl mmPlan, mg mmGeom, n0 int) *Tensor {
+// problem mg (from implicitPlan or wgradPlan). With kRuns the kernel width
+// is a multiple of 8 with dilation 1 (K_RUNS).
+func (g convGeom) implicitGemm(op string, x, wm *Tensor, pl mmPlan, mg mmGeom, n0 int, kRuns bool) *Tensor {
 	y := New(x.dev, Float32, g.gemmShape(mg.m, mg.n)...)
+	g.convTex(op, y, x, wm, nil, pl, mg, n0, kRuns, false)
+	return y
+}
+
+// nchwOut reports whether conv_tex may store the forward output as NCHW
+// with the bias (NCHW_OUT): every invocation's TN columns lie in one
+// sample's plane.
+func (g convGeom) nchwOut(pl mmPlan) bool { return g.ho*g.wo%pl.tile.TN == 0 }
+
+// implicitInto writes the convolution of samples n0 .. n0+m of x with the
+// weights wm, plus b unless it is nil, into out (NCHW) on conv_tex, where
+// nchwOut(pl) holds.
+func (g convGeom) implicitInto(op string, out, x, wm, b *Tensor, pl mmPlan, mg mmGeom, n0 int) {
+	g.convTex(op, out, x, wm, b, pl, mg, n0, false, true)
+}
+
+// convTex records conv_tex into y: the fp32 GEMM layout, or with nchw
+// out's NCHW layout and dtype with the bias b (nil for none).
+func (g convGeom) convTex(op string, y, x, wm, b *Tensor, pl mmPlan, mg mmGeom, n0 int, kRuns, nchw bool) {
 	if !checkLoops(y, op, pl.loops(mg.k), "conv_tex") {
-		return y
+		return
 	}
 	info := x.dev.Info()
 	rows, cols := pl.outTile()
 	gx, gy := ceilDiv(mg.n, cols), ceilDiv(mg.m, rows)
 	if gx > int(info.MaxWorkgroupCount[0]) || gy > int(info.MaxWorkgroupCount[1]) {
 		y.fail(fmt.Errorf("tensor: %s: %dx%d workgroups exceed the device's limit %v", op, gx, gy, info.MaxWorkgroupCount))
-		return y
+		return
 	}
 	c := g.convPush(n0, 0)
 	p := kernels.MatmulConvPush{M: u32(mg.m), N: u32(mg.n), K: u32(mg.k), BatchA: u32(mg.m * mg.k), Batches: u32(mg.batch),
 		Flags: mmFlags(nil, nil, Float32, pl), Alpha: 1,
 		N0: c.N0, Cin: c.Cin, H: c.H, W: c.W, Ho: c.Ho, Wo: c.Wo, Kh: c.Kh, Kw: c.Kw,
 		Sh: c.Sh, Sw: c.Sw, Ph: c.Ph, Pw: c.Pw, Dh: c.Dh, Dw: c.Dw, Cg: c.Cg}
+	bias := y.buf
+	if nchw {
+		p.Flags = mmFlags(nil, b, y.dtype, pl)
+		if b != nil {
+			bias = b.buf
+		}
+	}
+	if kRuns { // dy's rows are Ho*Wo apart, its groups og rows
+		p.BatchA = u32(mg.m * g.kh * g.kw)
+	}
 	t := pl.tile
 	spec := kernels.ConvTexSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK), AMode: mg.aMode, BMode: mg.bMode,
-		RowRuns: g.rowRuns(t.TN)}
+		RowRuns: !kRuns && g.rowRuns(t.TN), KRuns: kRuns, NchwOut: nchw}
 	maxZ := int(info.MaxWorkgroupCount[2])
 	for b0 := 0; b0 < mg.batch && y.err == nil; b0 += maxZ {
 		p.Batch0 = u32(b0)
 		groups := [3]uint32{u32(gx), u32(gy), u32(min(mg.batch-b0, maxZ))}
 		launched(y, kernels.ConvTex(x.dev, groups, spec, p,
-			kernels.ConvTexBind{Ta: wm.buf, Tb: x.buf, BufC: y.buf, BufBias: y.buf, BufOut: y.buf}))
+			kernels.ConvTexBind{Ta: wm.buf, Tb: x.buf, BufC: y.buf, BufBias: bias, BufOut: y.buf}))
 	}
-	return y
 }

@@ -82,6 +82,7 @@ func convImplicitBits(t *testing.T, d *vk.Device, c ref.Conv) {
 		if !tensor.ConvImplicit(x, w, convOpts(c)) {
 			t.Skipf("%s: no implicit GEMM on this device", dt)
 		}
+		t.Logf("%v %s: stored NCHW by conv_tex %v", c, dt, tensor.ConvImplicitNCHW(x, w, convOpts(c)))
 		run := func(mode int) []uint32 {
 			tensor.SetConvImplicit(mode)
 			defer tensor.SetConvImplicit(0)

@@ -1,9 +1,6 @@
 package tensor
 
-import (
-	"github.com/vkamp/vkamp/tensor/internal/kernels"
-	"github.com/vkamp/vkamp/vk"
-)
+import "github.com/vkamp/vkamp/vk"
 
 // The deterministic mode (vk.Options.Deterministic, VKAMP_DETERMINISTIC=1)
 // gives the same bits on every driver and tier for the kernels that declare
@@ -42,18 +39,4 @@ func mmChooseDet(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
 	g.aMode = mmMode(a.dtype, mmRegister, g.transA, g.m, g.k)
 	g.bMode = mmMode(b.dtype, mmRegister, !g.transB, g.n, g.k)
 	return g, mmPlanFor(info, mmRegister, g), nil
-}
-
-// detSpec is xSpec with DETERMINISTIC, which the runtime sets itself.
-type detSpec = struct {
-	LocalSizeX    uint32
-	In0DT         kernels.DType
-	Deterministic bool
-}
-
-// asDetKernel is asKernel for a kernel whose spec also has DETERMINISTIC.
-func asDetKernel[S ~detSpec, P any, B ~xyBind](k func(*vk.Device, [3]uint32, S, P, B) error) func(*vk.Device, [3]uint32, xSpec, P, xyBind) error {
-	return func(d *vk.Device, g [3]uint32, s xSpec, p P, b xyBind) error {
-		return k(d, g, S{LocalSizeX: s.LocalSizeX, In0DT: s.In0DT}, p, B(b))
-	}
 }

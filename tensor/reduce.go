@@ -199,8 +199,8 @@ var (
 	maxRows        = asKernel(kernels.MaxRows)
 	sumCols        = asKernel(kernels.SumCols)
 	maxCols        = asKernel(kernels.MaxCols)
-	softmaxRows    = asDetKernel(kernels.Softmax)
-	logSoftmaxRows = asDetKernel(kernels.LogSoftmax)
+	softmaxRows    = asKernel(kernels.Softmax)
+	logSoftmaxRows = asKernel(kernels.LogSoftmax)
 )
 
 // asKernel turns a generated launcher whose spec and bindings are an xSpec

@@ -19,7 +19,7 @@
 #ifndef VKAMP_DET_GLSL
 #define VKAMP_DET_GLSL
 
-layout(constant_id = 15) const bool DETERMINISTIC = false;
+layout(constant_id = 31) const bool DETERMINISTIC = false;
 
 #define DET_NAN uintBitsToFloat(0x7FC00000u)
 #define DET_INF uintBitsToFloat(0x7F800000u)

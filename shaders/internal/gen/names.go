@@ -14,6 +14,11 @@ import (
 
 const opTypeBool = 20 // the other opcodes are in coopkhr.go and reflect.go
 
+// DeterministicID is the id of shaders/include/det.glsl's DETERMINISTIC,
+// which the device sets on every pipeline (tensor/internal/kernels.source);
+// launchers get no field for it.
+const DeterministicID = 31
+
 // specConst is one specialization constant of a kernel.
 type specConst struct {
 	id   uint32
@@ -101,6 +106,9 @@ func reflectNames(b []byte) (names, error) {
 		if c.name == "" || c.kind == "" {
 			return n, fmt.Errorf("specialization constant %d: want a named 32-bit scalar", c.id)
 		}
+		if c.id == DeterministicID {
+			continue // set by the device, not by launchers (kernels.source)
+		}
 		if c.id >= 16 {
 			return n, fmt.Errorf("specialization constant %s: id %d, the launchers take ids below 16", c.name, c.id)
 		}
@@ -182,7 +190,7 @@ func (n names) checkAgainst(k kernel, opt []byte) error {
 		have[c.id] = true
 	}
 	for id := range m.defs {
-		if sid, ok := m.deco[id][decSpecID]; ok && len(sid) > 0 && !have[sid[0]] {
+		if sid, ok := m.deco[id][decSpecID]; ok && len(sid) > 0 && !have[sid[0]] && sid[0] != DeterministicID {
 			return fmt.Errorf("optimized build has specialization constant %d, unknown to the unoptimized one", sid[0])
 		}
 	}

@@ -21,8 +21,10 @@ type DType uint32
 
 // DeterministicID is the id of the specialization constant DETERMINISTIC
 // (shaders/include/det.glsl): on a device opened with Options.Deterministic
-// every kernel that declares it runs its deterministic path.
-const DeterministicID = 15
+// every kernel that declares it runs its deterministic path. It lies above
+// the launchers' ids (0-15): the device sets it, not a Spec field, so it
+// can never collide with a kernel's own constants.
+const DeterministicID = 31
 
 // maxLocalSize caps the workgroup of elementwise kernels: SwiftShader allows
 // 256 invocations, and larger groups gain nothing on GPUs for streaming work.
@@ -82,7 +84,7 @@ func source(d *vk.Device, k key) (vk.KernelSource, error) {
 			src.Spec[uint32(id)] = k.spec[id]
 		}
 	}
-	if d.Deterministic() && k.set&(1<<DeterministicID) == 0 {
+	if d.Deterministic() {
 		// Kernels without the constant ignore it (Vulkan drops map entries
 		// a module does not declare).
 		src.Spec[DeterministicID] = 1

@@ -96,8 +96,7 @@ func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b 
 // AdamSpec holds the specialization constants of adam.comp. A zero field
 // takes the shader's default.
 type AdamSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 }
 
 // AdamPush is the push-constant block Push (28 bytes), laid out as the
@@ -137,7 +136,6 @@ type AdamBind struct {
 func Adam(d *vk.Device, groups [3]uint32, s AdamSpec, p AdamPush, b AdamBind) error {
 	k := key{op: "adam"}
 	k.put(0, uint32(s.LocalSizeX))
-	k.put(15, b2u(s.Deterministic))
 	var push [28]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V)
@@ -355,8 +353,7 @@ func Axpy(d *vk.Device, groups [3]uint32, s AxpySpec, p EwisePush, b AxpyBind) e
 // AxpyUnlessSpec holds the specialization constants of axpy_unless.comp. A zero field
 // takes the shader's default.
 type AxpyUnlessSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 }
 
 // AxpyUnlessPush is the push-constant block Push (8 bytes), laid out as the
@@ -382,7 +379,6 @@ type AxpyUnlessBind struct {
 func AxpyUnless(d *vk.Device, groups [3]uint32, s AxpyUnlessSpec, p AxpyUnlessPush, b AxpyUnlessBind) error {
 	k := key{op: "axpy_unless"}
 	k.put(0, uint32(s.LocalSizeX))
-	k.put(15, b2u(s.Deterministic))
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y, b.Flag)
@@ -1039,17 +1035,18 @@ func ConvPermute(d *vk.Device, groups [3]uint32, s ConvPermuteSpec, p PermutePus
 // ConvTexSpec holds the specialization constants of conv_tex.comp. A zero field
 // takes the shader's default.
 type ConvTexSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM            uint32 // TM: constant 1, default 4
-	TN            uint32 // TN: constant 2, default 4
-	KK            uint32 // KK: constant 3, default 4
-	TransA        bool   // TRANS_A: constant 4, default 0
-	TransB        bool   // TRANS_B: constant 5, default 0
-	AMode         uint32 // A_MODE: constant 6, default 0
-	BMode         uint32 // B_MODE: constant 7, default 0
-	Dyn           bool   // DYN: constant 13, default 0
-	RowRuns       bool   // ROW_RUNS: constant 14, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	NchwOut    bool   // NCHW_OUT: constant 12, default 0
+	Dyn        bool   // DYN: constant 13, default 0
+	RowRuns    bool   // ROW_RUNS: constant 14, default 0
+	KRuns      bool   // K_RUNS: constant 15, default 0
 }
 
 // MatmulConvPush is the push-constant block MatmulConvPush (100 bytes), laid out as the
@@ -1130,9 +1127,10 @@ func ConvTex(d *vk.Device, groups [3]uint32, s ConvTexSpec, p MatmulConvPush, b 
 	k.put(5, b2u(s.TransB))
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
+	k.put(12, b2u(s.NchwOut))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, b2u(s.RowRuns))
-	k.put(15, b2u(s.Deterministic))
+	k.put(15, b2u(s.KRuns))
 	var push [100]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Ta, b.Tb, b.BufC, b.BufBias, b.BufOut)
@@ -1313,10 +1311,9 @@ func CopyTexels(d *vk.Device, groups [3]uint32, s CopyTexelsSpec, p CopyTexelsPu
 // CrossEntropyBackwardSpec holds the specialization constants of cross_entropy_backward.comp. A zero field
 // takes the shader's default.
 type CrossEntropyBackwardSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	OutDT         DType  // OUT_DT: constant 3, default 0
-	AssertOp      uint32 // ASSERT_OP: constant 8, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // CrossEntropyBackwardPush is the push-constant block Push (12 bytes), laid out as the
@@ -1348,7 +1345,6 @@ func CrossEntropyBackward(d *vk.Device, groups [3]uint32, s CrossEntropyBackward
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(3, uint32(s.OutDT))
 	k.put(8, uint32(s.AssertOp))
-	k.put(15, b2u(s.Deterministic))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.L, b.Y, b.S, b.Out, b.Assert)
@@ -1357,8 +1353,7 @@ func CrossEntropyBackward(d *vk.Device, groups [3]uint32, s CrossEntropyBackward
 // DetMathSpec holds the specialization constants of det_math.comp. A zero field
 // takes the shader's default.
 type DetMathSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 }
 
 // DetMathPush is the push-constant block Push (8 bytes), laid out as the
@@ -1385,7 +1380,6 @@ type DetMathBind struct {
 func DetMath(d *vk.Device, groups [3]uint32, s DetMathSpec, p DetMathPush, b DetMathBind) error {
 	k := key{op: "det_math"}
 	k.put(0, uint32(s.LocalSizeX))
-	k.put(15, b2u(s.Deterministic))
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.B, b.C, b.D)
@@ -2055,9 +2049,8 @@ func Log(d *vk.Device, groups [3]uint32, s LogSpec, p EwisePush, b LogBind) erro
 // LogSoftmaxSpec holds the specialization constants of log_softmax.comp. A zero field
 // takes the shader's default.
 type LogSoftmaxSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT         DType  // IN0_DT: constant 1, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
 }
 
 // SoftmaxPush is the push-constant block SoftmaxPush (12 bytes), laid out as the
@@ -2085,7 +2078,6 @@ func LogSoftmax(d *vk.Device, groups [3]uint32, s LogSoftmaxSpec, p SoftmaxPush,
 	k := key{op: "log_softmax"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
-	k.put(15, b2u(s.Deterministic))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
@@ -2146,22 +2138,21 @@ func MaskedFill(d *vk.Device, groups [3]uint32, s MaskedFillSpec, p BroadcastPus
 // MatmulCoopSpec holds the specialization constants of matmul_coop.comp. A zero field
 // takes the shader's default.
 type MatmulCoopSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM            uint32 // TM: constant 1, default 4
-	TN            uint32 // TN: constant 2, default 4
-	KK            uint32 // KK: constant 3, default 4
-	TransA        bool   // TRANS_A: constant 4, default 0
-	TransB        bool   // TRANS_B: constant 5, default 0
-	AMode         uint32 // A_MODE: constant 6, default 0
-	BMode         uint32 // B_MODE: constant 7, default 0
-	WarpsM        uint32 // WARPS_M: constant 8, default 2
-	SG            uint32 // SG: constant 9, default 32
-	BM            uint32 // BM: constant 10, default 128
-	BN            uint32 // BN: constant 11, default 128
-	BK            uint32 // BK: constant 12, default 32
-	Dyn           bool   // DYN: constant 13, default 0
-	WarpsN        uint32 // WARPS_N: constant 14, default 4
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	WarpsM     uint32 // WARPS_M: constant 8, default 2
+	SG         uint32 // SG: constant 9, default 32
+	BM         uint32 // BM: constant 10, default 128
+	BN         uint32 // BN: constant 11, default 128
+	BK         uint32 // BK: constant 12, default 32
+	Dyn        bool   // DYN: constant 13, default 0
+	WarpsN     uint32 // WARPS_N: constant 14, default 4
 }
 
 // MatmulPush is the push-constant block MatmulPush (40 bytes), laid out as the
@@ -2219,7 +2210,6 @@ func MatmulCoop(d *vk.Device, groups [3]uint32, s MatmulCoopSpec, p MatmulPush, 
 	k.put(12, uint32(s.BK))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, uint32(s.WarpsN))
-	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2228,22 +2218,21 @@ func MatmulCoop(d *vk.Device, groups [3]uint32, s MatmulCoopSpec, p MatmulPush, 
 // MatmulCoopEmuSpec holds the specialization constants of matmul_coop_emu.comp. A zero field
 // takes the shader's default.
 type MatmulCoopEmuSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM            uint32 // TM: constant 1, default 4
-	TN            uint32 // TN: constant 2, default 4
-	KK            uint32 // KK: constant 3, default 4
-	TransA        bool   // TRANS_A: constant 4, default 0
-	TransB        bool   // TRANS_B: constant 5, default 0
-	AMode         uint32 // A_MODE: constant 6, default 0
-	BMode         uint32 // B_MODE: constant 7, default 0
-	WarpsM        uint32 // WARPS_M: constant 8, default 2
-	SG            uint32 // SG: constant 9, default 32
-	BM            uint32 // BM: constant 10, default 128
-	BN            uint32 // BN: constant 11, default 128
-	BK            uint32 // BK: constant 12, default 32
-	Dyn           bool   // DYN: constant 13, default 0
-	WarpsN        uint32 // WARPS_N: constant 14, default 4
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	WarpsM     uint32 // WARPS_M: constant 8, default 2
+	SG         uint32 // SG: constant 9, default 32
+	BM         uint32 // BM: constant 10, default 128
+	BN         uint32 // BN: constant 11, default 128
+	BK         uint32 // BK: constant 12, default 32
+	Dyn        bool   // DYN: constant 13, default 0
+	WarpsN     uint32 // WARPS_N: constant 14, default 4
 }
 
 // MatmulCoopEmuBind names the bindings of matmul_coop_emu.comp.
@@ -2273,7 +2262,6 @@ func MatmulCoopEmu(d *vk.Device, groups [3]uint32, s MatmulCoopEmuSpec, p Matmul
 	k.put(12, uint32(s.BK))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, uint32(s.WarpsN))
-	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2282,17 +2270,16 @@ func MatmulCoopEmu(d *vk.Device, groups [3]uint32, s MatmulCoopEmuSpec, p Matmul
 // MatmulRegSpec holds the specialization constants of matmul_reg.comp. A zero field
 // takes the shader's default.
 type MatmulRegSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM            uint32 // TM: constant 1, default 4
-	TN            uint32 // TN: constant 2, default 4
-	KK            uint32 // KK: constant 3, default 4
-	TransA        bool   // TRANS_A: constant 4, default 0
-	TransB        bool   // TRANS_B: constant 5, default 0
-	AMode         uint32 // A_MODE: constant 6, default 0
-	BMode         uint32 // B_MODE: constant 7, default 0
-	WGX           uint32 // WGX: constant 8, default 8
-	Dyn           bool   // DYN: constant 13, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	WGX        uint32 // WGX: constant 8, default 8
+	Dyn        bool   // DYN: constant 13, default 0
 }
 
 // MatmulRegBind names the bindings of matmul_reg.comp.
@@ -2317,7 +2304,6 @@ func MatmulReg(d *vk.Device, groups [3]uint32, s MatmulRegSpec, p MatmulPush, b 
 	k.put(7, uint32(s.BMode))
 	k.put(8, uint32(s.WGX))
 	k.put(13, b2u(s.Dyn))
-	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2326,17 +2312,16 @@ func MatmulReg(d *vk.Device, groups [3]uint32, s MatmulRegSpec, p MatmulPush, b 
 // MatmulSgSpec holds the specialization constants of matmul_sg.comp. A zero field
 // takes the shader's default.
 type MatmulSgSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM            uint32 // TM: constant 1, default 4
-	TN            uint32 // TN: constant 2, default 4
-	KK            uint32 // KK: constant 3, default 4
-	TransA        bool   // TRANS_A: constant 4, default 0
-	TransB        bool   // TRANS_B: constant 5, default 0
-	AMode         uint32 // A_MODE: constant 6, default 0
-	BMode         uint32 // B_MODE: constant 7, default 0
-	S             uint32 // S: constant 9, default 8
-	Dyn           bool   // DYN: constant 13, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	S          uint32 // S: constant 9, default 8
+	Dyn        bool   // DYN: constant 13, default 0
 }
 
 // MatmulSgBind names the bindings of matmul_sg.comp.
@@ -2361,7 +2346,6 @@ func MatmulSg(d *vk.Device, groups [3]uint32, s MatmulSgSpec, p MatmulPush, b Ma
 	k.put(7, uint32(s.BMode))
 	k.put(9, uint32(s.S))
 	k.put(13, b2u(s.Dyn))
-	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2370,19 +2354,18 @@ func MatmulSg(d *vk.Device, groups [3]uint32, s MatmulSgSpec, p MatmulPush, b Ma
 // MatmulSharedSpec holds the specialization constants of matmul_shared.comp. A zero field
 // takes the shader's default.
 type MatmulSharedSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM            uint32 // TM: constant 1, default 4
-	TN            uint32 // TN: constant 2, default 4
-	KK            uint32 // KK: constant 3, default 4
-	TransA        bool   // TRANS_A: constant 4, default 0
-	TransB        bool   // TRANS_B: constant 5, default 0
-	AMode         uint32 // A_MODE: constant 6, default 0
-	BMode         uint32 // B_MODE: constant 7, default 0
-	BM            uint32 // BM: constant 10, default 64
-	BN            uint32 // BN: constant 11, default 64
-	BK            uint32 // BK: constant 12, default 16
-	Dyn           bool   // DYN: constant 13, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	BM         uint32 // BM: constant 10, default 64
+	BN         uint32 // BN: constant 11, default 64
+	BK         uint32 // BK: constant 12, default 16
+	Dyn        bool   // DYN: constant 13, default 0
 }
 
 // MatmulSharedBind names the bindings of matmul_shared.comp.
@@ -2409,7 +2392,6 @@ func MatmulShared(d *vk.Device, groups [3]uint32, s MatmulSharedSpec, p MatmulPu
 	k.put(11, uint32(s.BN))
 	k.put(12, uint32(s.BK))
 	k.put(13, b2u(s.Dyn))
-	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
@@ -2418,16 +2400,15 @@ func MatmulShared(d *vk.Device, groups [3]uint32, s MatmulSharedSpec, p MatmulPu
 // MatmulTexSpec holds the specialization constants of matmul_tex.comp. A zero field
 // takes the shader's default.
 type MatmulTexSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	TM            uint32 // TM: constant 1, default 4
-	TN            uint32 // TN: constant 2, default 4
-	KK            uint32 // KK: constant 3, default 4
-	TransA        bool   // TRANS_A: constant 4, default 0
-	TransB        bool   // TRANS_B: constant 5, default 0
-	AMode         uint32 // A_MODE: constant 6, default 0
-	BMode         uint32 // B_MODE: constant 7, default 0
-	Dyn           bool   // DYN: constant 13, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	Dyn        bool   // DYN: constant 13, default 0
 }
 
 // MatmulTexBind names the bindings of matmul_tex.comp.
@@ -2451,7 +2432,6 @@ func MatmulTex(d *vk.Device, groups [3]uint32, s MatmulTexSpec, p MatmulPush, b 
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
 	k.put(13, b2u(s.Dyn))
-	k.put(15, b2u(s.Deterministic))
 	var push [40]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Ta, b.Tb, b.BufC, b.BufBias, b.BufOut)
@@ -3079,9 +3059,8 @@ func Sigmoid(d *vk.Device, groups [3]uint32, s SigmoidSpec, p EwisePush, b Sigmo
 // SoftmaxSpec holds the specialization constants of softmax.comp. A zero field
 // takes the shader's default.
 type SoftmaxSpec struct {
-	LocalSizeX    uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT         DType  // IN0_DT: constant 1, default 0
-	Deterministic bool   // DETERMINISTIC: constant 15, default 0
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
 }
 
 // SoftmaxBind names the bindings of softmax.comp.
@@ -3095,7 +3074,6 @@ func Softmax(d *vk.Device, groups [3]uint32, s SoftmaxSpec, p SoftmaxPush, b Sof
 	k := key{op: "softmax"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
-	k.put(15, b2u(s.Deterministic))
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
