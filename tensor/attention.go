@@ -51,8 +51,8 @@ func CausalAttention(qkv *Tensor, batch, heads int, scale float32) (y, lse *Tens
 	lse = newOut(qkv.dev, Float32, []int{batch, heads, a.t}, qkv)
 	if a.tex && a.texLoops(y, op) {
 		recordInto(op, func() error {
-			return kernels.AttentionTexFwd(qkv.dev, a.texGroups(),
-				kernels.AttentionTexFwdSpec{LocalSizeX: attnTexRows, QkvDT: qkv.dtype.code(), Hd: uint32(a.hd)}, a.push(scale),
+			return kernels.AttentionTexFwd(qkv.dev, a.texGroupsFwd(),
+				kernels.AttentionTexFwdSpec{LocalSizeX: attnTexRows, QkvDT: qkv.dtype.code(), Hd: uint32(a.hd), Tq: attnTexFwdRows}, a.push(scale),
 				kernels.AttentionTexFwdBind{Tqkv: qkv.buf, Y: y.buf, Lse: lse.buf})
 		}, y, lse)
 	} else if !a.tex && a.loops(y, op) {

@@ -11,9 +11,10 @@ import (
 // by lane but fetches texels with SIMD gathers: each invocation keeps its
 // row in registers (the head size is a specialization constant) and
 // fetches the other rows as texels. At nanoGPT's CPU recipe (B=12, T=64,
-// 4 heads of 32, fp16) they run the forward and backward passes in about a
-// ... of the CPU time of the shared-memory kernels
-// (BenchmarkCausalAttention).
+// 4 heads of 32, fp16) the forward pass takes about a fifth of the
+// shared-memory kernels' CPU time, forward and backward together (15 ms)
+// a fifth (BenchmarkCausalAttention's ratio: 5.4 on a loaded 2-core
+// machine).
 
 // attnTexRows is the rows (invocations) of a texel kernel's workgroup.
 const attnTexRows = 32
@@ -51,6 +52,17 @@ func attnTexFits(qkv *Tensor, hd int) bool {
 
 func (a attnDims) texGroups() [3]uint32 {
 	return [3]uint32{uint32((a.t + attnTexRows - 1) / attnTexRows), uint32(min(a.batch*a.heads, 65535)), 1}
+}
+
+// attnTexFwdRows is attention_tex_fwd's TQ: query rows an invocation
+// computes, sharing each key's texels.
+const attnTexFwdRows = 2
+
+// texGroupsFwd is texGroups for attention_tex_fwd, whose invocations take
+// attnTexFwdRows rows each.
+func (a attnDims) texGroupsFwd() [3]uint32 {
+	rows := attnTexRows * attnTexFwdRows
+	return [3]uint32{uint32((a.t + rows - 1) / rows), uint32(min(a.batch*a.heads, 65535)), 1}
 }
 
 // texLoops is loops for the texel kernels: per (batch, head) an invocation

@@ -385,6 +385,7 @@ type AttentionTexFwdSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	QkvDT      DType  // QKV_DT: constant 1, default 0
 	Hd         uint32 // HD: constant 2, default 32
+	Tq         uint32 // TQ: constant 3, default 2
 }
 
 // AttentionTexFwdBind names the bindings of attention_tex_fwd.comp.
@@ -400,6 +401,7 @@ func AttentionTexFwd(d *vk.Device, groups [3]uint32, s AttentionTexFwdSpec, p At
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.QkvDT))
 	k.put(2, uint32(s.Hd))
+	k.put(3, uint32(s.Tq))
 	var push [20]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Tqkv, b.Y, b.Lse)
