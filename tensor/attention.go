@@ -36,6 +36,10 @@ const attnRows = 32
 // row's log-sum-exp of scale * q_t . k_s, which CausalAttentionBackward
 // takes instead of the probabilities.
 //
+// On CPU drivers other than SwiftShader, for head sizes up to 64 that are
+// whole 16-byte texels, it runs the texel kernels (attention_tex.go), with
+// the same math; elsewhere the shared-memory kernels.
+//
 // It panics with a *DTypeError for a qkv that is not floating, a
 // *ShapeError when the last axis is not a multiple of 3*heads or the rows
 // are not batch sequences, and a *UsageError for a head size above 128 or
