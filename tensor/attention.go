@@ -36,6 +36,10 @@ const attnRows = 32
 // row's log-sum-exp of scale * q_t . k_s, which CausalAttentionBackward
 // takes instead of the probabilities.
 //
+// On CPU drivers other than SwiftShader, for head sizes up to 64 that are
+// whole 16-byte texels, it runs the texel kernels (attention_tex.go), with
+// the same math; elsewhere the shared-memory kernels.
+//
 // It panics with a *DTypeError for a qkv that is not floating, a
 // *ShapeError when the last axis is not a multiple of 3*heads or the rows
 // are not batch sequences, and a *UsageError for a head size above 128 or
@@ -49,7 +53,13 @@ func CausalAttention(qkv *Tensor, batch, heads int, scale float32) (y, lse *Tens
 	a := attnCheck(op, qkv, batch, heads)
 	y = newOut(qkv.dev, qkv.dtype, a.outShape(qkv), qkv)
 	lse = newOut(qkv.dev, Float32, []int{batch, heads, a.t}, qkv)
-	if a.loops(y, op) {
+	if a.tex && a.texLoops(y, op) {
+		recordInto(op, func() error {
+			return kernels.AttentionTexFwd(qkv.dev, a.texGroupsFwd(),
+				kernels.AttentionTexFwdSpec{LocalSizeX: attnTexRows, QkvDT: qkv.dtype.code(), Hd: uint32(a.hd), Tq: attnTexFwdRows}, a.push(scale),
+				kernels.AttentionTexFwdBind{Tqkv: qkv.buf, Y: y.buf, Lse: lse.buf})
+		}, y, lse)
+	} else if !a.tex && a.loops(y, op) {
 		recordInto(op, func() error {
 			return kernels.AttentionFwd(qkv.dev, a.groups(),
 				kernels.AttentionFwdSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code(), Hd4Max: a.hd4cap}, a.push(scale),
@@ -89,10 +99,26 @@ func CausalAttentionBackward(qkv, y, lse, dy *Tensor, batch, heads int, scale fl
 	dqkv := newOut(qkv.dev, qkv.dtype, qkv.shape, qkv, y, lse, dy)
 	dd := newOut(qkv.dev, Float32, []int{batch, heads, a.t}, qkv, y, lse, dy) // dy . y per row
 	defer dd.Release()                                                        // the device keeps it until the kernels have run
+	push := a.push(scale)
+	if a.tex && (lse.buf.TexelsFit() && y.buf.TexelsFit() && dy.buf.TexelsFit() && dd.buf.TexelsFit()) {
+		if !a.texLoops(dqkv, op) {
+			return dqkv
+		}
+		spec := kernels.AttentionTexDqSpec{LocalSizeX: attnTexRows, QkvDT: qkv.dtype.code(), Hd: uint32(a.hd)}
+		recordInto(op, func() error {
+			return kernels.AttentionTexDq(qkv.dev, a.texGroups(), spec, push,
+				kernels.AttentionTexDqBind{Tqkv: qkv.buf, Ty: y.buf, Tdy: dy.buf, Lse: lse.buf, Dqkv: dqkv.buf, Dd: dd.buf})
+		}, dqkv, dd)
+		recordInto(op, func() error {
+			return kernels.AttentionTexDkv(qkv.dev, a.texGroups(), kernels.AttentionTexDkvSpec(spec), push,
+				kernels.AttentionTexDkvBind{Tqkv: qkv.buf, Tdy: dy.buf, Tlse: lse.buf, Tdd: dd.buf, Dqkv: dqkv.buf})
+		}, dqkv)
+		return dqkv
+	}
+	a.tex = false
 	if !a.loops(dqkv, op) {
 		return dqkv
 	}
-	push := a.push(scale)
 	recordInto(op, func() error {
 		return kernels.AttentionBwdDq(qkv.dev, a.groups(),
 			kernels.AttentionBwdDqSpec{LocalSizeX: a.local, QkvDT: qkv.dtype.code(), Hd4Max: a.hd4cap}, push,
@@ -111,6 +137,7 @@ type attnDims struct {
 	batch, heads, t, c, hd int
 	local                  uint32 // rows per workgroup
 	hd4cap                 uint32 // vec4s of the kernels' row arrays: hd/4 up to a power of two, at least 8
+	tex                    bool   // the texel kernels (attention_tex.glsl) take it
 	dev                    *vk.Device
 }
 
@@ -150,6 +177,7 @@ func attnCheck(op string, qkv *Tensor, batch, heads int) attnDims {
 	for int(a.hd4cap)*4 < a.hd {
 		a.hd4cap *= 2
 	}
+	a.tex = attnTexFits(qkv, a.hd)
 	return a
 }
 

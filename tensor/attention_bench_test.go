@@ -5,17 +5,23 @@ package tensor_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // BenchmarkCausalAttention times a forward and backward pass of fp16
 // attention at nanoGPT's shakespeare_char sizes: the CPU recipe (B=12,
-// T=64, C=128, 4 heads) and the GPU recipe (B=64, T=256, C=384, 6 heads).
+// T=64, C=128, 4 heads) and the GPU recipe (B=64, T=256, C=384, 6 heads),
+// with the device's kernels and with each kernel family forced. On a CPU
+// driver "ratio" runs the shared-memory and the texel kernels in turn and
+// reports the CPU time of one over the other (x-texel: how many times less
+// CPU the texel kernels take), a figure that survives a loaded machine.
 func BenchmarkCausalAttention(b *testing.B) {
 	d := devtest.Open(b)
 	for _, c := range []struct{ batch, t, c, heads int }{{12, 64, 128, 4}, {64, 256, 384, 6}} {
@@ -23,7 +29,8 @@ func BenchmarkCausalAttention(b *testing.B) {
 			qkv, _ := opRand(b, d, 1, 1, tensor.Float16, c.batch*c.t, 3*c.c)
 			dy, _ := opRand(b, d, 2, 1, tensor.Float16, c.batch*c.t, c.c)
 			scale := float32(1 / math.Sqrt(float64(c.c/c.heads)))
-			step := func() {
+			step := func(kernels string) {
+				defer tensor.SetAttentionKernel(tensor.SetAttentionKernel(kernels))
 				y, lse := tensor.CausalAttention(qkv, c.batch, c.heads, scale)
 				dq := tensor.CausalAttentionBackward(qkv, y, lse, dy, c.batch, c.heads, scale)
 				if _, err := dq.Float32s(); err != nil {
@@ -33,7 +40,8 @@ func BenchmarkCausalAttention(b *testing.B) {
 				lse.Release()
 				dq.Release()
 			}
-			fwd := func() {
+			fwd := func(kernels string) {
+				defer tensor.SetAttentionKernel(tensor.SetAttentionKernel(kernels))
 				y, lse := tensor.CausalAttention(qkv, c.batch, c.heads, scale)
 				if _, err := lse.Float32s(); err != nil {
 					b.Fatal(err)
@@ -41,19 +49,44 @@ func BenchmarkCausalAttention(b *testing.B) {
 				y.Release()
 				lse.Release()
 			}
-			step() // compile the pipelines
-			b.Run("forward", func(b *testing.B) {
-				defer cpuPerOp(b)()
-				for range b.N {
-					fwd()
+			kinds := []string{""}
+			if d.Info().Type == vk.TypeCPU && !strings.Contains(d.Info().DriverName, "SwiftShader") {
+				kinds = append(kinds, "shared", "texel")
+			}
+			for _, k := range kinds {
+				step(k) // compile the pipelines
+			}
+			for _, k := range kinds {
+				name := "kernels=" + k
+				if k == "" {
+					name = "kernels=device"
 				}
-			})
-			b.Run("forward+backward", func(b *testing.B) {
-				defer cpuPerOp(b)()
-				for range b.N {
-					step()
-				}
-			})
+				b.Run(name+"/forward", func(b *testing.B) {
+					defer cpuPerOp(b)()
+					for range b.N {
+						fwd(k)
+					}
+				})
+				b.Run(name+"/forward+backward", func(b *testing.B) {
+					defer cpuPerOp(b)()
+					for range b.N {
+						step(k)
+					}
+				})
+			}
+			if len(kinds) > 1 {
+				b.Run("ratio/forward+backward", func(b *testing.B) {
+					var shared, texel time.Duration
+					for range b.N {
+						t0 := cpuTime()
+						step("shared")
+						t1 := cpuTime()
+						step("texel")
+						shared, texel = shared+t1-t0, texel+cpuTime()-t1
+					}
+					b.ReportMetric(float64(shared)/float64(texel), "x-texel")
+				})
+			}
 		})
 	}
 }
@@ -89,13 +122,15 @@ func BenchmarkEmbeddingBackward(b *testing.B) {
 // threads: lavapipe's included) when the returned func runs: on a shared
 // machine it says more than the wall time.
 func cpuPerOp(b *testing.B) func() {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			return 0
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	start := cpuTime()
+	return func() { b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/op") }
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
 	}
-	start := cpu()
-	return func() { b.ReportMetric(float64((cpu()-start).Microseconds())/float64(b.N), "cpu-µs/op") }
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -322,6 +322,91 @@ func AttentionFwd(d *vk.Device, groups [3]uint32, s AttentionFwdSpec, p Attentio
 	return run(d, k, groups, push[:], b.Qkv, b.Y, b.Lse)
 }
 
+// AttentionTexDkvSpec holds the specialization constants of attention_tex_dkv.comp. A zero field
+// takes the shader's default.
+type AttentionTexDkvSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	QkvDT      DType  // QKV_DT: constant 1, default 0
+	Hd         uint32 // HD: constant 2, default 32
+}
+
+// AttentionTexDkvBind names the bindings of attention_tex_dkv.comp.
+type AttentionTexDkvBind struct {
+	Tqkv *vk.Buffer // binding 0: read as texels
+	Tdy  *vk.Buffer // binding 1: read as texels
+	Tlse *vk.Buffer // binding 2: read as texels
+	Tdd  *vk.Buffer // binding 3: read as texels
+	Dqkv *vk.Buffer // binding 4: written
+}
+
+// AttentionTexDkv records attention_tex_dkv.comp on d over groups workgroups.
+func AttentionTexDkv(d *vk.Device, groups [3]uint32, s AttentionTexDkvSpec, p AttentionPush, b AttentionTexDkvBind) error {
+	k := key{op: "attention_tex_dkv"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.QkvDT))
+	k.put(2, uint32(s.Hd))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Tqkv, b.Tdy, b.Tlse, b.Tdd, b.Dqkv)
+}
+
+// AttentionTexDqSpec holds the specialization constants of attention_tex_dq.comp. A zero field
+// takes the shader's default.
+type AttentionTexDqSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	QkvDT      DType  // QKV_DT: constant 1, default 0
+	Hd         uint32 // HD: constant 2, default 32
+}
+
+// AttentionTexDqBind names the bindings of attention_tex_dq.comp.
+type AttentionTexDqBind struct {
+	Tqkv *vk.Buffer // binding 0: read as texels
+	Ty   *vk.Buffer // binding 1: read as texels
+	Tdy  *vk.Buffer // binding 2: read as texels
+	Lse  *vk.Buffer // binding 3: read
+	Dqkv *vk.Buffer // binding 4: written
+	Dd   *vk.Buffer // binding 5: written
+}
+
+// AttentionTexDq records attention_tex_dq.comp on d over groups workgroups.
+func AttentionTexDq(d *vk.Device, groups [3]uint32, s AttentionTexDqSpec, p AttentionPush, b AttentionTexDqBind) error {
+	k := key{op: "attention_tex_dq"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.QkvDT))
+	k.put(2, uint32(s.Hd))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Tqkv, b.Ty, b.Tdy, b.Lse, b.Dqkv, b.Dd)
+}
+
+// AttentionTexFwdSpec holds the specialization constants of attention_tex_fwd.comp. A zero field
+// takes the shader's default.
+type AttentionTexFwdSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	QkvDT      DType  // QKV_DT: constant 1, default 0
+	Hd         uint32 // HD: constant 2, default 32
+	Tq         uint32 // TQ: constant 3, default 2
+}
+
+// AttentionTexFwdBind names the bindings of attention_tex_fwd.comp.
+type AttentionTexFwdBind struct {
+	Tqkv *vk.Buffer // binding 0: read as texels
+	Y    *vk.Buffer // binding 1: written
+	Lse  *vk.Buffer // binding 2: written
+}
+
+// AttentionTexFwd records attention_tex_fwd.comp on d over groups workgroups.
+func AttentionTexFwd(d *vk.Device, groups [3]uint32, s AttentionTexFwdSpec, p AttentionPush, b AttentionTexFwdBind) error {
+	k := key{op: "attention_tex_fwd"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.QkvDT))
+	k.put(2, uint32(s.Hd))
+	k.put(3, uint32(s.Tq))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Tqkv, b.Y, b.Lse)
+}
+
 // AxpySpec holds the specialization constants of axpy.comp. A zero field
 // takes the shader's default.
 type AxpySpec struct {
