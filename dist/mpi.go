@@ -7,11 +7,19 @@ package dist
 #include <mpi.h>
 #include <stdlib.h>
 
-static MPI_Comm world(void) { return MPI_COMM_WORLD; }
-static MPI_Datatype f32(void) { return MPI_FLOAT; }
-static MPI_Op opSum(void) { return MPI_SUM; }
-static MPI_Op opMax(void) { return MPI_MAX; }
-static void *inPlace(void) { return MPI_IN_PLACE; }
+// Wrappers keep MPI's handles and MPI_IN_PLACE, which is not a valid
+// pointer, on the C side.
+static int rankSize(int *rank, int *size) {
+	int err = MPI_Comm_rank(MPI_COMM_WORLD, rank);
+	return err != MPI_SUCCESS ? err : MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+static int iallreduce(float *buf, int n, int isMax, MPI_Request *req) {
+	return MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, isMax ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, req);
+}
+static int ibcast(float *buf, int n, int root, MPI_Request *req) {
+	return MPI_Ibcast(buf, n, MPI_FLOAT, root, MPI_COMM_WORLD, req);
+}
+static int ibarrier(MPI_Request *req) { return MPI_Ibarrier(MPI_COMM_WORLD, req); }
 
 static int initThread(int *provided) {
 	int done = 0;
@@ -73,11 +81,8 @@ func NewMPI(o Options) (Group, error) {
 		return nil, fmt.Errorf("dist: MPI provides thread level %d, below MPI_THREAD_SERIALIZED", int(provided))
 	}
 	var rank, size C.int
-	if rc := C.MPI_Comm_rank(C.world(), &rank); rc != C.MPI_SUCCESS {
-		return nil, fmt.Errorf("dist: MPI_Comm_rank: %s", errString(rc))
-	}
-	if rc := C.MPI_Comm_size(C.world(), &size); rc != C.MPI_SUCCESS {
-		return nil, fmt.Errorf("dist: MPI_Comm_size: %s", errString(rc))
+	if rc := C.rankSize(&rank, &size); rc != C.MPI_SUCCESS {
+		return nil, fmt.Errorf("dist: MPI_Comm_rank/size: %s", errString(rc))
 	}
 	mpiOnce.made = true
 	return &mpiGroup{rank: int(rank), size: int(size), timeout: o.timeout()}, nil
@@ -151,7 +156,7 @@ func (g *mpiGroup) AllReduceSum(x []float32) error {
 	s := g.staging(len(x))
 	copy(s, x)
 	err := g.run("MPI_Iallreduce", func(req *C.MPI_Request) C.int {
-		return C.MPI_Iallreduce(C.inPlace(), g.buf, C.int(len(x)), C.f32(), C.opSum(), C.world(), req)
+		return C.iallreduce((*C.float)(g.buf), C.int(len(x)), 0, req)
 	})
 	if err == nil {
 		copy(x, s)
@@ -166,7 +171,7 @@ func (g *mpiGroup) Broadcast(x []float32, root int) error {
 	s := g.staging(len(x))
 	copy(s, x)
 	err := g.run("MPI_Ibcast", func(req *C.MPI_Request) C.int {
-		return C.MPI_Ibcast(g.buf, C.int(len(x)), C.f32(), C.int(root), C.world(), req)
+		return C.ibcast((*C.float)(g.buf), C.int(len(x)), C.int(root), req)
 	})
 	if err == nil {
 		copy(x, s)
@@ -180,7 +185,7 @@ func (g *mpiGroup) Max(v float32) (float32, error) {
 	s := g.staging(1)
 	s[0] = v
 	err := g.run("MPI_Iallreduce (max)", func(req *C.MPI_Request) C.int {
-		return C.MPI_Iallreduce(C.inPlace(), g.buf, 1, C.f32(), C.opMax(), C.world(), req)
+		return C.iallreduce((*C.float)(g.buf), 1, 1, req)
 	})
 	return s[0], err
 }
@@ -189,7 +194,7 @@ func (g *mpiGroup) Barrier() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.run("MPI_Ibarrier", func(req *C.MPI_Request) C.int {
-		return C.MPI_Ibarrier(C.world(), req)
+		return C.ibarrier(req)
 	})
 }
 
