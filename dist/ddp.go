@@ -59,6 +59,9 @@ func NewDataParallel(g Group, params []*nn.Param, o DataParallelOptions) (*DataP
 		}
 		vals[i] = p.Value
 	}
+	if g.Size() == 1 {
+		return dp, nil
+	}
 	if err := dp.each(vals, g.Rank() != 0, func(x []float32) error { return g.Broadcast(x, 0) }); err != nil {
 		return nil, fmt.Errorf("dist: broadcast parameters: %w", err)
 	}

@@ -56,6 +56,7 @@ func TestMPI(t *testing.T) {
 	})
 
 	d := devtest.Open(t)
+	t.Logf("rank %d on %s, tier %s", r, d.Info().Name, d.Tier())
 	set := loadMNIST(t)
 	t.Run("matches single", func(t *testing.T) {
 		useSGD(t)
