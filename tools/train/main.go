@@ -62,13 +62,13 @@ import (
 
 type config struct {
 	device, devices, precision, data, checkpoint, reportPath string
-	epochs, batch, logEvery, checkpointEvery        int
-	lr, initScale                                   float64
-	seed                                            uint64
-	resume, compare                                 bool
-	model                                           string
-	gamma                                           float64
-	json                                            bool
+	epochs, batch, logEvery, checkpointEvery                 int
+	lr, initScale                                            float64
+	seed                                                     uint64
+	resume, compare                                          bool
+	model                                                    string
+	gamma                                                    float64
+	json                                                     bool
 }
 
 func main() {
