@@ -3,6 +3,7 @@
 package dist_test
 
 import (
+	"errors"
 	"math"
 	"os"
 	"slices"
@@ -120,4 +121,32 @@ func sameOnAllRanks(t *testing.T, g dist.Group, w [][]float32) float64 {
 		t.Fatal(err)
 	}
 	return float64(all)
+}
+
+// TestMPIHungPeer runs under mpirun with DIST_FAULT=1 (scripts/test-mpi.sh
+// fault): the last rank stops taking part (it sleeps, then exits without
+// finalizing), and rank 0's all-reduce fails with ErrTimeout after the
+// group's timeout instead of waiting for ever. mpirun then reports the
+// ranks that exited without finalizing, as it must.
+func TestMPIHungPeer(t *testing.T) {
+	if os.Getenv("OMPI_COMM_WORLD_SIZE") == "" || os.Getenv("DIST_FAULT") == "" {
+		t.Skip("run by scripts/test-mpi.sh fault, under mpirun")
+	}
+	g, err := dist.NewMPI(dist.Options{Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Rank() == g.Size()-1 {
+		time.Sleep(6 * time.Second)
+		os.Exit(0) // a peer gone without a word
+	}
+	err = g.AllReduceSum([]float32{1})
+	t.Logf("rank %d: %v", g.Rank(), err)
+	if !errors.Is(err, dist.ErrTimeout) {
+		t.Errorf("rank %d got %v, want ErrTimeout", g.Rank(), err)
+	}
+	if err := g.Barrier(); err == nil {
+		t.Errorf("a broken group's Barrier succeeded")
+	}
+	g.Close() // returns without finalizing: the process exits
 }
