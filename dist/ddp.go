@@ -71,6 +71,19 @@ func NewDataParallel(g Group, params []*nn.Param, o DataParallelOptions) (*DataP
 // Group returns the group the DataParallel reduces over.
 func (dp *DataParallel) Group() Group { return dp.g }
 
+// GradientBytes is how many bytes of fp32 gradients AllReduceGrads reduces
+// on each rank (a ring all-reduce sends and receives about twice that,
+// times (size-1)/size, per rank).
+func (dp *DataParallel) GradientBytes() int {
+	n := 0
+	for _, p := range dp.params {
+		if !p.Frozen && p.Grad != nil {
+			n += 4 * p.Grad.Len()
+		}
+	}
+	return n
+}
+
 // AllReduceGrads replaces each trainable parameter's gradient with its
 // mean over the ranks, in buckets. It waits for the device.
 func (dp *DataParallel) AllReduceGrads() error {
