@@ -106,13 +106,16 @@ func (dp *DataParallel) AllReduceGrads() error {
 // over the ranks: if any rank's gradients held an inf or NaN, every rank's
 // Step skips and every rank's Update backs off. Call it after
 // AllReduceGrads and before clipping and sc.Step. A disabled scaler does
-// nothing.
+// nothing; with several ranks it waits for the device (one flag read).
 func (dp *DataParallel) Unscale(sc *scaler.Scaler, opt scaler.Optimizer) error {
 	if !sc.Enabled() {
 		return nil
 	}
 	if err := sc.Unscale(opt); err != nil {
 		return err
+	}
+	if dp.g.Size() == 1 {
+		return nil // no wait for the flag
 	}
 	return sc.CombineFound(opt, func(found bool) (bool, error) { return MaxFlag(dp.g, found) })
 }

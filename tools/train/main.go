@@ -55,6 +55,7 @@ import (
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tools/internal/progress"
+	"github.com/vkamp/vkamp/tools/internal/ranks"
 	"github.com/vkamp/vkamp/tools/internal/report"
 	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
@@ -145,12 +146,12 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ranks, err := openRanks(c)
+	rs, err := ranks.Open(c.device, c.devices, vk.Options{})
 	if err != nil {
 		return err
 	}
-	defer closeRanks(ranks)
-	if ranks[0].g.Rank() != 0 { // under mpirun: rank 0 speaks
+	defer ranks.Close(rs)
+	if rs[0].G.Rank() != 0 { // under mpirun: rank 0 speaks
 		out, bars = io.Discard, io.Discard
 		c.json, c.reportPath = false, ""
 	}
@@ -158,13 +159,13 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	if c.json { // stdout holds the JSON objects only
 		jsonw, out = out, bars
 	}
-	for _, r := range ranks {
-		info := r.d.Info()
-		fmt.Fprintf(out, "rank %d of %d: device %d: %s (%s, %s %s), tier %s\n", r.g.Rank(), r.g.Size(), info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, r.d.Tier())
+	for _, r := range rs {
+		info := r.D.Info()
+		fmt.Fprintf(out, "rank %d of %d: device %d: %s (%s, %s %s), tier %s\n", r.G.Rank(), r.G.Size(), info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, r.D.Tier())
 	}
 	fmt.Fprintf(out, "data: %d training and %d test digits from %s\n", train.N, test.N, c.data)
 	runs := []report.Run{}
-	r, err := trainRanks(ctx, c, ranks, train, test, c.precision, out, bars, jsonw)
+	r, err := trainRanks(ctx, c, rs, train, test, c.precision, out, bars, jsonw)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 		if c.precision == "f32" {
 			other.precision = "f16"
 		}
-		r, err := trainRanks(ctx, other, ranks, train, test, other.precision, out, bars, jsonw)
+		r, err := trainRanks(ctx, other, rs, train, test, other.precision, out, bars, jsonw)
 		if err != nil {
 			return err
 		}
