@@ -354,3 +354,19 @@ func (s *LossScale) Close() error {
 	}
 	return nil
 }
+
+// MarkFound records an inf found elsewhere (another process's gradients):
+// it sets found, a one-element Float32 tensor, to 1 and raises the state's
+// flag that the next Update reads, in order with the recorded work. It
+// panics before the first Scale.
+func (s *LossScale) MarkFound(found *Tensor) error {
+	const op = "LossScale.MarkFound"
+	s.onDevice(op)
+	sameDevice(op, s.state, found)
+	checkItem(op, found)
+	one := binary.LittleEndian.AppendUint32(nil, math.Float32bits(1))
+	if err := found.SetBytes(one); err != nil {
+		return err
+	}
+	return s.write(wordFound, one)
+}

@@ -60,6 +60,7 @@ var recipes = map[string]recipe{
 type config struct {
 	recipe
 	data, recipeName, precision, device, checkpoint, reportPath, prompt string
+	devices                                                             string
 	sample, topK                                                        int
 	temperature                                                         float64
 	seed                                                                uint64
@@ -78,6 +79,7 @@ func main() {
 	flag.IntVar(&evalIters, "eval-iters", 0, "batches per split in an evaluation (0: the recipe's)")
 	flag.StringVar(&c.precision, "precision", "f16", "f16 (autocast and loss scaling), bf16 (autocast, no loss scaling) or f32")
 	flag.StringVar(&c.device, "device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
+	flag.StringVar(&c.devices, "devices", "", "comma-separated devices to train on data-parallel, one rank each, every batch split among them (under mpirun, built with -tags mpi: rank r takes entry r mod their number)")
 	flag.Uint64Var(&c.seed, "seed", 1337, "seed of the weights, the batches, dropout and sampling")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to at each evaluation, at the end and on Ctrl-C")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")

@@ -12,11 +12,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/nn/gpt"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/tools/internal/progress"
+	"github.com/vkamp/vkamp/tools/internal/ranks"
 	"github.com/vkamp/vkamp/tools/internal/report"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -26,6 +28,9 @@ import (
 type trainer struct {
 	c      config
 	d      *vk.Device
+	g      dist.Group // the data-parallel ranks; this one takes rows [lo, hi) of every batch
+	dp     *dist.DataParallel
+	lo, hi int
 	data   *corpus
 	m      *gpt.Model
 	params []*nn.Param
@@ -119,34 +124,59 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 			return fmt.Errorf("-prompt: character %q is not in the vocabulary of %s", r, c.data)
 		}
 	}
-	d, err := vk.Open(vk.Options{Device: c.device, Timestamps: c.profile})
+	rs, err := ranks.Open(c.device, c.devices, vk.Options{Timestamps: c.profile})
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	info := d.Info()
-	fmt.Fprintf(log, "device %d: %s (%s, %s %s), tier %s\n", info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, d.Tier())
+	defer ranks.Close(rs)
+	if rs[0].G.Rank() != 0 { // under mpirun: rank 0 speaks
+		out, log, bars = io.Discard, io.Discard, io.Discard
+		c.reportPath, c.sample = "", 0
+	}
+	for _, r := range rs {
+		info := r.D.Info()
+		fmt.Fprintf(log, "rank %d of %d: device %d: %s (%s, %s %s), tier %s\n", r.G.Rank(), r.G.Size(), info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, r.D.Tier())
+	}
 	fmt.Fprintf(log, "data: %s: vocabulary %d, %d training and %d validation characters\n", c.data, len(data.chars), len(data.train), len(data.val))
-	t, err := newTrainer(c, d, data)
+	ts := make([]*trainer, len(rs))
+	defer func() {
+		for _, t := range ts {
+			if t != nil {
+				t.close()
+			}
+		}
+	}()
+	err = ranks.Run(rs, func(i int, r ranks.Rank) (err error) { // together: rank 0 broadcasts its weights
+		ts[i], err = newTrainer(c, r.D, r.G, data)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	t := ts[0]
 	fmt.Fprintf(log, "model: %s, %s; number of parameters: %.2fM\n", c.modelName(), precisionName(c.precision), float64(t.m.NumParams(true))/1e6)
 	if c.resume {
-		if err := t.load(c.checkpoint); err != nil {
-			return err
+		for _, t := range ts {
+			if err := t.load(c.checkpoint); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(log, "resumed from %s at iteration %d\n", c.checkpoint, t.iter)
 	}
 	start := time.Now()
-	if err := t.train(ctx, out, log, bars); err != nil {
+	err = ranks.Run(rs, func(i int, _ ranks.Rank) error {
+		if i == 0 {
+			return ts[i].train(ctx, out, log, bars)
+		}
+		return ts[i].train(ctx, io.Discard, io.Discard, io.Discard)
+	})
+	if err != nil {
 		return err
 	}
 	wall := time.Since(start)
 	fmt.Fprintf(log, "trained %d iterations in %s\n", c.iters, wall.Round(time.Millisecond))
 	if c.profile {
-		printProfile(log, d, wall)
+		printProfile(log, t.d, wall)
 	}
 	if c.reportPath != "" {
 		if err := report.WriteCurves(c.reportPath, t.hist); err != nil {
@@ -202,9 +232,13 @@ func autocastDType(precision string) tensor.DType {
 	return tensor.Float16
 }
 
-func newTrainer(c config, d *vk.Device, data *corpus) (*trainer, error) {
+func newTrainer(c config, d *vk.Device, g dist.Group, data *corpus) (*trainer, error) {
 	fp16 := c.precision == "f16" // bf16 needs no loss scaler
-	t := &trainer{c: c, d: d, data: data, pcg: rand.NewPCG(c.seed, 1), seeds: nn.NewSeedSource(c.seed),
+	if c.batch%g.Size() != 0 {
+		return nil, fmt.Errorf("batch %d is not a multiple of the %d ranks", c.batch, g.Size())
+	}
+	lo, hi := dist.Shard(c.batch, g.Rank(), g.Size())
+	t := &trainer{c: c, d: d, g: g, lo: lo, hi: hi, data: data, pcg: rand.NewPCG(c.seed, 1), seeds: nn.NewSeedSource(c.seed),
 		hist: report.Curve{Name: precisionName(c.precision)}, x: make([]int32, c.batch*c.block), y: make([]int32, c.batch*c.block)}
 	t.rng = rand.New(t.pcg)
 	t.m = gpt.New(d, gpt.Config{Vocab: len(data.chars), BlockSize: c.block, Layers: c.layers, Heads: c.heads, Dim: c.dim, Dropout: c.dropout},
@@ -216,6 +250,10 @@ func newTrainer(c config, d *vk.Device, data *corpus) (*trainer, error) {
 		return nil, err
 	}
 	var err error
+	if t.dp, err = dist.NewDataParallel(g, t.params, dist.DataParallelOptions{}); err != nil {
+		t.close()
+		return nil, err
+	}
 	if t.opt, err = newAdamW(t.params, c.recipe); err != nil {
 		t.close()
 		return nil, err
@@ -341,14 +379,15 @@ func (t *trainer) step() error {
 	if err := t.opt.SetLR(t.lr(t.iter)); err != nil {
 		return err
 	}
-	batch(t.data.train, c.block, t.rng, t.x, t.y)
+	batch(t.data.train, c.block, t.rng, t.x, t.y) // the whole batch, the same on every rank
 	var scope tensor.Scope
 	defer scope.Release()
-	xb := scope.Track(tensor.FromInt32(d, t.x, len(t.x)))
-	yb := scope.Track(tensor.FromInt32(d, t.y, len(t.y)))
+	x, y := t.x[t.lo*c.block:t.hi*c.block], t.y[t.lo*c.block:t.hi*c.block] // this rank's rows
+	xb := scope.Track(tensor.FromInt32(d, x, len(x)))
+	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
 	g := nn.NewGraph(d, nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), Seeds: t.seeds})
 	defer g.Release()
-	loss, _ := t.m.Loss(g, xb, yb, c.batch)
+	loss, _ := t.m.Loss(g, xb, yb, t.hi-t.lo)
 	if err := t.opt.ZeroGrad(); err != nil {
 		return err
 	}
@@ -361,7 +400,10 @@ func (t *trainer) step() error {
 	if err := g.Backward(loss, seed); err != nil {
 		return err
 	}
-	if err := t.sc.Unscale(t.opt); err != nil {
+	if err := t.dp.AllReduceGrads(); err != nil { // a wait for the device when there are several ranks
+		return err
+	}
+	if err := t.dp.Unscale(t.sc, t.opt); err != nil { // and the ranks' inf checks combined
 		return err
 	}
 	norm, err := nn.ClipGradNorm(t.params, c.clip)
@@ -518,7 +560,7 @@ func (t *trainer) save() error {
 			return err
 		}
 	}
-	return nn.SaveCheckpoint(t.c.checkpoint, t.params, sections, t.opt)
+	return dist.Root(t.g, func() error { return nn.SaveCheckpoint(t.c.checkpoint, t.params, sections, t.opt) })
 }
 
 // load restores a checkpoint written by save.

@@ -25,6 +25,11 @@
 // bf16 runs autocast in bfloat16 without a loss scaler (bf16 has fp32's
 // range), as torch.autocast(dtype=torch.bfloat16) is used.
 //
+// -devices 0,1 trains data-parallel on several devices in this process,
+// one rank each, every batch of -batch digits split among them; under
+// mpirun (built with -tags mpi) each process is a rank, on -device or on
+// its entry of -devices. Rank 0 prints, reports and writes checkpoints.
+//
 // With fp16, a step whose gradients hold an inf or NaN is skipped and the
 // loss scale halves. When 50 steps in a row are skipped (collapseAfter),
 // the scale has collapsed (2^-50 of what it was; below about 2.9e-39 every
@@ -46,28 +51,31 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tools/internal/progress"
+	"github.com/vkamp/vkamp/tools/internal/ranks"
 	"github.com/vkamp/vkamp/tools/internal/report"
 	"github.com/vkamp/vkamp/tools/internal/trainer"
 	"github.com/vkamp/vkamp/vk"
 )
 
 type config struct {
-	device, precision, data, checkpoint, reportPath string
-	epochs, batch, logEvery, checkpointEvery        int
-	lr, initScale                                   float64
-	seed                                            uint64
-	resume, compare                                 bool
-	model                                           string
-	gamma                                           float64
-	json                                            bool
+	device, devices, precision, data, checkpoint, reportPath string
+	epochs, batch, logEvery, checkpointEvery                 int
+	lr, initScale                                            float64
+	seed                                                     uint64
+	resume, compare                                          bool
+	model                                                    string
+	gamma                                                    float64
+	json                                                     bool
 }
 
 func main() {
 	var c config
 	flag.StringVar(&c.device, "device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
+	flag.StringVar(&c.devices, "devices", "", "comma-separated devices to train on data-parallel, one rank each (under mpirun: rank r takes entry r mod their number)")
 	flag.StringVar(&c.precision, "precision", "f16", "f16 (mixed precision with loss scaling), bf16 (mixed precision, no scaler) or f32")
 	flag.StringVar(&c.data, "data", "testdata/mnist", "directory of MNIST IDX files (plain or .gz)")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to after each epoch and on Ctrl-C")
@@ -138,20 +146,26 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d, err := vk.Open(vk.Options{Device: c.device})
+	rs, err := ranks.Open(c.device, c.devices, vk.Options{})
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	info := d.Info()
+	defer ranks.Close(rs)
+	if rs[0].G.Rank() != 0 { // under mpirun: rank 0 speaks
+		out, bars = io.Discard, io.Discard
+		c.json, c.reportPath = false, ""
+	}
 	var jsonw io.Writer
 	if c.json { // stdout holds the JSON objects only
 		jsonw, out = out, bars
 	}
-	fmt.Fprintf(out, "device %d: %s (%s, %s %s), tier %s\n", info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, d.Tier())
+	for _, r := range rs {
+		info := r.D.Info()
+		fmt.Fprintf(out, "rank %d of %d: device %d: %s (%s, %s %s), tier %s\n", r.G.Rank(), r.G.Size(), info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, r.D.Tier())
+	}
 	fmt.Fprintf(out, "data: %d training and %d test digits from %s\n", train.N, test.N, c.data)
 	runs := []report.Run{}
-	r, err := trainRun(ctx, c, d, train, test, c.precision, out, bars, jsonw)
+	r, err := trainRanks(ctx, c, rs, train, test, c.precision, out, bars, jsonw)
 	if err != nil {
 		return err
 	}
@@ -163,7 +177,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 		if c.precision == "f32" {
 			other.precision = "f16"
 		}
-		r, err := trainRun(ctx, other, d, train, test, other.precision, out, bars, jsonw)
+		r, err := trainRanks(ctx, other, rs, train, test, other.precision, out, bars, jsonw)
 		if err != nil {
 			return err
 		}
@@ -191,7 +205,7 @@ const collapseAfter = 50
 // errCollapsed is the error of a run stopped by a collapsed loss scale.
 var errCollapsed = errors.New("the loss scale has collapsed")
 
-func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Set, precision string, out, bars, jsonw io.Writer) (report.Run, error) {
+func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, test *mnist.Set, precision string, out, bars, jsonw io.Writer) (report.Run, error) {
 	fp16 := precision == "f16"
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -207,7 +221,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 	var pending []trainer.Step
 	inRow := 0 // steps skipped in a row, up to the last one read
 	var tr *trainer.Trainer
-	tr, err := trainer.New(trainer.Options{Device: d, Train: train, Test: test, Model: c.model, Batch: c.batch, LR: c.lr, Gamma: c.gamma, FP16: fp16, BF16: precision == "bf16",
+	tr, err := trainer.New(trainer.Options{Device: d, Group: g, Train: train, Test: test, Model: c.model, Batch: c.batch, LR: c.lr, Gamma: c.gamma, FP16: fp16, BF16: precision == "bf16",
 		Seed: c.seed, LossEvery: c.logEvery, Scaler: scaler.Options{InitScale: c.initScale},
 		OnStep: func(s trainer.Step) {
 			step := tr.StepsDone()
@@ -274,7 +288,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, train, test *mnist.Se
 			return nil
 		}
 		raw, _ := json.Marshal(hist)
-		return tr.Save(c.checkpoint, map[string]json.RawMessage{"history": raw})
+		return dist.Root(g, func() error { return tr.Save(c.checkpoint, map[string]json.RawMessage{"history": raw}) })
 	}
 	tr.SetCheckpointEvery(c.checkpointEvery, save)
 	steps := train.N / c.batch

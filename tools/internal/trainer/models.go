@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
@@ -30,6 +31,9 @@ func (o *Options) defaults() error {
 	if o.Model != "mlp" && o.Model != "cnn" {
 		return fmt.Errorf("trainer: unknown model %q: mlp or cnn", o.Model)
 	}
+	if o.Group == nil {
+		o.Group = dist.Single{}
+	}
 	cnn := o.Model == "cnn"
 	if o.Hidden == 0 {
 		o.Hidden = 256
@@ -45,6 +49,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Batch < 1 || o.Batch > o.Train.N || o.Hidden < 1 {
 		return fmt.Errorf("trainer: batch %d (of %d samples) or hidden %d out of range", o.Batch, o.Train.N, o.Hidden)
+	}
+	if o.Batch%o.Group.Size() != 0 {
+		return fmt.Errorf("trainer: batch %d is not a multiple of the %d ranks", o.Batch, o.Group.Size())
 	}
 	if !(o.Gamma > 0 && o.Gamma <= 1) {
 		return fmt.Errorf("trainer: gamma %g must be in (0, 1]", o.Gamma)

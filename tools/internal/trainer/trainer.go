@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
@@ -28,7 +29,7 @@ type Options struct {
 	Train, Test *mnist.Set
 	Model       string  // "mlp" or "cnn" ["mlp"]
 	Hidden      int     // hidden units of the MLP [256]
-	Batch       int     // samples per step [64]
+	Batch       int     // samples per step, over all ranks of Group [64]
 	LR          float64 // learning rate [mlp: Adam's 1e-3; cnn: Adadelta's 1.0]
 	// Gamma multiplies the learning rate after every epoch, as PyTorch's
 	// StepLR(step_size=1, gamma): epoch e runs at LR * Gamma^e [mlp: 1;
@@ -46,6 +47,12 @@ type Options struct {
 	// AfterBackward, if set, runs between the backward pass and the
 	// optimizer step: tests plant infs in gradients there.
 	AfterBackward func(step int, params []*nn.Param)
+	// Group, if set, trains data-parallel: this trainer is one rank, takes
+	// its shard of every batch (Batch must be a multiple of the group's
+	// size), and its gradients and skips agree with the other ranks'. Every
+	// rank must make the same calls (Epoch, Evaluate, Save through
+	// dist.Root).
+	Group dist.Group
 }
 
 // Step describes one training step.
@@ -75,6 +82,7 @@ type Trainer struct {
 	state  []*nn.Param // params, then buffers (BatchNorm's running statistics): what a checkpoint holds
 	opt    optimizer
 	sc     *scaler.Scaler
+	dp     *dist.DataParallel
 	zero   *tensor.Tensor // a flag that is always 0
 	epoch  int
 	steps  int            // optimizer steps taken, skipped or not
@@ -104,6 +112,10 @@ func New(o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t.params, t.state = t.model.Parameters(), nn.State(t.model)
+	if t.dp, err = dist.NewDataParallel(o.Group, t.params, dist.DataParallelOptions{}); err != nil {
+		t.Close()
+		return nil, err
+	}
 	t.zero = tensor.Zeros(o.Device, tensor.Float32, 1)
 	so := o.Scaler
 	so.Disabled = !o.FP16
@@ -156,8 +168,9 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	setTraining(t.model, true)
 	steps := o.Train.N / o.Batch
 	order := rand.New(rand.NewPCG(o.Seed, uint64(t.epoch)+2)).Perm(o.Train.N)
-	x := make([]float32, o.Batch*o.Train.Rows*o.Train.Cols)
-	y := make([]int32, o.Batch)
+	lo, hi := dist.Shard(o.Batch, o.Group.Rank(), o.Group.Size())
+	x := make([]float32, (hi-lo)*o.Train.Rows*o.Train.Cols)
+	y := make([]int32, hi-lo)
 	// The running loss sum stays on the device: no wait per step.
 	sum := tensor.FromFloat32(o.Device, []float32{t.partialSum}, 1)
 	defer sum.Release()
@@ -172,7 +185,7 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 			t.partialSum, _ = sum.Item()
 			return Epoch{}, err
 		}
-		fillBatch(o.Train, order[i*o.Batch:(i+1)*o.Batch], x, y)
+		fillBatch(o.Train, order[i*o.Batch+lo:i*o.Batch+hi], x, y)
 		loss, skipped, err := t.step(x, y, sum)
 		if err != nil {
 			return Epoch{}, err
@@ -202,6 +215,11 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	if err != nil {
 		return Epoch{}, err
 	}
+	mean := []float32{total} // of this rank's shards: the mean over the ranks is the global batches'
+	if err := dist.AllReduceAvg(o.Group, mean); err != nil {
+		return Epoch{}, err
+	}
+	total = mean[0]
 	acc, err := t.Evaluate()
 	if err != nil {
 		return Epoch{}, err
@@ -237,8 +255,8 @@ func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor) (float32, sca
 	d := o.Device
 	var scope tensor.Scope
 	defer scope.Release()
-	xb := scope.Track(tensor.FromFloat32(d, x, t.inputShape(o.Batch)...))
-	yb := scope.Track(tensor.FromInt32(d, y, o.Batch))
+	xb := scope.Track(tensor.FromFloat32(d, x, t.inputShape(len(y))...))
+	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
 	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds})
 	defer g.Release()
 	loss := t.loss(g, t.model.Forward(g, g.Input(xb)), yb)
@@ -250,6 +268,12 @@ func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor) (float32, sca
 	}
 	if o.AfterBackward != nil {
 		o.AfterBackward(t.steps, t.params)
+	}
+	if err := t.dp.AllReduceGrads(); err != nil {
+		return 0, scaler.Skipped{}, err
+	}
+	if err := t.dp.Unscale(t.sc, t.opt); err != nil {
+		return 0, scaler.Skipped{}, err
 	}
 	skipped, err := t.sc.Step(t.opt)
 	if err != nil {

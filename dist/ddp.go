@@ -1,0 +1,180 @@
+package dist
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// DataParallelOptions configure a DataParallel.
+type DataParallelOptions struct {
+	// BucketBytes caps the gradients reduced in one collective; 0 means
+	// 25 MiB, PyTorch's bucket_cap_mb. A tensor larger than a bucket is a
+	// bucket of its own.
+	BucketBytes int
+}
+
+// DataParallel is DistributedDataParallel's part of a training loop over a
+// group, one per rank, each over its own copy of the model. A step is:
+//
+//	backward on this rank's shard of the global batch
+//	dp.AllReduceGrads()     // gradients averaged over the ranks
+//	dp.Unscale(sc, opt)     // sc.Unscale, then the inf check combined over the ranks
+//	(clip the gradients)
+//	sc.Step(opt); sc.Update()
+//
+// Gradients are reduced after backward, not during it: nn has no hook
+// for a gradient that is final, and backward only records work, so the
+// reduction could not overlap the device's backward yet. Each rank's loss
+// must be the mean over its shard, and the shards of equal size (Shard),
+// for the average of the ranks' gradients to be the gradient of the mean
+// over the global batch.
+type DataParallel struct {
+	g      Group
+	params []*nn.Param
+	bucket int // float32s per bucket
+	host   []float32
+	raw    []byte
+}
+
+// NewDataParallel broadcasts rank 0's weights of params to every rank and
+// returns the DataParallel that keeps them in step. Every rank must pass
+// the same parameters, in the same order, with the same shapes.
+func NewDataParallel(g Group, params []*nn.Param, o DataParallelOptions) (*DataParallel, error) {
+	if o.BucketBytes == 0 {
+		o.BucketBytes = 25 << 20
+	}
+	if o.BucketBytes < 4 {
+		return nil, fmt.Errorf("dist: bucket of %d bytes", o.BucketBytes)
+	}
+	dp := &DataParallel{g: g, params: params, bucket: o.BucketBytes / 4}
+	vals := make([]*tensor.Tensor, len(params))
+	for i, p := range params {
+		if err := p.Err(); err != nil {
+			return nil, err
+		}
+		vals[i] = p.Value
+	}
+	if g.Size() == 1 {
+		return dp, nil
+	}
+	if err := dp.each(vals, g.Rank() != 0, func(x []float32) error { return g.Broadcast(x, 0) }); err != nil {
+		return nil, fmt.Errorf("dist: broadcast parameters: %w", err)
+	}
+	return dp, nil
+}
+
+// Group returns the group the DataParallel reduces over.
+func (dp *DataParallel) Group() Group { return dp.g }
+
+// GradientBytes is how many bytes of fp32 gradients AllReduceGrads reduces
+// on each rank (a ring all-reduce sends and receives about twice that,
+// times (size-1)/size, per rank).
+func (dp *DataParallel) GradientBytes() int {
+	n := 0
+	for _, p := range dp.params {
+		if !p.Frozen && p.Grad != nil {
+			n += 4 * p.Grad.Len()
+		}
+	}
+	return n
+}
+
+// AllReduceGrads replaces each trainable parameter's gradient with its
+// mean over the ranks, in buckets. It waits for the device.
+func (dp *DataParallel) AllReduceGrads() error {
+	if dp.g.Size() == 1 {
+		return nil
+	}
+	var grads []*tensor.Tensor
+	for _, p := range dp.params {
+		if !p.Frozen && p.Grad != nil {
+			grads = append(grads, p.Grad)
+		}
+	}
+	if err := dp.each(grads, true, func(x []float32) error { return AllReduceAvg(dp.g, x) }); err != nil {
+		return fmt.Errorf("dist: all-reduce gradients: %w", err)
+	}
+	return nil
+}
+
+// Unscale unscales opt's gradients (sc.Unscale) and combines the inf check
+// over the ranks: if any rank's gradients held an inf or NaN, every rank's
+// Step skips and every rank's Update backs off. Call it after
+// AllReduceGrads and before clipping and sc.Step. A disabled scaler does
+// nothing; with several ranks it waits for the device (one flag read).
+func (dp *DataParallel) Unscale(sc *scaler.Scaler, opt scaler.Optimizer) error {
+	if !sc.Enabled() {
+		return nil
+	}
+	if err := sc.Unscale(opt); err != nil {
+		return err
+	}
+	if dp.g.Size() == 1 {
+		return nil // no wait for the flag
+	}
+	return sc.CombineFound(opt, func(found bool) (bool, error) { return MaxFlag(dp.g, found) })
+}
+
+// each runs f over ts in buckets: each bucket's tensors read into one host
+// slice, then written back from it if write is set. ts are Float32.
+func (dp *DataParallel) each(ts []*tensor.Tensor, write bool, f func([]float32) error) error {
+	for i := 0; i < len(ts); {
+		j, n := i, 0
+		for j < len(ts) && (j == i || n+ts[j].Len() <= dp.bucket) {
+			if ts[j].DType() != tensor.Float32 {
+				panic(&tensor.DTypeError{Op: "dist.DataParallel", Got: ts[j].DType(), Want: "float32 parameters and gradients"})
+			}
+			n += ts[j].Len()
+			j++
+		}
+		if cap(dp.host) < n {
+			dp.host = make([]float32, n)
+		}
+		x := dp.host[:n]
+		off := 0
+		for _, t := range ts[i:j] {
+			raw, err := t.Bytes()
+			if err != nil {
+				return err
+			}
+			for k := range t.Len() {
+				x[off+k] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*k:]))
+			}
+			off += t.Len()
+		}
+		if err := f(x); err != nil {
+			return err
+		}
+		if write {
+			off = 0
+			for _, t := range ts[i:j] {
+				raw := dp.raw[:0]
+				for _, v := range x[off : off+t.Len()] {
+					raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+				}
+				dp.raw = raw
+				if err := t.SetBytes(raw); err != nil {
+					return err
+				}
+				off += t.Len()
+			}
+		}
+		i = j
+	}
+	return nil
+}
+
+// Shard returns the part [lo, hi) of n items, a global batch, that rank
+// takes of size ranks: contiguous parts whose sizes differ by at most one
+// (equal when size divides n, as the mean of the ranks' gradients needs).
+func Shard(n, rank, size int) (lo, hi int) {
+	if size < 1 || rank < 0 || rank >= size || n < 0 {
+		panic(fmt.Sprintf("dist: Shard of %d items for rank %d of %d", n, rank, size))
+	}
+	return n * rank / size, n * (rank + 1) / size
+}
