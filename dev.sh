@@ -7,6 +7,9 @@
 #                          Shakespeare with nanoGPT's CPU recipe in fp16 AMP, write gpt.png and
 #                          print a sample (flags go to tools/gpt: -recipe gpu, -precision f32...)
 #   ./dev.sh test [args]   install what is missing, then run the tests (go test ./... args)
+#   ./dev.sh test-mpi      install Open MPI as well, then run the data-parallel tests under
+#                          mpirun: 2 ranks on one driver, 2 on mixed drivers (MIXED=1, needs
+#                          SwiftShader), and a hung rank that must end in an error, not a hang
 #   ./dev.sh setup         only install what is missing
 #   ./dev.sh swiftshader   install Google's SwiftShader Vulkan driver (for CI-like runs)
 #
@@ -63,9 +66,16 @@ test)
 	setup
 	go test "$@" ./...
 	;;
+test-mpi)
+	setup
+	if command -v dpkg-query >/dev/null; then install_missing openmpi-bin libopenmpi-dev; fi
+	scripts/test-mpi.sh
+	[ "${MIXED:-}" = 1 ] && MIXED=1 scripts/test-mpi.sh
+	scripts/test-mpi.sh fault
+	;;
 swiftshader) scripts/install-swiftshader.sh "$@" ;;
 *)
-	sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac
