@@ -69,7 +69,7 @@ test)
 test-mpi)
 	setup
 	if command -v dpkg-query >/dev/null; then install_missing openmpi-bin libopenmpi-dev; fi
-	scripts/test-mpi.sh
+	MIXED= scripts/test-mpi.sh
 	[ "${MIXED:-}" = 1 ] && MIXED=1 scripts/test-mpi.sh
 	scripts/test-mpi.sh fault
 	;;
