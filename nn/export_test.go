@@ -15,3 +15,9 @@ func Moments(opt Stateful) (m1, m2 []*tensor.Tensor) {
 
 // StateTensors returns an optimizer's state as a checkpoint names it.
 func StateTensors(opt Stateful) []checkpoint.Named { return opt.stateTensors() }
+
+// ComposedAttention is attention from graph ops with dropout p on the
+// probabilities (p == 0: none), for comparing with the fused op.
+func ComposedAttention(g *Graph, qkv *Var, batch, heads int, p float32) *Var {
+	return g.composedAttention(qkv, batch, heads, p)
+}

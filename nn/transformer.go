@@ -24,9 +24,11 @@ type BlockOptions struct {
 	// Bias gives every Linear and LayerNorm a bias (GPT-2); nanoGPT's
 	// shakespeare_char recipe has none.
 	Bias bool
-	// Dropout is the probability of the residual and MLP dropouts, applied
-	// while the module's Training is set. Attention weights are not dropped
-	// (the fused attention kernel has no dropout).
+	// Dropout is the probability of the attention, residual and MLP
+	// dropouts (nanoGPT's attn_dropout, resid_dropout and the MLP's),
+	// applied while the module's Training is set. Attention with dropout
+	// runs composed from graph ops rather than fused (see
+	// Graph.CausalSelfAttentionDropout).
 	Dropout float32
 	// Std is the standard deviation of the normal(0, Std) weights [0.02];
 	// biases start at 0, LayerNorm scales at 1.
@@ -113,9 +115,10 @@ func checkRows(op string, x *Var, batch, dim int) {
 // each position sees itself and the positions before it in its own
 // sequence, then the output projection (c_proj, [C, C]) and dropout.
 type CausalSelfAttention struct {
-	QKV, Proj *Linear
-	Heads     int
-	Dropout   Dropout // the residual dropout; set Training to apply it
+	QKV, Proj   *Linear
+	Heads       int
+	AttnDropout Dropout // on the attention probabilities; set Training to apply it
+	Dropout     Dropout // the residual dropout; set Training to apply it
 }
 
 // NewCausalSelfAttention returns attention of o.Dim and o.Heads, with its
@@ -127,10 +130,11 @@ func NewCausalSelfAttention(d *vk.Device, name string, o BlockOptions, rng *rand
 		panic(&tensor.UsageError{Op: "NewCausalSelfAttention", Msg: fmt.Sprintf("layer %q: nil rng", name)})
 	}
 	return &CausalSelfAttention{
-		QKV:     newLinearNormal(d, name+".c_attn", o.Dim, 3*o.Dim, o.Bias, o.Std, rng),
-		Proj:    newLinearNormal(d, name+".c_proj", o.Dim, o.Dim, o.Bias, o.ProjStd, rng),
-		Heads:   o.Heads,
-		Dropout: Dropout{P: o.Dropout},
+		QKV:         newLinearNormal(d, name+".c_attn", o.Dim, 3*o.Dim, o.Bias, o.Std, rng),
+		Proj:        newLinearNormal(d, name+".c_proj", o.Dim, o.Dim, o.Bias, o.ProjStd, rng),
+		Heads:       o.Heads,
+		AttnDropout: Dropout{P: o.Dropout},
+		Dropout:     Dropout{P: o.Dropout},
 	}
 }
 
@@ -139,12 +143,19 @@ func NewCausalSelfAttention(d *vk.Device, name string, o BlockOptions, rng *rand
 func (a *CausalSelfAttention) Forward(g *Graph, x *Var, batch int) *Var {
 	checkRows("CausalSelfAttention", x, batch, a.Proj.W.Value.Shape()[0])
 	qkv := a.QKV.Forward(g, x)
-	y := g.CausalSelfAttention(qkv, batch, a.Heads)
+	var y *Var
+	if a.AttnDropout.Training {
+		y = g.CausalSelfAttentionDropout(qkv, batch, a.Heads, a.AttnDropout.P)
+	} else {
+		y = g.CausalSelfAttention(qkv, batch, a.Heads)
+	}
 	return a.Dropout.Forward(g, a.Proj.Forward(g, y))
 }
 
-// SetTraining turns the dropout on (training) or off (a TrainingSetter).
-func (a *CausalSelfAttention) SetTraining(on bool) { a.Dropout.Training = on }
+// SetTraining turns the dropouts on (training) or off (a TrainingSetter).
+func (a *CausalSelfAttention) SetTraining(on bool) {
+	a.AttnDropout.Training, a.Dropout.Training = on, on
+}
 
 // Parameters returns c_attn's and c_proj's parameters.
 func (a *CausalSelfAttention) Parameters() []*Param {

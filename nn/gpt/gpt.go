@@ -32,7 +32,7 @@ type Config struct {
 	Layers    int     // transformer blocks
 	Heads     int     // attention heads per block
 	Dim       int     // embedding width; a multiple of Heads
-	Dropout   float32 // embedding, residual and MLP dropout while training
+	Dropout   float32 // embedding, attention, residual and MLP dropout while training
 	Bias      bool    // biases in Linears and LayerNorms (GPT-2: true; shakespeare_char: false)
 }
 
