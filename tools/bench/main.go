@@ -8,6 +8,7 @@
 //
 //	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-conv-only] [-json]
 //	go run ./tools/bench -sizes= -thin= -conv=false -step=   # streaming kernels, steps, host time
+//	go run ./tools/bench -host-only [-step-n 100]             # host time per dispatch of an AMP step
 //	go run ./tools/bench -autotune [-sizes 1024]   # store this device's fastest matmul tiles
 package main
 
@@ -42,6 +43,7 @@ func main() {
 	stepOnly := flag.Bool("step-only", false, "measure only the kernel share of training steps")
 	conv := flag.Bool("conv", true, "measure conv2d (the MNIST example's conv2 at batch 64) beside matmul of the same M, N, K")
 	convOnly := flag.Bool("conv-only", false, "measure only conv2d")
+	hostOnly := flag.Bool("host-only", false, "measure only the host time per dispatch of an AMP step at batch 64 (-step-n samples)")
 	flag.Parse()
 	ns, err := ints(*sizes, 16384)
 	if err != nil {
@@ -97,6 +99,10 @@ func main() {
 	}
 	if *convOnly {
 		*stepOnly, *conv, batches = true, true, nil
+	}
+	if *hostOnly {
+		*stepOnly, *conv, batches = true, false, nil
+		err = host(d, *data, *stepN, emit)
 	}
 	if !*stepOnly {
 		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: *data}, emit)
@@ -157,6 +163,19 @@ func stepShares(device, data string, batches []int, steps int, emit func(bench.R
 		}
 	}
 	return nil
+}
+
+// host measures the host time per dispatch of AMP steps at batch 64.
+func host(d *vk.Device, data string, steps int, emit func(bench.Result)) error {
+	train, test, err := mnist.Load(data)
+	if err != nil {
+		return err
+	}
+	rs, err := bench.Host(d, train, test, 64, steps)
+	for _, r := range rs {
+		emit(r)
+	}
+	return err
 }
 
 // tune runs the matmul autotuner at the largest -sizes size and prints what
