@@ -54,6 +54,7 @@ type Device struct {
 	lastSerial uint64
 	completed  uint64
 	hz         hazards
+	scratch    scratch
 
 	stats  Stats
 	times  map[string]*KernelTime

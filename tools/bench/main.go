@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ func main() {
 	stepOnly := flag.Bool("step-only", false, "measure only the kernel share of training steps")
 	conv := flag.Bool("conv", true, "measure conv2d (the MNIST example's conv2 at batch 64) beside matmul of the same M, N, K")
 	convOnly := flag.Bool("conv-only", false, "measure only conv2d")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	hostOnly := flag.Bool("host-only", false, "measure only the host time per dispatch of an AMP step at batch 64 (-step-n samples)")
 	flag.Parse()
 	ns, err := ints(*sizes, 16384)
@@ -63,6 +65,17 @@ func main() {
 	if *elements < 1 || *elements > 1<<28 {
 		fmt.Fprintln(os.Stderr, "bench: -elements must be in [1, 2^28]")
 		os.Exit(2)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	d, err := vk.Open(vk.Options{Device: *device})
 	if err != nil {
