@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/x448/float16"
 
@@ -16,7 +17,7 @@ import (
 
 // FromFloat32 returns a Float32 tensor holding data.
 func FromFloat32(d *vk.Device, data []float32, shape ...int) *Tensor {
-	return upload(d, "FromFloat32", Float32, len(data), shape, func(raw []byte) {
+	return upload(d, "FromFloat32", Float32, len(data), shape, hostBytes(data), func(raw []byte) {
 		for i, v := range data {
 			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 		}
@@ -25,7 +26,7 @@ func FromFloat32(d *vk.Device, data []float32, shape ...int) *Tensor {
 
 // FromFloat16 returns a Float16 tensor holding data.
 func FromFloat16(d *vk.Device, data []float16.Float16, shape ...int) *Tensor {
-	return upload(d, "FromFloat16", Float16, len(data), shape, func(raw []byte) {
+	return upload(d, "FromFloat16", Float16, len(data), shape, hostBytes(data), func(raw []byte) {
 		for i, v := range data {
 			binary.LittleEndian.PutUint16(raw[2*i:], v.Bits())
 		}
@@ -36,7 +37,7 @@ func FromFloat16(d *vk.Device, data []float16.Float16, shape ...int) *Tensor {
 // pattern of one element: the top 16 bits of a float32 (0x3F80 is 1.0). To
 // upload float32 values rounded to bfloat16, Cast a Float32 tensor.
 func FromBFloat16(d *vk.Device, bits []uint16, shape ...int) *Tensor {
-	return upload(d, "FromBFloat16", BFloat16, len(bits), shape, func(raw []byte) {
+	return upload(d, "FromBFloat16", BFloat16, len(bits), shape, hostBytes(bits), func(raw []byte) {
 		for i, v := range bits {
 			binary.LittleEndian.PutUint16(raw[2*i:], v)
 		}
@@ -45,21 +46,37 @@ func FromBFloat16(d *vk.Device, bits []uint16, shape ...int) *Tensor {
 
 // FromInt32 returns an Int32 tensor holding data.
 func FromInt32(d *vk.Device, data []int32, shape ...int) *Tensor {
-	return upload(d, "FromInt32", Int32, len(data), shape, func(raw []byte) {
+	return upload(d, "FromInt32", Int32, len(data), shape, hostBytes(data), func(raw []byte) {
 		for i, v := range data {
 			binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
 		}
 	})
 }
 
+// littleEndian is whether host memory already holds elements as the device
+// bytes do.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// hostBytes views s's memory as bytes.
+func hostBytes[T float32 | int32 | uint16 | float16.Float16](s []T) []byte {
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
+}
+
 // upload makes a tensor of dtype dt and shape holding the n elements that
-// put encodes.
-func upload(d *vk.Device, op string, dt DType, n int, shape []int, put func(raw []byte)) *Tensor {
+// put encodes. On a little-endian host, where the encoding is the memory
+// itself, it copies native (the data's bytes) instead: a training step's
+// input batch then costs one copy and no allocation.
+func upload(d *vk.Device, op string, dt DType, n int, shape []int, native []byte, put func(raw []byte)) *Tensor {
 	if m := checkShape(op, shape); m != n {
 		shapePanic(op, shape, []int{n}, "shape holds %d elements, data %d", m, n)
 	}
 	t := New(d, dt, shape...)
 	if t.err != nil {
+		return t
+	}
+	if littleEndian && int64(len(native)) == dt.bytes(n) {
+		t.write(native)
 		return t
 	}
 	raw := make([]byte, dt.bytes(n))

@@ -88,7 +88,8 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	if err == nil {
 		err = m.bindable(info, pl, o.Out)
 	}
-	if err == nil {
+	if limit := loopLimit(a.dev); err == nil && limit != 0 && pl.loops(g.k) > limit {
+		// Formatted only here: on every call it cost more than the launch.
 		err = loopErr(a.dev, fmt.Sprintf("K = %d", g.k), pl.loops(g.k))
 	}
 	if err != nil {

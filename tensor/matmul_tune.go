@@ -148,7 +148,7 @@ func mmTuned(info vk.Info, pl mmPlan, g mmGeom) (mmTile, bool) {
 	if pl.dyn || !mmTunable(pl.kind) || os.Getenv("VKAMP_TUNE") == "off" {
 		return mmTile{}, false
 	}
-	t := mmTunings.get(mmTuneFile(info, os.Getenv("VKAMP_TUNE_DIR")))
+	t := mmTunings.get(mmTunePath(info))
 	if t == nil {
 		return mmTile{}, false
 	}
@@ -180,6 +180,33 @@ func mmTuneFile(info vk.Info, dir string) string {
 	}
 	return filepath.Join(dir, fmt.Sprintf("matmul-tiles-%s-%d.json", id, info.DriverVersion))
 }
+
+// mmTunePath is mmTuneFile under VKAMP_TUNE_DIR, remembered: MatMul asks
+// on every call, and building the path cost more than the launch. The key
+// holds the environment the path depends on (os.UserCacheDir reads
+// XDG_CACHE_HOME or HOME), so a changed variable is seen.
+func mmTunePath(info vk.Info) string {
+	k := mmPathKey{os.Getenv("VKAMP_TUNE_DIR"), os.Getenv("XDG_CACHE_HOME"), os.Getenv("HOME"),
+		info.DeviceUUID, info.CacheUUID, info.DriverVersion}
+	mmPaths.mu.Lock()
+	defer mmPaths.mu.Unlock()
+	p, ok := mmPaths.m[k]
+	if !ok {
+		p = mmTuneFile(info, k.dir)
+		mmPaths.m[k] = p
+	}
+	return p
+}
+
+type mmPathKey struct {
+	dir, xdg, home, uuid, cache string
+	driver                      uint32
+}
+
+var mmPaths = struct {
+	mu sync.Mutex
+	m  map[mmPathKey]string
+}{m: map[mmPathKey]string{}}
 
 // mmTunings caches tuning files by path; a missing or unreadable file is
 // cached as nil (no tuning), once per process.

@@ -55,6 +55,7 @@ type Device struct {
 	lastSerial uint64
 	completed  uint64
 	hz         hazards
+	scratch    scratch
 
 	stats  Stats
 	times  map[string]*KernelTime

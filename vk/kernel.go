@@ -81,9 +81,9 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 	if len(src.Bindings) > maxBindings {
 		return nil, fmt.Errorf("vk: kernel %s: %w: %d bindings, at most %d", src.Name, ErrInvalidArgument, len(src.Bindings), maxBindings)
 	}
-	if src.PushSize < 0 || src.PushSize%4 != 0 || uint32(src.PushSize) > d.info.MaxPushConstantsSize {
-		return nil, fmt.Errorf("vk: kernel %s: %w: push constant size %d (device allows %d)",
-			src.Name, ErrInvalidArgument, src.PushSize, d.info.MaxPushConstantsSize)
+	if src.PushSize < 0 || src.PushSize%4 != 0 || uint32(src.PushSize) > min(d.info.MaxPushConstantsSize, maxPush) {
+		return nil, fmt.Errorf("vk: kernel %s: %w: push constant size %d (device allows %d, vkamp %d)",
+			src.Name, ErrInvalidArgument, src.PushSize, d.info.MaxPushConstantsSize, maxPush)
 	}
 	if x, ok := src.Spec[0]; ok && (x == 0 || x > d.info.MaxWorkgroupInvocations || x > d.info.MaxWorkgroupSize[0]) {
 		return nil, fmt.Errorf("vk: kernel %s: %w: workgroup size %d over the device's limit %d",

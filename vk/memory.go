@@ -503,7 +503,7 @@ func (b *Buffer) Write(off int64, data []byte) error {
 	}
 	d := b.d
 	if b.blk.mapped != nil && !d.opts.ForceStaging && b.idle() {
-		C.memcpy(unsafe.Add(b.blk.mapped, b.off+uint64(off)), unsafe.Pointer(&data[0]), C.size_t(len(data)))
+		copy(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(len(data))), data)
 		return nil
 	}
 	return d.upload(b, uint64(off), data)
@@ -528,7 +528,7 @@ func (b *Buffer) Read(off int64, data []byte) error {
 		if err := d.waitSerial(w); err != nil {
 			return err
 		}
-		C.memcpy(unsafe.Pointer(&data[0]), unsafe.Add(b.blk.mapped, b.off+uint64(off)), C.size_t(len(data)))
+		copy(data, mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(len(data))))
 		return nil
 	}
 	return d.download(b, uint64(off), data)

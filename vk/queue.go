@@ -20,9 +20,18 @@ import (
 
 const (
 	defaultBatchSize = 256 // dispatches per submission
-	maxBindings      = 16
+	maxBindings      = C.VKAMP_MAX_BINDINGS
+	maxPush          = C.VKAMP_MAX_PUSH
 	numSlots         = 3
 )
+
+// scratch is what Dispatch fills per launch, kept on the Device (under its
+// lock) so that recording allocates nothing.
+type scratch struct {
+	args                C.vkamp_dispatch_args
+	reads, writes       []access
+	readBufs, writeBufs []*Buffer
+}
 
 type slot struct {
 	c          C.vkamp_slot
@@ -281,9 +290,10 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 				k.name, ErrInvalidArgument, g, i, d.info.MaxWorkgroupCount[i])
 		}
 	}
-	var bufs, offs, ranges, views [maxBindings]C.uint64_t
-	var reads, writes []access
-	var readBufs, writeBufs []*Buffer
+	sc := &d.scratch
+	a := &sc.args
+	reads, writes := sc.reads[:0], sc.writes[:0]
+	readBufs, writeBufs := sc.readBufs[:0], sc.writeBufs[:0]
 	for i, b := range args {
 		if b == nil || b.dead() || b.d != d {
 			return fmt.Errorf("vk: dispatch %s: %w: binding %d is nil, freed or from another device", k.name, ErrInvalidArgument, i)
@@ -292,17 +302,19 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 			return fmt.Errorf("vk: dispatch %s: %w: binding %d is %d bytes, over the device's maxStorageBufferRange %d",
 				k.name, ErrInvalidArgument, i, b.alloc, d.info.MaxStorageBufferRange)
 		}
-		bufs[i], offs[i], ranges[i] = C.uint64_t(b.blk.buf), C.uint64_t(b.off), C.uint64_t(b.alloc)
-		a := access{b.blk, span{b.off, b.off + b.alloc}}
+		a.bufs[i], a.offs[i], a.ranges[i], a.views[i] = C.uint64_t(b.blk.buf), C.uint64_t(b.off), C.uint64_t(b.alloc), 0
+		x := access{b.blk, span{b.off, b.off + b.alloc}}
 		if k.access[i]&Read != 0 {
-			reads = append(reads, a)
+			reads = append(reads, x)
 			readBufs = append(readBufs, b)
 		}
 		if k.access[i]&Write != 0 {
-			writes = append(writes, a)
+			writes = append(writes, x)
 			writeBufs = append(writeBufs, b)
 		}
 	}
+	// Keep the grown lists for the next launch; drop the buffers after it.
+	sc.reads, sc.writes, sc.readBufs, sc.writeBufs = reads, writes, readBufs, writeBufs
 	s, err := d.begin()
 	if err != nil {
 		return err
@@ -313,7 +325,7 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 			if err != nil {
 				return fmt.Errorf("vk: dispatch %s: binding %d: %w", k.name, i, err)
 			}
-			views[i] = C.uint64_t(v)
+			a.views[i] = C.uint64_t(v)
 		}
 	}
 	d.barrierFor(s, reads, writes)
@@ -322,20 +334,21 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 		ts = C.int32_t(2 * len(s.timed))
 		s.timed = append(s.timed, k.name)
 	}
-	var pushPtr unsafe.Pointer
-	if len(push) > 0 {
-		pushPtr = unsafe.Pointer(&push[0])
-	}
+	// Copied rather than passed: a Go pointer given to C would move every
+	// caller's push block to the heap.
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&a.push[0])), maxPush), push)
 	r := C.vkamp_cmd_dispatch(d.dev, &s.c, k.pipeline, k.layout, k.setLayout, C.uint32_t(len(args)),
-		&bufs[0], &offs[0], &ranges[0], &views[0], pushPtr, C.uint32_t(len(push)),
-		C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), ts)
-	if err := check(int32(r), "record dispatch %s", k.name); err != nil {
-		return err
+		a, C.uint32_t(len(push)), C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), ts)
+	if r != C.VK_SUCCESS { // checked first: formatting's arguments would allocate
+		return check(int32(r), "record dispatch %s", k.name)
 	}
 	s.dispatches++
 	d.stats.Dispatches++
 	d.stats.DescriptorSets++
-	return d.recorded(s, readBufs, writeBufs)
+	err = d.recorded(s, readBufs, writeBufs)
+	clear(readBufs)
+	clear(writeBufs)
+	return err
 }
 
 // Copy records a copy of n bytes from src at srcOff to dst at dstOff.

@@ -519,9 +519,9 @@ VkResult vkamp_query_results(VkDevice dev, vkamp_slot *s, uint32_t n, uint64_t *
 }
 
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
-	VkDescriptorSetLayout set_layout, uint32_t nbind, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const uint64_t *views, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
-	uint32_t gz, int32_t ts) {
+	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
+	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts) {
+	if (nbind > VKAMP_MAX_BINDINGS || push_size > VKAMP_MAX_PUSH) return VK_ERROR_INITIALIZATION_FAILED;
 	VkDescriptorSet set;
 	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
 	ai.descriptorPool = s->desc_pool;
@@ -529,18 +529,17 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 	ai.pSetLayouts = &set_layout;
 	VkResult r = p_vkAllocateDescriptorSets(dev, &ai, &set);
 	if (r != VK_SUCCESS) return r;
-	VkDescriptorBufferInfo info[32];
-	VkWriteDescriptorSet w[32];
-	if (nbind > 32) return VK_ERROR_INITIALIZATION_FAILED;
+	VkDescriptorBufferInfo info[VKAMP_MAX_BINDINGS];
+	VkWriteDescriptorSet w[VKAMP_MAX_BINDINGS];
 	for (uint32_t i = 0; i < nbind; i++) {
-		info[i] = (VkDescriptorBufferInfo){bufs[i], offs[i], ranges[i]};
+		info[i] = (VkDescriptorBufferInfo){a->bufs[i], a->offs[i], a->ranges[i]};
 		w[i] = (VkWriteDescriptorSet){VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
 		w[i].dstSet = set;
 		w[i].dstBinding = i;
 		w[i].descriptorCount = 1;
-		if (views[i]) {
+		if (a->views[i]) {
 			w[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
-			w[i].pTexelBufferView = (const VkBufferView *)&views[i];
+			w[i].pTexelBufferView = (const VkBufferView *)&a->views[i];
 		} else {
 			w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
 			w[i].pBufferInfo = &info[i];
@@ -550,7 +549,7 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 	if (ts >= 0) p_vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->query_pool, (uint32_t)ts);
 	p_vkCmdBindPipeline(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
 	p_vkCmdBindDescriptorSets(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, NULL);
-	if (push_size) p_vkCmdPushConstants(s->cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+	if (push_size) p_vkCmdPushConstants(s->cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, a->push);
 	p_vkCmdDispatch(s->cmd, gx, gy, gz);
 	if (ts >= 0) p_vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->query_pool, (uint32_t)ts + 1);
 	return VK_SUCCESS;

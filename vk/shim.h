@@ -94,12 +94,21 @@ VkResult vkamp_wait(VkDevice dev, vkamp_slot *s, uint64_t timeout_ns);
 VkResult vkamp_fence_status(VkDevice dev, vkamp_slot *s);
 VkResult vkamp_query_results(VkDevice dev, vkamp_slot *s, uint32_t n, uint64_t *out);
 
+// What one dispatch binds and pushes. The device keeps one and fills it in
+// place, so that recording a launch allocates nothing.
+#define VKAMP_MAX_BINDINGS 16
+#define VKAMP_MAX_PUSH 256
+typedef struct {
+	uint64_t bufs[VKAMP_MAX_BINDINGS], offs[VKAMP_MAX_BINDINGS], ranges[VKAMP_MAX_BINDINGS];
+	uint64_t views[VKAMP_MAX_BINDINGS]; // a texel view, or 0 for a storage buffer
+	uint8_t push[VKAMP_MAX_PUSH];
+} vkamp_dispatch_args;
+
 // One dispatch: allocate and write a descriptor set, bind, push, dispatch,
 // with timestamps around it when ts >= 0.
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
-	VkDescriptorSetLayout set_layout, uint32_t nbind, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const uint64_t *views, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
-	uint32_t gz, int32_t ts);
+	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
+	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts);
 void vkamp_cmd_barrier(vkamp_slot *s);
 void vkamp_cmd_host_barrier(vkamp_slot *s);
 void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size);

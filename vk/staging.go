@@ -10,6 +10,13 @@ import "C"
 
 import "unsafe"
 
+// mappedBytes is n bytes of mapped device memory at off. Host copies go
+// through it in Go rather than a cgo memcpy, which would check the Go
+// slice's memory on every call.
+func mappedBytes(mapped unsafe.Pointer, off, n uint64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(mapped, off)), n)
+}
+
 // ring is the one persistently mapped staging buffer of a device. Uploads and
 // downloads to memory the host cannot map go through it in chunks; a chunk
 // is reused once the batch that copied it has completed.
@@ -67,7 +74,7 @@ func (d *Device) upload(b *Buffer, off uint64, data []byte) error {
 		if err != nil {
 			return err
 		}
-		C.memcpy(unsafe.Add(d.staging.blk.mapped, o), unsafe.Pointer(&data[0]), C.size_t(n))
+		copy(mappedBytes(d.staging.blk.mapped, o, n), data)
 		s, err := d.begin()
 		if err != nil {
 			return err
@@ -108,7 +115,7 @@ func (d *Device) download(b *Buffer, off uint64, data []byte) error {
 		if err := d.waitSerial(serial); err != nil {
 			return err
 		}
-		C.memcpy(unsafe.Pointer(&data[0]), unsafe.Add(d.staging.blk.mapped, o), C.size_t(n))
+		copy(data, mappedBytes(d.staging.blk.mapped, o, n))
 		data, off = data[n:], off+n
 	}
 	return nil

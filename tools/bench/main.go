@@ -8,6 +8,7 @@
 //
 //	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-conv-only] [-json]
 //	go run ./tools/bench -sizes= -thin= -conv=false -step=   # streaming kernels, steps, host time
+//	go run ./tools/bench -host-only [-step-n 100]             # host time per dispatch of an AMP step
 //	go run ./tools/bench -autotune [-sizes 1024]   # store this device's fastest matmul tiles
 package main
 
@@ -16,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +46,8 @@ func main() {
 	convOnly := flag.Bool("conv-only", false, "measure only conv2d")
 	detN := flag.Int("deterministic", 256, "size of the square matmul that measures the deterministic mode's cost beside the default mode's, with MLP training steps (0 skips)")
 	detOnly := flag.Bool("deterministic-only", false, "measure only the deterministic mode's cost")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	hostOnly := flag.Bool("host-only", false, "measure only the host time per dispatch of an AMP step at batch 64 (-step-n samples)")
 	flag.Parse()
 	ns, err := ints(*sizes, 16384)
 	if err != nil {
@@ -63,6 +67,17 @@ func main() {
 	if *elements < 1 || *elements > 1<<28 {
 		fmt.Fprintln(os.Stderr, "bench: -elements must be in [1, 2^28]")
 		os.Exit(2)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	d, err := vk.Open(vk.Options{Device: *device})
 	if err != nil {
@@ -105,6 +120,10 @@ func main() {
 		if *detN == 0 {
 			*detN = 256
 		}
+	}
+	if *hostOnly {
+		*stepOnly, *conv, batches = true, false, nil
+		err = host(d, *data, *stepN, emit)
 	}
 	if !*stepOnly {
 		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: *data}, emit)
@@ -168,6 +187,19 @@ func stepShares(device, data string, batches []int, steps int, emit func(bench.R
 		}
 	}
 	return nil
+}
+
+// host measures the host time per dispatch of AMP steps at batch 64.
+func host(d *vk.Device, data string, steps int, emit func(bench.Result)) error {
+	train, test, err := mnist.Load(data)
+	if err != nil {
+		return err
+	}
+	rs, err := bench.Host(d, train, test, 64, steps)
+	for _, r := range rs {
+		emit(r)
+	}
+	return err
 }
 
 // tune runs the matmul autotuner at the largest -sizes size and prints what

@@ -10,6 +10,7 @@ package kernels
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/vkamp/vkamp/shaders"
 	"github.com/vkamp/vkamp/vk"
@@ -54,7 +55,14 @@ func b2u(b bool) uint32 {
 
 // run records the kernel k names on d.
 func run(d *vk.Device, k key, groups [3]uint32, push []byte, bufs ...*vk.Buffer) error {
-	kern, err := d.KernelFor(k, func() (vk.KernelSource, error) { return source(d, k) })
+	c := d.Local(cacheKey{}, newCache).(*cache)
+	c.mu.Lock()
+	kern := c.m[k]
+	c.mu.Unlock()
+	var err error
+	if kern == nil {
+		kern, err = c.build(d, k)
+	}
 	if err == nil {
 		err = d.Dispatch(kern, groups, push, bufs...)
 	}
@@ -62,6 +70,29 @@ func run(d *vk.Device, k key, groups [3]uint32, push []byte, bufs ...*vk.Buffer)
 		return fmt.Errorf("%s: %w", k.op, err)
 	}
 	return nil
+}
+
+// cache holds a device's pipelines by key, typed: a lookup neither boxes
+// the key nor allocates, as vk's KernelFor would on every launch.
+type cache struct {
+	mu sync.Mutex
+	m  map[key]*vk.Kernel
+}
+
+type cacheKey struct{}
+
+func newCache() any { return &cache{m: map[key]*vk.Kernel{}} }
+
+// build is run's slow path, apart so that k escapes to the heap only here.
+func (c *cache) build(d *vk.Device, k key) (*vk.Kernel, error) {
+	kern, err := d.KernelFor(k, func() (vk.KernelSource, error) { return source(d, k) })
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.m[k] = kern
+	c.mu.Unlock()
+	return kern, nil
 }
 
 func source(d *vk.Device, k key) (vk.KernelSource, error) {

@@ -117,10 +117,6 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 			}
 		}
 	}
-	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
-	if err != nil {
-		return nil, err
-	}
 	info := d.Info()
 	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
 	out := []Result{
@@ -130,6 +126,24 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 			Detail: fmt.Sprintf("MNIST MLP 784-256-10, fp32, Adam, no loss read; fastest of %d runs of %d steps", rounds, steps)},
 		{Name: "train-step/amp-vs-fp32", Value: float64(best[1]) / float64(best[0]), Unit: "x",
 			Detail: fmt.Sprintf("fp32 step time over AMP step time, batch %d, measured in turns (above 1: AMP faster)", batch)},
+	}
+	for i := range out {
+		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
+	}
+	h, err := Host(d, train, test, batch, steps)
+	return append(out, h...), err
+}
+
+// Host measures the host time per dispatch of an AMP training step at
+// batch (HostPerDispatch over steps samples): dispatch/host-us.
+func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, error) {
+	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
+	if err != nil {
+		return nil, err
+	}
+	info := d.Info()
+	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
+	out := []Result{
 		{Name: "dispatch/host-us", Value: float64(h.PerDispatch()) / 1e3, Unit: "us per dispatch",
 			Detail: fmt.Sprintf("host time recording an AMP step (batch %d) on a drained device, %.3g ms, over its %d dispatches (and %d copies); fastest of %d steps, %d discarded for waiting",
 				batch, ms(h.Host), h.Dispatches, h.Copies, h.Samples, h.Discarded)},
