@@ -27,8 +27,9 @@ func Cast(t *Tensor, dt DType) *Tensor {
 		return out
 	}
 	d, n := out.dev, uint32(t.n)
-	var err error
+	done, err := castTexels(t, out)
 	switch from := t.dtype; {
+	case done:
 	case from == Float32 && dt == Float16:
 		err = kernels.CastF32F16(d, pairs(out), kernels.CastF32F16Spec{}, kernels.CastF32F16Push{N: n},
 			kernels.CastF32F16Bind{Src: t.buf, Dst: out.buf})

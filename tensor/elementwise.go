@@ -125,6 +125,10 @@ func binaryOp[S ~binarySpec, B ~binaryBind](op string, k func(*vk.Device, [3]uin
 		return o
 	}
 	s := S(binarySpec{In0DT: a.dtype.code(), In1DT: b.dtype.code(), OutDT: out.code()})
+	if tk := texBinary[op]; tk != nil && texelsOn(o, a, b) {
+		launched(o, tk(o.dev, octs(o), binarySpec(s), kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, binaryBind{A: a.buf, B: b.buf, D: o.buf}))
+		return o
+	}
 	launched(o, k(o.dev, pairs(o), s, kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, B(binaryBind{A: a.buf, B: b.buf, D: o.buf})))
 	return o
 }
@@ -138,6 +142,10 @@ func unaryOp[S ~unarySpec, B ~unaryBind](op string, k func(*vk.Device, [3]uint32
 		return o
 	}
 	s := S(unarySpec{In0DT: a.dtype.code(), OutDT: out.code()})
+	if tk := texUnary[op]; tk != nil && texelsOn(o, a) {
+		launched(o, tk(o.dev, octs(o), unarySpec(s), kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, unaryBind{A: a.buf, D: o.buf}))
+		return o
+	}
 	launched(o, k(o.dev, pairs(o), s, kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, B(unaryBind{A: a.buf, D: o.buf})))
 	return o
 }

@@ -90,6 +90,10 @@ func Accumulate(dst, src *Tensor) error {
 	if err := firstErr(src, dst); err != nil {
 		return err
 	}
+	if texelsOn(dst, src) {
+		return opErr("Accumulate", kernels.AccumulateTex(dst.dev, octs(dst), kernels.AccumulateTexSpec{In0DT: src.dtype.code()},
+			kernels.AccumulateTexPush{N: uint32(dst.n)}, kernels.AccumulateTexBind{Src: src.buf, Dst: dst.buf}))
+	}
 	return opErr("Accumulate", kernels.Accumulate(dst.dev, pairGroups(dst.dev, dst.n),
 		kernels.AccumulateSpec{In0DT: src.dtype.code()}, kernels.AccumulatePush{N: uint32(dst.n)},
 		kernels.AccumulateBind{Src: src.buf, Dst: dst.buf}))
@@ -184,6 +188,11 @@ func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
 			b = beta.buf
 		}
 		local, seg := normLocal(x.dev, cols)
+		if seg == 1 && cols%4 == 0 && texelsOn(y, x, gamma, beta) {
+			return kernels.LayerNormTex(x.dev, texRows(rows), kernels.LayerNormTexSpec{LocalSizeX: texLocal, NoBeta: beta == nil},
+				kernels.LayerNormTexPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
+				kernels.LayerNormTexBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
+		}
 		return kernels.LayerNorm(x.dev, segGrid(rows, local, seg), kernels.LayerNormSpec{LocalSizeX: local, NoBeta: beta == nil, Seg: seg},
 			kernels.LayerNormPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
 			kernels.LayerNormBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
@@ -223,6 +232,11 @@ func LayerNormBackwardNoBias(dy, x, gamma, stats *Tensor) (dx, dgamma *Tensor) {
 	defer dyx.Release()                                                   // the device keeps it until the sum has run
 	recordInto("LayerNormBackward", func() error {
 		local, seg := normLocal(x.dev, cols)
+		if seg == 1 && cols%4 == 0 && texelsOn(dx, dy, x, gamma) {
+			return kernels.LayerNormBackwardTex(x.dev, texRows(rows), kernels.LayerNormBackwardTexSpec{LocalSizeX: texLocal},
+				kernels.LayerNormBackwardTexPush{Rows: uint32(rows), Cols: uint32(cols)},
+				kernels.LayerNormBackwardTexBind{Dy: dy.buf, X: x.buf, G: gamma.buf, Stats: stats.buf, Dx: dx.buf, Dyx: dyx.buf})
+		}
 		return kernels.LayerNormBackward(x.dev, segGrid(rows, local, seg), kernels.LayerNormBackwardSpec{LocalSizeX: local, Seg: seg},
 			kernels.LayerNormBackwardPush{Rows: uint32(rows), Cols: uint32(cols)},
 			kernels.LayerNormBackwardBind{Dy: dy.buf, X: x.buf, G: gamma.buf, Stats: stats.buf, Dx: dx.buf, Dyx: dyx.buf})

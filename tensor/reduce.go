@@ -224,8 +224,13 @@ func reduceLocal(t *Tensor) int {
 }
 
 // segment is the number of invocations that reduce one row: a power of two
-// giving each about perInvocation elements, at most the workgroup.
+// giving each about perInvocation elements, at most the workgroup. On a CPU
+// driver, whose barriers cost far more than a row's loop, each invocation
+// owns whole rows up to 4096 long (as the layer norm's do).
 func segment(t *Tensor, cols int) int {
+	if t.dev.Info().Type == vk.TypeCPU && cols <= 4096 {
+		return 1
+	}
 	local, s := reduceLocal(t), 1
 	for s*perInvocation < cols && s < local {
 		s *= 2

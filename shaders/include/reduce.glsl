@@ -15,9 +15,11 @@ shared float red[gl_WorkGroupSize.x];
 
 // DEFINE_TREE(NAME, COMB) defines NAME(v, seg): COMB over the values of each
 // segment, returned to all its invocations. Every invocation of the
-// workgroup must call it (it has barriers).
+// workgroup must call it (it has barriers), with the same seg; a segment of
+// one invocation (CPU drivers) returns v without touching a barrier.
 #define DEFINE_TREE(NAME, COMB)                                  \
     float NAME(float v, uint seg) {                              \
+        if (seg == 1u) return v;                                 \
         uint t = gl_LocalInvocationID.x;                         \
         uint lane = t & (seg - 1u);                              \
         red[t] = v;                                              \

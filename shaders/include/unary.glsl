@@ -7,6 +7,24 @@ layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
 
 layout(push_constant) uniform EwisePush { uint n; float alpha; } p;
+
+#if defined(TEXELS)
+// The texel form (texels.glsl): a block of 8 elements per invocation.
+#include "texels.glsl"
+layout(set = 0, binding = 0) uniform usamplerBuffer a;
+layout(set = 0, binding = 1) writeonly buffer D { uvec4 d[]; };
+
+DEFINE_TEX_LOADS(a, a, IN0_DT)
+DEFINE_TEX_STORE(d, d, OUT_DT)
+
+void block(uint q, bool full) {
+    vec4 lo, hi;
+    a_oct(q, p.n, full, lo, hi);
+    d_oct(q, p.n, full, vec4(OP(lo.x), OP(lo.y), OP(lo.z), OP(lo.w)), vec4(OP(hi.x), OP(hi.y), OP(hi.z), OP(hi.w)));
+}
+
+TEX_MAIN(block)
+#else
 layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(set = 0, binding = 1) writeonly buffer D { uint d[]; };
 
@@ -19,3 +37,4 @@ void main() {
         d_pair(w, p.n, vec2(OP(x.x), OP(x.y)));
     }
 }
+#endif

@@ -50,6 +50,39 @@ func Accumulate(d *vk.Device, groups [3]uint32, s AccumulateSpec, p AccumulatePu
 	return run(d, k, groups, push[:], b.Src, b.Dst)
 }
 
+// AccumulateTexSpec holds the specialization constants of accumulate_tex.comp. A zero field
+// takes the shader's default.
+type AccumulateTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// AccumulateTexPush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type AccumulateTexPush struct {
+	N uint32 // offset 0
+}
+
+func (p *AccumulateTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+}
+
+// AccumulateTexBind names the bindings of accumulate_tex.comp.
+type AccumulateTexBind struct {
+	Src *vk.Buffer // binding 0: read as texels
+	Dst *vk.Buffer // binding 1: read and written
+}
+
+// AccumulateTex records accumulate_tex.comp on d over groups workgroups.
+func AccumulateTex(d *vk.Device, groups [3]uint32, s AccumulateTexSpec, p AccumulateTexPush, b AccumulateTexBind) error {
+	k := key{op: "accumulate_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Src, b.Dst)
+}
+
 // AdadeltaSpec holds the specialization constants of adadelta.comp. A zero field
 // takes the shader's default.
 type AdadeltaSpec struct {
@@ -219,6 +252,34 @@ func AddBias(d *vk.Device, groups [3]uint32, s AddBiasSpec, p AddBiasPush, b Add
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Bias, b.D)
+}
+
+// AddTexSpec holds the specialization constants of add_tex.comp. A zero field
+// takes the shader's default.
+type AddTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// AddTexBind names the bindings of add_tex.comp.
+type AddTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	B *vk.Buffer // binding 1: read as texels
+	D *vk.Buffer // binding 2: written
+}
+
+// AddTex records add_tex.comp on d over groups workgroups.
+func AddTex(d *vk.Device, groups [3]uint32, s AddTexSpec, p EwisePush, b AddTexBind) error {
+	k := key{op: "add_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
 // AttentionBwdDkvSpec holds the specialization constants of attention_bwd_dkv.comp. A zero field
@@ -895,6 +956,31 @@ func CastF32F16(d *vk.Device, groups [3]uint32, s CastF32F16Spec, p CastF32F16Pu
 	return run(d, k, groups, push[:], b.Src, b.Dst)
 }
 
+// CastTexSpec holds the specialization constants of cast_tex.comp. A zero field
+// takes the shader's default.
+type CastTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// CastTexBind names the bindings of cast_tex.comp.
+type CastTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// CastTex records cast_tex.comp on d over groups workgroups.
+func CastTex(d *vk.Device, groups [3]uint32, s CastTexSpec, p EwisePush, b CastTexBind) error {
+	k := key{op: "cast_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // ClipCoefSpec holds the specialization constants of clip_coef.comp. A zero field
 // takes the shader's default.
 type ClipCoefSpec struct {
@@ -1277,6 +1363,37 @@ type Copy32Bind struct {
 // Copy32 records copy32.comp on d over groups workgroups.
 func Copy32(d *vk.Device, groups [3]uint32, s Copy32Spec, p Copy32Push, b Copy32Bind) error {
 	k := key{op: "copy32"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Src, b.Dst)
+}
+
+// Copy32TexSpec holds the specialization constants of copy32_tex.comp. A zero field
+// takes the shader's default.
+type Copy32TexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// Copy32TexPush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type Copy32TexPush struct {
+	N uint32 // offset 0
+}
+
+func (p *Copy32TexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+}
+
+// Copy32TexBind names the bindings of copy32_tex.comp.
+type Copy32TexBind struct {
+	Src *vk.Buffer // binding 0: read as texels
+	Dst *vk.Buffer // binding 1: written
+}
+
+// Copy32Tex records copy32_tex.comp on d over groups workgroups.
+func Copy32Tex(d *vk.Device, groups [3]uint32, s Copy32TexSpec, p Copy32TexPush, b Copy32TexBind) error {
+	k := key{op: "copy32_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	var push [4]byte
 	p.put(push[:])
@@ -1835,6 +1952,34 @@ func GeluBackward(d *vk.Device, groups [3]uint32, s GeluBackwardSpec, p EwisePus
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
+// GeluBackwardTexSpec holds the specialization constants of gelu_backward_tex.comp. A zero field
+// takes the shader's default.
+type GeluBackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// GeluBackwardTexBind names the bindings of gelu_backward_tex.comp.
+type GeluBackwardTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	B *vk.Buffer // binding 1: read as texels
+	D *vk.Buffer // binding 2: written
+}
+
+// GeluBackwardTex records gelu_backward_tex.comp on d over groups workgroups.
+func GeluBackwardTex(d *vk.Device, groups [3]uint32, s GeluBackwardTexSpec, p EwisePush, b GeluBackwardTexBind) error {
+	k := key{op: "gelu_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
 // GeluTanhSpec holds the specialization constants of gelu_tanh.comp. A zero field
 // takes the shader's default.
 type GeluTanhSpec struct {
@@ -1886,6 +2031,31 @@ func GeluTanhBackward(d *vk.Device, groups [3]uint32, s GeluTanhBackwardSpec, p 
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// GeluTexSpec holds the specialization constants of gelu_tex.comp. A zero field
+// takes the shader's default.
+type GeluTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// GeluTexBind names the bindings of gelu_tex.comp.
+type GeluTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// GeluTex records gelu_tex.comp on d over groups workgroups.
+func GeluTex(d *vk.Device, groups [3]uint32, s GeluTexSpec, p EwisePush, b GeluTexBind) error {
+	k := key{op: "gelu_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
 }
 
 // GradClampSpec holds the specialization constants of grad_clamp.comp. A zero field
@@ -2104,6 +2274,83 @@ func LayerNormBackward(d *vk.Device, groups [3]uint32, s LayerNormBackwardSpec, 
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Dy, b.X, b.G, b.Stats, b.Dx, b.Dyx)
+}
+
+// LayerNormBackwardTexSpec holds the specialization constants of layer_norm_backward_tex.comp. A zero field
+// takes the shader's default.
+type LayerNormBackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// LayerNormBackwardTexPush is the push-constant block Push (8 bytes), laid out as the
+// SPIR-V says.
+type LayerNormBackwardTexPush struct {
+	Rows uint32 // offset 0
+	Cols uint32 // offset 4
+}
+
+func (p *LayerNormBackwardTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Rows)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+}
+
+// LayerNormBackwardTexBind names the bindings of layer_norm_backward_tex.comp.
+type LayerNormBackwardTexBind struct {
+	Dy    *vk.Buffer // binding 0: read as texels
+	X     *vk.Buffer // binding 1: read as texels
+	G     *vk.Buffer // binding 2: read as texels
+	Stats *vk.Buffer // binding 3: read
+	Dx    *vk.Buffer // binding 4: written
+	Dyx   *vk.Buffer // binding 5: written
+}
+
+// LayerNormBackwardTex records layer_norm_backward_tex.comp on d over groups workgroups.
+func LayerNormBackwardTex(d *vk.Device, groups [3]uint32, s LayerNormBackwardTexSpec, p LayerNormBackwardTexPush, b LayerNormBackwardTexBind) error {
+	k := key{op: "layer_norm_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.X, b.G, b.Stats, b.Dx, b.Dyx)
+}
+
+// LayerNormTexSpec holds the specialization constants of layer_norm_tex.comp. A zero field
+// takes the shader's default.
+type LayerNormTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	NoBeta     bool   // NO_BETA: constant 1, default 0
+}
+
+// LayerNormTexPush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type LayerNormTexPush struct {
+	Rows uint32  // offset 0
+	Cols uint32  // offset 4
+	Eps  float32 // offset 8
+}
+
+func (p *LayerNormTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Rows)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(p.Eps))
+}
+
+// LayerNormTexBind names the bindings of layer_norm_tex.comp.
+type LayerNormTexBind struct {
+	X     *vk.Buffer // binding 0: read as texels
+	G     *vk.Buffer // binding 1: read as texels
+	B     *vk.Buffer // binding 2: read as texels
+	Y     *vk.Buffer // binding 3: written
+	Stats *vk.Buffer // binding 4: written
+}
+
+// LayerNormTex records layer_norm_tex.comp on d over groups workgroups.
+func LayerNormTex(d *vk.Device, groups [3]uint32, s LayerNormTexSpec, p LayerNormTexPush, b LayerNormTexBind) error {
+	k := key{op: "layer_norm_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, b2u(s.NoBeta))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.G, b.B, b.Y, b.Stats)
 }
 
 // LogSpec holds the specialization constants of log.comp. A zero field
@@ -2667,6 +2914,34 @@ type MulBind struct {
 // Mul records mul.comp on d over groups workgroups.
 func Mul(d *vk.Device, groups [3]uint32, s MulSpec, p EwisePush, b MulBind) error {
 	k := key{op: "mul"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// MulTexSpec holds the specialization constants of mul_tex.comp. A zero field
+// takes the shader's default.
+type MulTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// MulTexBind names the bindings of mul_tex.comp.
+type MulTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	B *vk.Buffer // binding 1: read as texels
+	D *vk.Buffer // binding 2: written
+}
+
+// MulTex records mul_tex.comp on d over groups workgroups.
+func MulTex(d *vk.Device, groups [3]uint32, s MulTexSpec, p EwisePush, b MulTexBind) error {
+	k := key{op: "mul_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(2, uint32(s.In1DT))

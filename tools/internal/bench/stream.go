@@ -117,6 +117,14 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 				}
 				return d.Wait()
 			}},
+		{"stream/gelu-f16", "GELU, fp16 in and out (as under autocast)", 4 * fn, func() error { return wait(tensor.GELU(h, tensor.Float16)) }},
+		{"stream/accumulate-f32", "Accumulate, fp32 into fp32 in place (autograd's gradient sums)", 12 * fn,
+			func() error {
+				if err := tensor.Accumulate(dst, src); err != nil {
+					return err
+				}
+				return d.Wait()
+			}},
 	}
 	runs := make([]func() error, len(ops))
 	for i, o := range ops {

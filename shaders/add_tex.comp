@@ -1,0 +1,6 @@
+#version 450
+// add_tex is add.comp's texel form for CPU drivers (texels.glsl).
+#define TEXELS
+#define OP(a, b) (a + b)
+#include "ewise.glsl"
+#include "binary.glsl"

@@ -1,0 +1,71 @@
+// Texel forms of the elementwise kernels, for CPU drivers: lavapipe loads a
+// storage buffer lane by lane (a branch and a bounds check per word) but
+// fetches a uvec4 texel with one SIMD gather, so the inputs are uniform
+// texel buffers and each invocation makes a block of 8 consecutive elements
+// (one texel of 16-bit values, two of 32-bit ones), stored as whole uvec4s.
+// The last, partial block is stored word by word, so that nothing past the
+// output's size is written; each 16-bit word still has one writer and the
+// padding half past an odd n is zeroed, as in ewise.glsl. lavapipe runs
+// both sides of a branch whatever the lanes take, so the full blocks take a
+// path without the tail's code (full is a constant where the calls are
+// inlined), the tail is done once after the loop, and the grid is kept
+// small (tensor's texGroups) so that each invocation loops over many blocks.
+#ifndef VKAMP_TEXELS_GLSL
+#define VKAMP_TEXELS_GLSL
+
+#include "ewise.glsl"
+
+// unpack_half2 decodes the two 16-bit elements of word w.
+vec2 unpack_half2(uint w, uint dt) { return vec2(half_to_f32(w & 0xFFFFu, dt), half_to_f32(w >> 16, dt)); }
+
+// DEFINE_TEX_LOADS(NAME, TEX, DT) defines NAME_oct(q, n, full, lo, hi):
+// elements 8q..8q+7 of TEX as fp32 (full: all below n). A texel that
+// starts past n is not fetched: the texel view ends with the buffer's last
+// whole texel.
+#define DEFINE_TEX_LOADS(NAME, TEX, DT)                                       \
+    void NAME##_oct(uint q, uint n, bool full, out vec4 lo, out vec4 hi) {               \
+        if (!dt_wide(DT)) {                                                   \
+            uvec4 x = texelFetch(TEX, int(q));                                \
+            lo = vec4(unpack_half2(x.x, DT), unpack_half2(x.y, DT));          \
+            hi = vec4(unpack_half2(x.z, DT), unpack_half2(x.w, DT));          \
+            return;                                                           \
+        }                                                                     \
+        uvec4 x = texelFetch(TEX, int(2u * q));                               \
+        uvec4 y = uvec4(0u);                                                  \
+        if (full || 8u * q + 4u < n) y = texelFetch(TEX, int(2u * q + 1u));           \
+        lo = vec4(word_to_f32(x.x, DT), word_to_f32(x.y, DT), word_to_f32(x.z, DT), word_to_f32(x.w, DT)); \
+        hi = vec4(word_to_f32(y.x, DT), word_to_f32(y.y, DT), word_to_f32(y.z, DT), word_to_f32(y.w, DT)); \
+    }
+
+// pack_half2 encodes a and b as the two 16-bit elements of a word.
+uint pack_half2(float a, float b, uint dt) { return f32_to_half(a, dt) | (f32_to_half(b, dt) << 16); }
+
+// DEFINE_TEX_STORE(NAME, BUF, DT) defines NAME_oct(q, n, full, lo, hi),
+// storing elements 8q..8q+7 (those below n) into BUF, an array of uvec4.
+#define DEFINE_TEX_STORE(NAME, BUF, DT)                                       \
+    void NAME##_oct(uint q, uint n, bool full, vec4 lo, vec4 hi) {                       \
+        if (!dt_wide(DT)) {                                                   \
+            uvec4 w = uvec4(pack_half2(lo.x, lo.y, DT), pack_half2(lo.z, lo.w, DT), \
+                            pack_half2(hi.x, hi.y, DT), pack_half2(hi.z, hi.w, DT)); \
+            if (full) { BUF[q] = w; return; }                     \
+            for (uint j = 0u; j < 4u && 8u * q + 2u * j < n; j++)             \
+                BUF[q][j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
+            return;                                                           \
+        }                                                                     \
+        uvec4 x = uvec4(f32_to_word(lo.x, DT), f32_to_word(lo.y, DT), f32_to_word(lo.z, DT), f32_to_word(lo.w, DT)); \
+        uvec4 y = uvec4(f32_to_word(hi.x, DT), f32_to_word(hi.y, DT), f32_to_word(hi.z, DT), f32_to_word(hi.w, DT)); \
+        if (full) { BUF[2u * q] = x; BUF[2u * q + 1u] = y; return; } \
+        for (uint j = 0u; j < 4u && 8u * q + j < n; j++) BUF[2u * q][j] = x[j]; \
+        for (uint j = 0u; j < 4u && 8u * q + 4u + j < n; j++) BUF[2u * q + 1u][j] = y[j]; \
+    }
+
+// TEX_MAIN(BLOCK) is the main of a texel form: BLOCK(q, full) makes block
+// q, every full block in the grid-stride loop, then the partial one.
+#define TEX_MAIN(BLOCK)                                                       \
+    void main() {                                                             \
+        uint full = p.n / 8u;                                                 \
+        GRID_STRIDE(q, full) BLOCK(q, true);                                  \
+        if (gl_GlobalInvocationID.x == 0u && 8u * full < p.n) BLOCK(full, false); \
+    }
+
+#endif

@@ -1,0 +1,103 @@
+package tensor
+
+import (
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// The texel forms of elementwise kernels (shaders/include/texels.glsl) read
+// their inputs as uniform texel buffers and make 8 elements per invocation:
+// CPU drivers fetch texels with SIMD gathers but load storage buffers lane
+// by lane, so on lavapipe these run several times faster. On GPUs the
+// storage-buffer forms serve.
+
+// texelsOn reports whether the texel forms serve out's device and every
+// input fits one texel view (a nil input is not bound).
+func texelsOn(out *Tensor, ins ...*Tensor) bool {
+	if out.dev.Info().Type != vk.TypeCPU {
+		return false
+	}
+	for _, t := range ins {
+		if t != nil && !t.buf.TexelsFit() {
+			return false
+		}
+	}
+	return true
+}
+
+// octs is the grid of a texel-form kernel, whose invocations make blocks of
+// 8 elements: at most texGroups workgroups, so that each invocation loops
+// over many blocks and the partial block's code, which lavapipe runs in
+// every invocation, is rare.
+func octs(o *Tensor) [3]uint32 { return texGrid(o, (o.n+7)/8) }
+
+// texGroups caps the workgroups of a texel form: a few per core of a large
+// CPU.
+const texGroups = 128
+
+// texLocal is the workgroup of the row kernels' texel forms (one
+// invocation per row): small, so that a few hundred rows still make
+// workgroups for several cores.
+const texLocal = 64
+
+// texRows is the grid of a row kernel's texel form over rows.
+func texRows(rows int) [3]uint32 {
+	return [3]uint32{uint32(max(1, min((rows+texLocal-1)/texLocal, texGroups))), 1, 1}
+}
+
+// texGrid is the grid of a texel form over n items.
+func texGrid(o *Tensor, n int) [3]uint32 {
+	g := groups1D(o, n)
+	g[0] = min(g[0], texGroups)
+	return g
+}
+
+type (
+	binaryKernel = func(*vk.Device, [3]uint32, binarySpec, kernels.EwisePush, binaryBind) error
+	unaryKernel  = func(*vk.Device, [3]uint32, unarySpec, kernels.EwisePush, unaryBind) error
+)
+
+// texBinary and texUnary are the texel forms of the ops that have one, by
+// op name: those a training step spends most time in.
+var (
+	texBinary = map[string]binaryKernel{
+		"Add":          asBinary(kernels.AddTex),
+		"Mul":          asBinary(kernels.MulTex),
+		"GELUBackward": asBinary(kernels.GeluBackwardTex),
+	}
+	texUnary = map[string]unaryKernel{
+		"GELU": asUnary(kernels.GeluTex),
+	}
+)
+
+func asBinary[S ~binarySpec, B ~binaryBind](k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error) binaryKernel {
+	return func(d *vk.Device, g [3]uint32, s binarySpec, p kernels.EwisePush, b binaryBind) error {
+		return k(d, g, S(s), p, B(b))
+	}
+}
+
+func asUnary[S ~unarySpec, B ~unaryBind](k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error) unaryKernel {
+	return func(d *vk.Device, g [3]uint32, s unarySpec, p kernels.EwisePush, b unaryBind) error {
+		return k(d, g, S(s), p, B(b))
+	}
+}
+
+// castTexels records t's cast into out with a texel form, if one serves:
+// between Float32 and a 16-bit float (exact through fp32 bit patterns), or
+// a copy of 32-bit words. It reports whether it did.
+func castTexels(t, out *Tensor) (bool, error) {
+	from, to := t.dtype, out.dtype
+	if !texelsOn(out, t) {
+		return false, nil
+	}
+	d, n := out.dev, uint32(t.n)
+	switch {
+	case (from == Float32 && !to.wide()) || (!from.wide() && to == Float32):
+		return true, kernels.CastTex(d, octs(out), kernels.CastTexSpec{In0DT: from.code(), OutDT: to.code()},
+			kernels.EwisePush{N: n}, kernels.CastTexBind{A: t.buf, D: out.buf})
+	case from == to && to.wide():
+		return true, kernels.Copy32Tex(d, texGrid(out, (t.n+3)/4), kernels.Copy32TexSpec{}, kernels.Copy32TexPush{N: n},
+			kernels.Copy32TexBind{Src: t.buf, Dst: out.buf})
+	}
+	return false, nil
+}
