@@ -195,19 +195,6 @@ func trainLocal(t *testing.T, ds []*vk.Device, set *mnist.Set, steps int, plants
 	return runs
 }
 
-// countOver counts the weights that differ by more than tol.
-func countOver(a, b [][]float32, tol float64) (n, of int) {
-	for i := range a {
-		for j := range a[i] {
-			of++
-			if math.Abs(float64(a[i][j])-float64(b[i][j])) > tol {
-				n++
-			}
-		}
-	}
-	return n, of
-}
-
 // maxDiff is the largest absolute difference of two runs' weights.
 func maxDiff(a, b [][]float32) float64 {
 	m := 0.0
