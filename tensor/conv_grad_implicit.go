@@ -76,20 +76,9 @@ func (g convGeom) wgradPlan(dy, x *Tensor) (mmPlan, mmGeom, bool) {
 		!x.buf.TexelsFit() || !dy.buf.TexelsFit() {
 		return mmPlan{}, mmGeom{}, false
 	}
-	info := x.dev.Info()
-	kind, forced, err := mmKindFor(info)
-	if err != nil || kind != mmTexel {
+	pl, mg, ok := convTexPlan(x.dev.Info(), mmGeom{batch: g.groups, m: g.og, n: g.cg * g.kh * g.kw, k: g.n * g.ho * g.wo}, dy.dtype, x.dtype)
+	if !ok {
 		return mmPlan{}, mmGeom{}, false
-	}
-	mg := mmGeom{batch: g.groups, m: g.og, n: g.cg * g.kh * g.kw, k: g.n * g.ho * g.wo}
-	if !forced && convImplicitMode == 0 && mg.madds() < mmTexelMin {
-		return mmPlan{}, mmGeom{}, false
-	}
-	mg.aMode = mmMode(dy.dtype, mmTexel, false, mg.m, mg.k)
-	mg.bMode = mmMode(x.dtype, mmTexel, true, mg.n, mg.k)
-	pl := mmPlanFor(info, mmTexel, mg)
-	if t, ok := mmTuned(info, pl, mg); ok {
-		pl = pl.withTile(t)
 	}
 	if loopErr(x.dev, "conv_tex", pl.loops(mg.k)) != nil {
 		// The depth is the whole batch's pixels: where a driver limits

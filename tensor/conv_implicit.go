@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // The forward GEMM of a convolution as an implicit GEMM (conv_tex): where
@@ -28,25 +29,32 @@ func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
 	if convImplicitMode < 0 || x.dtype != wm.dtype || g.kg%8 != 0 || !x.buf.TexelsFit() || !wm.buf.TexelsFit() {
 		return mmPlan{}, mmGeom{}, false
 	}
-	info := x.dev.Info()
-	kind, forced, err := mmKindFor(info)
-	if err != nil || kind != mmTexel {
+	pl, mg, ok := convTexPlan(x.dev.Info(), mmGeom{batch: g.groups, m: g.og, n: m * g.ho * g.wo, k: g.kg}, wm.dtype, x.dtype)
+	if !ok {
 		return mmPlan{}, mmGeom{}, false
-	}
-	mg := mmGeom{batch: g.groups, m: g.og, n: m * g.ho * g.wo, k: g.kg}
-	if !forced && convImplicitMode == 0 && mg.madds() < mmTexelMin {
-		return mmPlan{}, mmGeom{}, false
-	}
-	mg.aMode = mmMode(wm.dtype, mmTexel, false, mg.m, mg.k)
-	mg.bMode = mmMode(x.dtype, mmTexel, true, mg.n, mg.k)
-	pl := mmPlanFor(info, mmTexel, mg)
-	if t, ok := mmTuned(info, pl, mg); ok {
-		pl = pl.withTile(t)
 	}
 	if g.sw == 1 && g.wo%pl.tile.TN != 0 && g.wo%8 == 0 {
 		// Runs of 8 columns (rowRuns) are faster than wider tiles
 		// gathered element by element; the order of the sums is the same.
 		pl.tile.TN = 8
+	}
+	return pl, mg, true
+}
+
+// convTexPlan returns the matmul_tex plan of a conv_tex GEMM of problem
+// mg with A of dtype a and B of dtype b (read transposed), and whether
+// MatMul's rule would take matmul_tex for it (or convImplicitMode forces
+// it).
+func convTexPlan(info vk.Info, mg mmGeom, a, b DType) (mmPlan, mmGeom, bool) {
+	kind, forced, err := mmKindFor(info)
+	if err != nil || kind != mmTexel || (!forced && convImplicitMode == 0 && mg.madds() < mmTexelMin) {
+		return mmPlan{}, mmGeom{}, false
+	}
+	mg.aMode = mmMode(a, mmTexel, false, mg.m, mg.k)
+	mg.bMode = mmMode(b, mmTexel, true, mg.n, mg.k)
+	pl := mmPlanFor(info, mmTexel, mg)
+	if t, ok := mmTuned(info, pl, mg); ok {
+		pl = pl.withTile(t)
 	}
 	return pl, mg, true
 }
