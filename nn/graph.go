@@ -28,10 +28,11 @@ type Graph struct {
 	temps    tensor.Scope
 	drops    uint32 // dropout masks made, for distinct seeds per op
 	seeds    *SeedSource
-	seed     uint32         // drawn from seeds at the first Dropout
-	busy     atomic.Bool    // a method of the graph is running
-	mark     int            // tensors the graph held when the running method began
-	lastOut  *tensor.Tensor // the output the last op recorded
+	seed     uint32                 // drawn from seeds at the first Dropout
+	busy     atomic.Bool            // a method of the graph is running
+	mark     int                    // tensors the graph held when the running method began
+	lastOut  *tensor.Tensor         // the output the last op recorded
+	masks    map[int]*tensor.Tensor // causal masks by length, one upload per graph
 	released bool
 	retain   bool // Options.RetainGraph
 	backward bool // a Backward has run
