@@ -106,6 +106,9 @@ func New(o Options) (*Trainer, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
+	if o.Model == "cnn" {
+		o.Train, o.Test = normalized(o.Train), normalized(o.Test)
+	}
 	t := &Trainer{o: o, seeds: nn.NewSeedSource(o.Seed)}
 	var err error
 	if t.model, t.opt, err = build(o); err != nil {
@@ -237,6 +240,22 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	t.epoch++
 	t.pos, t.partialSum = 0, 0
 	return e, nil
+}
+
+// MNIST's pixel mean and standard deviation, which examples/mnist subtracts
+// and divides by (transforms.Normalize((0.1307,), (0.3081,))).
+const mnistMean, mnistStd = 0.1307, 0.3081
+
+// normalized is a copy of s with its pixels normalized as examples/mnist's
+// are, for the CNN. The MLP keeps [0, 1] pixels, which its figures and
+// pinned hashes were measured with.
+func normalized(s *mnist.Set) *mnist.Set {
+	c := *s
+	c.Images = make([]float32, len(s.Images))
+	for i, p := range s.Images {
+		c.Images[i] = (p - mnistMean) / mnistStd
+	}
+	return &c
 }
 
 func fillBatch(s *mnist.Set, idx []int, x []float32, y []int32) {
