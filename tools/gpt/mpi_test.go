@@ -108,8 +108,8 @@ type keepOpen struct{ dist.Group }
 func (keepOpen) Close() error { return nil }
 
 // openOn returns an openRanks that opens one rank on g.
-func openOn(g dist.Group) func(device, devices string, o vk.Options) ([]ranks.Rank, error) {
-	return func(device, _ string, o vk.Options) ([]ranks.Rank, error) {
+func openOn(g dist.Group) func(string, string, vk.Options, dist.Options) ([]ranks.Rank, error) {
+	return func(device, _ string, o vk.Options, _ dist.Options) ([]ranks.Rank, error) {
 		o.Device = device
 		d, err := vk.Open(o)
 		if err != nil {

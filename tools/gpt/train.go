@@ -128,7 +128,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 			return fmt.Errorf("-prompt: character %q is not in the vocabulary of %s", r, c.data)
 		}
 	}
-	rs, err := openRanks(c.device, c.devices, vk.Options{Timestamps: c.profile})
+	rs, err := openRanks(c.device, c.devices, vk.Options{Timestamps: c.profile}, dist.Options{Timeout: c.timeout})
 	if err != nil {
 		return err
 	}
