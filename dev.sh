@@ -8,8 +8,10 @@
 #                          print a sample (flags go to tools/gpt: -recipe gpu, -precision f32...)
 #   ./dev.sh test [args]   install what is missing, then run the tests (go test ./... args)
 #   ./dev.sh test-mpi      install Open MPI as well, then run the data-parallel tests under
-#                          mpirun: 2 ranks on one driver, 2 on mixed drivers (MIXED=1, needs
-#                          SwiftShader), and a hung rank that must end in an error, not a hang
+#                          mpirun (the MNIST MLP and a tiny GPT against one device): 2 ranks on
+#                          one driver, 2 on mixed drivers (MIXED=1, needs SwiftShader), a hung
+#                          rank that must end in an error, not a hang, and a rank killed
+#                          mid-training whose job must end and resume from its checkpoint
 #   ./dev.sh setup         only install what is missing
 #   ./dev.sh swiftshader   install Google's SwiftShader Vulkan driver (for CI-like runs)
 #
@@ -72,10 +74,11 @@ test-mpi)
 	MIXED= scripts/test-mpi.sh
 	[ "${MIXED:-}" = 1 ] && MIXED=1 scripts/test-mpi.sh
 	scripts/test-mpi.sh fault
+	scripts/test-mpi.sh kill
 	;;
 swiftshader) scripts/install-swiftshader.sh "$@" ;;
 *)
-	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

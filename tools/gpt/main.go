@@ -38,6 +38,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // recipe is a model and its training schedule.
@@ -61,6 +62,7 @@ type config struct {
 	recipe
 	data, recipeName, precision, device, checkpoint, reportPath, prompt string
 	devices                                                             string
+	timeout                                                             time.Duration
 	sample, topK                                                        int
 	temperature                                                         float64
 	seed                                                                uint64
@@ -81,6 +83,7 @@ func main() {
 	flag.StringVar(&c.device, "device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
 	flag.StringVar(&c.devices, "devices", "", "comma-separated devices to train on data-parallel, one rank each, every batch split among them (under mpirun, built with -tags mpi: rank r takes entry r mod their number)")
 	flag.Uint64Var(&c.seed, "seed", 1337, "seed of the weights, the batches, dropout and sampling")
+	flag.DurationVar(&c.timeout, "collective-timeout", 0, "how long a rank waits in a collective for the others before it fails (0: 10 minutes)")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to at each evaluation, at the end and on Ctrl-C")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
 	flag.StringVar(&c.reportPath, "report", "", "write a PNG of the loss curves and the loss scale here")
@@ -141,6 +144,8 @@ func (c config) check() error {
 		return errors.New("-prompt must not be empty")
 	case c.resume && c.checkpoint == "":
 		return errors.New("-resume needs -checkpoint DIR")
+	case c.timeout < 0:
+		return fmt.Errorf("-collective-timeout %v must be 0 or positive", c.timeout)
 	case c.layers < 1 || c.heads < 1 || c.dim%c.heads != 0 || c.block < 1 || c.batch < 1:
 		return fmt.Errorf("model %d layers, %d heads, %d dims, context %d, batch %d: the sizes must be positive and dims a multiple of heads",
 			c.layers, c.heads, c.dim, c.block, c.batch)

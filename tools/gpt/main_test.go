@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkamp/vkamp/internal/devtest"
 )
@@ -54,6 +55,7 @@ func TestBadInput(t *testing.T) {
 		{"resume without checkpoint", func(c *config) { c.resume = true }, "-resume needs"},
 		{"nothing to resume", func(c *config) { c.resume, c.checkpoint = true, filepath.Join(dir, "empty") }, "no checkpoint"},
 		{"unknown device", func(c *config) { c.device = "no-such-gpu" }, "no device"},
+		{"negative collective timeout", func(c *config) { c.timeout = -time.Second }, "-collective-timeout -1s must be 0 or positive"},
 	}
 	for _, tc := range cases {
 		c := tiny()

@@ -106,6 +106,10 @@ func (c config) modelName() string {
 	return fmt.Sprintf("%d layers, %d heads, %d dims, context %d, batch %d", c.layers, c.heads, c.dim, c.block, c.batch)
 }
 
+// openRanks opens this process's ranks. The MPI test replaces it: MPI
+// can be initialised once a process, and the test trains more than once.
+var openRanks = ranks.Open
+
 // run trains as c says: JSON lines (with -json) to out, the rest to log,
 // the progress bar to bars.
 func run(ctx context.Context, c config, out, log, bars io.Writer) error {
@@ -124,7 +128,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 			return fmt.Errorf("-prompt: character %q is not in the vocabulary of %s", r, c.data)
 		}
 	}
-	rs, err := ranks.Open(c.device, c.devices, vk.Options{Timestamps: c.profile})
+	rs, err := openRanks(c.device, c.devices, vk.Options{Timestamps: c.profile}, dist.Options{Timeout: c.timeout})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@
 // one rank each, every batch of -batch digits split among them; under
 // mpirun (built with -tags mpi) each process is a rank, on -device or on
 // its entry of -devices. Rank 0 prints, reports and writes checkpoints.
+// A rank waits at most -collective-timeout for the others in a collective,
+// then fails with an error: a peer that died or hangs ends the run, also
+// where the launcher does not end it (mpirun --enable-recovery).
 //
 // With fp16, a step whose gradients hold an inf or NaN is skipped and the
 // loss scale halves. When 50 steps in a row are skipped (collapseAfter),
@@ -50,6 +53,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/mnist"
@@ -63,6 +67,7 @@ import (
 
 type config struct {
 	device, devices, precision, data, checkpoint, reportPath string
+	timeout                                                  time.Duration
 	epochs, batch, logEvery, checkpointEvery                 int
 	lr, initScale                                            float64
 	seed                                                     uint64
@@ -90,6 +95,7 @@ func main() {
 	flag.BoolVar(&c.json, "json", false, "write one JSON object per epoch to stdout (epoch, train_loss, test_accuracy, samples_per_s, scale) instead of the summary lines")
 	flag.Float64Var(&c.initScale, "init-scale", 65536, "initial loss scale of fp16 training (PyTorch's init_scale)")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, shuffling and dropout")
+	flag.DurationVar(&c.timeout, "collective-timeout", 0, "how long a rank waits in a collective for the others before it fails (0: 10 minutes)")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
 	flag.BoolVar(&c.compare, "compare", false, "also train in the other precision and compare in the report")
 	flag.Parse()
@@ -122,6 +128,8 @@ func (c config) check() error {
 		return fmt.Errorf("-init-scale %g must be positive and finite in float32", c.initScale)
 	case c.resume && c.checkpoint == "":
 		return errors.New("-resume needs -checkpoint DIR")
+	case c.timeout < 0:
+		return fmt.Errorf("-collective-timeout %v must be 0 or positive", c.timeout)
 	case c.checkpointEvery < 0:
 		return fmt.Errorf("-checkpoint-every %d must be 0 or positive", c.checkpointEvery)
 	case c.checkpointEvery > 0 && c.checkpoint == "":
@@ -146,7 +154,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rs, err := ranks.Open(c.device, c.devices, vk.Options{})
+	rs, err := ranks.Open(c.device, c.devices, vk.Options{}, dist.Options{Timeout: c.timeout})
 	if err != nil {
 		return err
 	}

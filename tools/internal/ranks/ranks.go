@@ -24,34 +24,34 @@ type Rank struct {
 // one, on device or on its entry of devices (rank r takes entry r mod
 // their number); else one per comma-separated entry of devices over an
 // in-process group, or one on device without devices. o's Device is set
-// from those.
-func Open(device, devices string, o vk.Options) ([]Rank, error) {
+// from those; g configures the groups (their collectives' timeout).
+func Open(device, devices string, o vk.Options, g dist.Options) ([]Rank, error) {
 	var names []string
 	if devices != "" {
 		names = strings.Split(devices, ",")
 	}
 	if os.Getenv("OMPI_COMM_WORLD_SIZE") != "" { // launched by mpirun
-		g, err := dist.NewMPI(dist.Options{})
+		mg, err := dist.NewMPI(g)
 		if err != nil {
 			return nil, err
 		}
 		o.Device = device
 		if len(names) > 0 {
-			o.Device = names[g.Rank()%len(names)]
+			o.Device = names[mg.Rank()%len(names)]
 		}
 		d, err := vk.Open(o)
 		if err != nil {
-			g.Close()
-			return nil, fmt.Errorf("rank %d: %w", g.Rank(), err)
+			mg.Close()
+			return nil, fmt.Errorf("rank %d: %w", mg.Rank(), err)
 		}
-		return []Rank{{d, g}}, nil
+		return []Rank{{d, mg}}, nil
 	}
 	if len(names) == 0 {
 		names = []string{device}
 	}
 	gs := []dist.Group{dist.Single{}}
 	if len(names) > 1 {
-		gs = dist.NewLocal(len(names), dist.Options{})
+		gs = dist.NewLocal(len(names), g)
 	}
 	var rs []Rank
 	for i, name := range names {
