@@ -189,13 +189,16 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 			return Epoch{}, err
 		}
 		fillBatch(o.Train, order[i*o.Batch+lo:i*o.Batch+hi], x, y)
-		loss, skipped, err := t.step(x, y, sum)
+		// The loss is read on the steps OnStep reports it for, counted in
+		// the epoch (the run's step count differs after a resume).
+		read := o.LossEvery > 0 && (i+1)%o.LossEvery == 0
+		loss, skipped, err := t.step(x, y, sum, read)
 		if err != nil {
 			return Epoch{}, err
 		}
 		if o.OnStep != nil {
 			s := Step{Epoch: t.epoch, Index: i, Steps: steps, Loss: math.NaN(), Scale: math.NaN(), Skipped: skipped}
-			if o.LossEvery > 0 && (i+1)%o.LossEvery == 0 {
+			if read {
 				s.Loss = float64(loss)
 				if s.Scale, err = t.sc.ScaleValue(); err != nil {
 					return Epoch{}, err
@@ -267,9 +270,9 @@ func fillBatch(s *mnist.Set, idx []int, x []float32, y []int32) {
 }
 
 // step runs one AMP (or fp32) training step and adds the loss into sum on
-// the device. It reads nothing back unless LossEvery asks; the returned loss
+// the device. It reads nothing back unless read is set; the returned loss
 // is valid only then.
-func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor) (float32, scaler.Skipped, error) {
+func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor, read bool) (float32, scaler.Skipped, error) {
 	o := t.o
 	d := o.Device
 	var scope tensor.Scope
@@ -306,7 +309,7 @@ func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor) (float32, sca
 	}
 	t.steps++
 	var v float32
-	if o.LossEvery > 0 && t.steps%o.LossEvery == 0 {
+	if read {
 		v, err = loss.Value().Item()
 	}
 	return v, skipped, err
