@@ -184,7 +184,7 @@ func plantInf(g *tensor.Tensor) error {
 // openDevices opens n devices for a local group: those DIST_DEVICES names
 // (comma-separated device indices or name parts, as VKAMP_DEVICE takes),
 // else the test device n times.
-func openDevices(t *testing.T, n int) []*vk.Device {
+func openDevices(t testing.TB, n int) []*vk.Device {
 	names := strings.Split(os.Getenv("DIST_DEVICES"), ",")
 	ds := make([]*vk.Device, n)
 	for i := range ds {
