@@ -31,6 +31,10 @@ import (
 // back in order with the recorded work. The goroutine ends whenever the
 // next bucket is not ready yet, so an abandoned step leaks none.
 
+// firstBucket caps the first bucket, in float32s: 1 MiB, as PyTorch's
+// DDP, so that the first reduction starts early in backward.
+const firstBucket = 1 << 20 / 4
+
 // bucket is one collective's gradients.
 type bucket struct {
 	params []*nn.Param
@@ -109,7 +113,11 @@ func (dp *DataParallel) begin() {
 		if dt := p.Grad.DType(); dt != tensor.Float32 {
 			panic(&tensor.DTypeError{Op: "dist.DataParallel", Got: dt, Want: "float32 parameters and gradients"})
 		}
-		if cur == nil || n+p.Grad.Len() > dp.bucket {
+		limit := dp.bucket
+		if len(s.buckets) == 1 {
+			limit = min(limit, firstBucket)
+		}
+		if cur == nil || n+p.Grad.Len() > limit {
 			cur, n = &bucket{}, 0
 			s.buckets = append(s.buckets, cur)
 		}

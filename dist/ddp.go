@@ -13,8 +13,10 @@ import (
 // DataParallelOptions configure a DataParallel.
 type DataParallelOptions struct {
 	// BucketBytes caps the gradients reduced in one collective; 0 means
-	// 25 MiB, PyTorch's bucket_cap_mb. A tensor larger than a bucket is a
-	// bucket of its own.
+	// 25 MiB, PyTorch's bucket_cap_mb. The first bucket (the last
+	// layers') holds at most 1 MiB, as PyTorch's, so that its reduction
+	// starts early in backward. A tensor larger than a bucket is a bucket
+	// of its own.
 	BucketBytes int
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/nn"
@@ -176,26 +177,39 @@ func TestOverlapGPT(t *testing.T) {
 }
 
 // BenchmarkOverlap: a step of a small GPT on two ranks of one process
-// (NewLocal(2)), its gradients all-reduced after backward or during it,
-// with waits/step the host's waits for the device per step on rank 0.
+// (NewLocal(2)), its gradients all-reduced after backward and during it,
+// the two kinds of step alternating in one run so that the machine's load
+// weighs on both alike: ms/step of each, their ratio, and the host's waits
+// for the device per step (vk's Stats.Waits on rank 0; one per bucket at
+// most when overlapped, buckets/step of them).
 func BenchmarkOverlap(b *testing.B) {
 	c := gpt.Config{Vocab: 64, BlockSize: gptSeq, Layers: 4, Heads: 4, Dim: 128, Bias: true}
-	for _, overlap := range []bool{false, true} {
-		name := map[bool]string{false: "after", true: "overlap"}[overlap]
-		b.Run(name, func(b *testing.B) {
-			rs := gptRanks(b, openDevices(b, 2), c, 256<<10, overlap)
-			if err := stepAll(rs); err != nil { // warm: pipelines, memory
+	const bucketBytes = 256 << 10
+	after := gptRanks(b, openDevices(b, 2), c, bucketBytes, false)
+	during := gptRanks(b, openDevices(b, 2), c, bucketBytes, true)
+	var took [2]time.Duration
+	var waits [2]uint64
+	for k, rs := range [][]*gptRank{after, during} {
+		if err := stepAll(rs); err != nil { // warm: pipelines, memory
+			b.Fatal(err)
+		}
+		waits[k] = rs[0].d.Stats().Waits
+	}
+	for b.Loop() {
+		for k, rs := range [][]*gptRank{after, during} {
+			t0 := time.Now()
+			if err := stepAll(rs); err != nil {
 				b.Fatal(err)
 			}
-			w0 := rs[0].d.Stats().Waits
-			b.ResetTimer()
-			for range b.N {
-				if err := stepAll(rs); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(rs[0].d.Stats().Waits-w0)/float64(b.N), "waits/step")
-		})
+			took[k] += time.Since(t0)
+		}
 	}
+	for k, rs := range [][]*gptRank{after, during} {
+		name := []string{"after", "overlap"}[k]
+		b.ReportMetric(float64(took[k].Milliseconds())/float64(b.N), name+"-ms/step")
+		b.ReportMetric(float64(rs[0].d.Stats().Waits-waits[k])/float64(b.N), name+"-waits/step")
+	}
+	b.ReportMetric(float64(took[1])/float64(took[0]), "overlap/after")
+	_, buckets := dist.ReadyBuckets(during[0].dp)
+	b.ReportMetric(float64(buckets), "buckets/step")
 }
