@@ -180,20 +180,21 @@ func TestOverlapGPT(t *testing.T) {
 // (NewLocal(2)), its gradients all-reduced after backward and during it,
 // the two kinds of step alternating in one run so that the machine's load
 // weighs on both alike: ms/step of each, their ratio, and the host's waits
-// for the device per step (vk's Stats.Waits on rank 0; one per bucket at
-// most when overlapped, buckets/step of them).
+// for the device per step on rank 0 (vk's Stats: Waits, one per bucket at
+// most when overlapped, buckets/step of them; Stalls, waits for a free
+// command buffer; Submits).
 func BenchmarkOverlap(b *testing.B) {
 	c := gpt.Config{Vocab: 64, BlockSize: gptSeq, Layers: 4, Heads: 4, Dim: 128, Bias: true}
 	const bucketBytes = 256 << 10
 	after := gptRanks(b, openDevices(b, 2), c, bucketBytes, false)
 	during := gptRanks(b, openDevices(b, 2), c, bucketBytes, true)
 	var took [2]time.Duration
-	var waits [2]uint64
+	var start [2]vk.Stats
 	for k, rs := range [][]*gptRank{after, during} {
 		if err := stepAll(rs); err != nil { // warm: pipelines, memory
 			b.Fatal(err)
 		}
-		waits[k] = rs[0].d.Stats().Waits
+		start[k] = rs[0].d.Stats()
 	}
 	for b.Loop() {
 		for k, rs := range [][]*gptRank{after, during} {
@@ -207,7 +208,10 @@ func BenchmarkOverlap(b *testing.B) {
 	for k, rs := range [][]*gptRank{after, during} {
 		name := []string{"after", "overlap"}[k]
 		b.ReportMetric(float64(took[k].Milliseconds())/float64(b.N), name+"-ms/step")
-		b.ReportMetric(float64(rs[0].d.Stats().Waits-waits[k])/float64(b.N), name+"-waits/step")
+		st := rs[0].d.Stats()
+		b.ReportMetric(float64(st.Waits-start[k].Waits)/float64(b.N), name+"-waits/step")
+		b.ReportMetric(float64(st.Stalls-start[k].Stalls)/float64(b.N), name+"-stalls/step")
+		b.ReportMetric(float64(st.Submits-start[k].Submits)/float64(b.N), name+"-submits/step")
 	}
 	b.ReportMetric(float64(took[1])/float64(took[0]), "overlap/after")
 	_, buckets := dist.ReadyBuckets(during[0].dp)

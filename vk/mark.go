@@ -12,8 +12,10 @@ import "C"
 // goroutine keeps recording meanwhile (dist's overlapped gradient buckets):
 // Read and Wait hold the lock for the whole wait.
 
-// Flush submits the recorded work without waiting, as Sync, and returns a
-// mark of it for Reached.
+// Flush submits the recorded work without waiting, as Sync, so that the
+// device starts on it while the host records on, and returns a mark of it
+// for Reached. Like a full batch, it may make the next recording wait for
+// a free command buffer (Stats.Stalls).
 func (d *Device) Flush() (uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -7,9 +7,9 @@ import (
 	"github.com/vkamp/vkamp/internal/devtest"
 )
 
-// TestFlushReached: a goroutine that polls Reached sees the work of a Flush
-// finish while another goroutine keeps recording, and a read of what that
-// work wrote then waits no more.
+// TestFlushReached: a goroutine that polls Reached sees the work of a
+// Flush finish while another goroutine keeps recording, and a read of what
+// that work wrote then waits no more.
 func TestFlushReached(t *testing.T) {
 	d := devtest.Open(t)
 	a, b := alloc(t, d, 1<<16), alloc(t, d, 1<<16)
@@ -43,7 +43,7 @@ func TestFlushReached(t *testing.T) {
 	if w := d.Stats().Waits - waits; w != 0 {
 		t.Errorf("the read after Reached waited %d times", w)
 	}
-	// Nothing recorded since a Flush: its mark is reached at once.
+	// Nothing recorded since the device finished: the mark is reached.
 	if err := d.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,6 @@ func TestFlushReached(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ok, err := d.Reached(mark); !ok || err != nil {
-		t.Errorf("Reached of an empty flush = %v, %v", ok, err)
+		t.Errorf("Reached of a mark of finished work = %v, %v", ok, err)
 	}
 }
