@@ -1,42 +1,56 @@
 package dist
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
+	"sync"
 
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // DataParallelOptions configure a DataParallel.
 type DataParallelOptions struct {
 	// BucketBytes caps the gradients reduced in one collective; 0 means
-	// 25 MiB, PyTorch's bucket_cap_mb. A tensor larger than a bucket is a
-	// bucket of its own.
+	// 25 MiB, PyTorch's bucket_cap_mb. The first bucket (the last
+	// layers') holds at most 1 MiB, as PyTorch's, so that its reduction
+	// starts early in backward. A tensor larger than a bucket is a bucket
+	// of its own.
 	BucketBytes int
 }
 
 // DataParallel is DistributedDataParallel's part of a training loop over a
 // group, one per rank, each over its own copy of the model. A step is:
 //
+//	g := nn.NewGraph(d, nn.Options{..., GradReady: dp.GradReady})
 //	backward on this rank's shard of the global batch
 //	dp.AllReduceGrads()     // gradients averaged over the ranks
 //	dp.Unscale(sc, opt)     // sc.Unscale, then the inf check combined over the ranks
 //	(clip the gradients)
 //	sc.Step(opt); sc.Update()
 //
-// Gradients are reduced after backward, not during it: nn has no hook
-// for a gradient that is final, and backward only records work, so the
-// reduction could not overlap the device's backward yet. Each rank's loss
-// must be the mean over its shard, and the shards of equal size (Shard),
-// for the average of the ranks' gradients to be the gradient of the mean
-// over the global batch.
+// With the GradReady hook on the step's graph, a bucket's reduction starts
+// as soon as backward has recorded its last gradient (buckets hold the
+// parameters in reverse order, so the last layers' go first): the device
+// runs what was recorded, and a goroutine waits for it, reads the bucket
+// and all-reduces it on the host while backward records and the device
+// runs the earlier layers. AllReduceGrads waits for the buckets and writes
+// the means back. Without the hook AllReduceGrads reduces every bucket
+// after backward; the results are the same bits either way. Each rank's
+// loss must be the mean over its shard, and the shards of equal size
+// (Shard), for the average of the ranks' gradients to be the gradient of
+// the mean over the global batch.
+//
+// Between a step's first GradReady and its AllReduceGrads the gradients
+// belong to the reduction: they must not be changed, and the group must
+// not be used for another collective.
 type DataParallel struct {
 	g      Group
 	params []*nn.Param
-	bucket int // float32s per bucket
+	bucket int        // float32s per bucket
+	dev    *vk.Device // the parameters' device, for the buckets' marks
+	st     step       // the overlapped reduction (bucket.go)
 	host   []float32
 	raw    []byte
 }
@@ -52,6 +66,11 @@ func NewDataParallel(g Group, params []*nn.Param, o DataParallelOptions) (*DataP
 		return nil, fmt.Errorf("dist: bucket of %d bytes", o.BucketBytes)
 	}
 	dp := &DataParallel{g: g, params: params, bucket: o.BucketBytes / 4}
+	dp.st.idle = sync.NewCond(&dp.st.mu)
+	dp.st.of, dp.st.seen = map[*nn.Param]*bucket{}, map[*nn.Param]bool{}
+	if len(params) > 0 {
+		dp.dev = params[0].Value.Device()
+	}
 	vals := make([]*tensor.Tensor, len(params))
 	for i, p := range params {
 		if err := p.Err(); err != nil {
@@ -85,18 +104,17 @@ func (dp *DataParallel) GradientBytes() int {
 }
 
 // AllReduceGrads replaces each trainable parameter's gradient with its
-// mean over the ranks, in buckets. It waits for the device.
+// mean over the ranks, in buckets: it waits for the buckets GradReady
+// started during backward and reduces the others (all of them without the
+// hook), then writes the means back, in order with the recorded work. It
+// waits for the device. Its error is the first failure of any bucket
+// (reading the device, a collective, a gradient reported twice); no
+// goroutine outlives it.
 func (dp *DataParallel) AllReduceGrads() error {
 	if dp.g.Size() == 1 {
 		return nil
 	}
-	var grads []*tensor.Tensor
-	for _, p := range dp.params {
-		if !p.Frozen && p.Grad != nil {
-			grads = append(grads, p.Grad)
-		}
-	}
-	if err := dp.each(grads, true, func(x []float32) error { return AllReduceAvg(dp.g, x) }); err != nil {
+	if err := dp.finish(); err != nil {
 		return fmt.Errorf("dist: all-reduce gradients: %w", err)
 	}
 	return nil
@@ -138,12 +156,8 @@ func (dp *DataParallel) each(ts []*tensor.Tensor, write bool, f func([]float32) 
 		x := dp.host[:n]
 		off := 0
 		for _, t := range ts[i:j] {
-			raw, err := t.Bytes()
-			if err != nil {
+			if err := readInto(t, x[off:off+t.Len()]); err != nil {
 				return err
-			}
-			for k := range t.Len() {
-				x[off+k] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*k:]))
 			}
 			off += t.Len()
 		}
@@ -153,12 +167,7 @@ func (dp *DataParallel) each(ts []*tensor.Tensor, write bool, f func([]float32) 
 		if write {
 			off = 0
 			for _, t := range ts[i:j] {
-				raw := dp.raw[:0]
-				for _, v := range x[off : off+t.Len()] {
-					raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
-				}
-				dp.raw = raw
-				if err := t.SetBytes(raw); err != nil {
+				if err := writeFrom(t, x[off:off+t.Len()], &dp.raw); err != nil {
 					return err
 				}
 				off += t.Len()

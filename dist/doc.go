@@ -17,10 +17,24 @@
 //
 // DataParallel gives a model's training loop DDP's semantics: weights
 // broadcast from rank 0 at the start, gradients averaged over the ranks
-// after backward (in buckets), and the loss scaler's inf check combined
-// (their maximum) so that every rank skips the same steps and keeps the
-// same scale. Shard splits a global batch by rank; Root runs checkpoint
-// writes on rank 0 only.
+// in buckets, and the loss scaler's inf check combined (their maximum) so
+// that every rank skips the same steps and keeps the same scale. Shard
+// splits a global batch by rank; Root runs checkpoint writes on rank 0
+// only.
+//
+// The buckets' reduction overlaps backward when the step's graph carries
+// DataParallel.GradReady as its nn.Options.GradReady hook: backward reports
+// each parameter whose gradient is final, and once a bucket's are all
+// final (buckets hold the parameters in reverse order, the last layers'
+// first) the device is given what was recorded so far, and one goroutine
+// per rank waits for it (one host wait per bucket, without holding the
+// device's lock, so backward keeps recording), reads the bucket and
+// all-reduces it, bucket after bucket in the same order on every rank.
+// AllReduceGrads waits for it and writes the means back; it returns the
+// first failure of any bucket, and leaves no goroutine behind. The sums
+// are the same as after backward, so the results are the same bits.
+// Collectives of a rank are only ever called by one goroutine at a time,
+// as Group requires (and MPI_THREAD_SERIALIZED allows).
 //
 // dist sits beside nn and scaler: it imports tensor, nn and scaler, and
 // nothing below it imports dist.

@@ -104,6 +104,17 @@ func train(d *vk.Device, g dist.Group, set *mnist.Set, steps int, plants []plant
 // autocast is whether the runs train in fp16 AMP.
 var autocast = true
 
+// overlap is whether the runs reduce their buckets during backward
+// (nn.Options.GradReady) rather than after it.
+var overlap = false
+
+// readyAtBackward is, for each overlapped step of each rank, how many
+// buckets had started when backward returned, and how many there are.
+var (
+	readyMu         sync.Mutex
+	readyAtBackward [][2]int
+)
+
 // newOpt is the runs' optimizer.
 var newOpt = func(params []*nn.Param) (optimizer, error) { return nn.NewAdam(params, nn.AdamOptions{LR: 1e-3}) }
 
@@ -119,7 +130,11 @@ func trainStep(d *vk.Device, model nn.Sequential, opt optimizer, sc *scaler.Scal
 	defer scope.Release()
 	xb := scope.Track(tensor.FromFloat32(d, x, len(y), 784))
 	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
-	gr := nn.NewGraph(d, nn.Options{Autocast: autocast})
+	o := nn.Options{Autocast: autocast}
+	if overlap {
+		o.GradReady = dp.GradReady
+	}
+	gr := nn.NewGraph(d, o)
 	defer gr.Release()
 	loss := gr.CrossEntropyLoss(model.Forward(gr, gr.Input(xb)), yb, nn.Mean)
 	if err := opt.ZeroGrad(); err != nil {
@@ -127,6 +142,12 @@ func trainStep(d *vk.Device, model nn.Sequential, opt optimizer, sc *scaler.Scal
 	}
 	if err := sc.ScaleLoss(loss).Backward(); err != nil {
 		return 0, false, err
+	}
+	if overlap {
+		ready, all := dist.ReadyBuckets(dp)
+		readyMu.Lock()
+		readyAtBackward = append(readyAtBackward, [2]int{ready, all})
+		readyMu.Unlock()
 	}
 	hook(false)
 	if err := dp.AllReduceGrads(); err != nil {
@@ -163,7 +184,7 @@ func plantInf(g *tensor.Tensor) error {
 // openDevices opens n devices for a local group: those DIST_DEVICES names
 // (comma-separated device indices or name parts, as VKAMP_DEVICE takes),
 // else the test device n times.
-func openDevices(t *testing.T, n int) []*vk.Device {
+func openDevices(t testing.TB, n int) []*vk.Device {
 	names := strings.Split(os.Getenv("DIST_DEVICES"), ",")
 	ds := make([]*vk.Device, n)
 	for i := range ds {

@@ -16,7 +16,8 @@ import (
 
 // TestMPI runs under mpirun (scripts/test-mpi.sh), one device a process:
 // collectives, a data-parallel run against this process's own run of the
-// whole batch on one device, and a planted inf. Without mpirun it skips.
+// whole batch on one device, a planted inf, and the buckets reduced during
+// backward against after it. Without mpirun it skips.
 func TestMPI(t *testing.T) {
 	if os.Getenv("OMPI_COMM_WORLD_SIZE") == "" {
 		t.Skip("not launched by mpirun: scripts/test-mpi.sh runs it")
@@ -97,6 +98,26 @@ func TestMPI(t *testing.T) {
 		}
 		if diff := sameOnAllRanks(t, g, got.weights); diff != 0 {
 			t.Errorf("ranks differ from rank 0 by up to %g", diff)
+		}
+	})
+
+	t.Run("overlap", func(t *testing.T) {
+		useSGD(t)
+		after, err := train(d, g, set, 4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		overlap = true
+		during, err := train(d, g, set, 4, nil)
+		overlap = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := maxDiff(during.weights, after.weights); diff != 0 {
+			t.Errorf("rank %d: overlapped weights differ from those reduced after backward by %g", r, diff)
+		}
+		if diff := sameOnAllRanks(t, g, during.weights); diff != 0 {
+			t.Errorf("overlapped ranks differ from rank 0 by up to %g", diff)
 		}
 	})
 }

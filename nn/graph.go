@@ -34,8 +34,9 @@ type Graph struct {
 	lastOut  *tensor.Tensor         // the output the last op recorded
 	masks    map[int]*tensor.Tensor // causal masks by length, one upload per graph
 	released bool
-	retain   bool // Options.RetainGraph
-	backward bool // a Backward has run
+	retain   bool         // Options.RetainGraph
+	backward bool         // a Backward has run
+	ready    func(*Param) // Options.GradReady
 }
 
 // Var is a value in a Graph: a tensor, and how to reach its gradient.
@@ -121,6 +122,17 @@ type Options struct {
 	// into the parameters' Grad again. Without it a second Backward
 	// panics, since it would add the same gradients twice.
 	RetainGraph bool
+	// GradReady, when set, is called by Backward (Var.Backward,
+	// BackwardFrom and ScaledLoss.Backward go through it) with each
+	// parameter as soon as its gradient is final for that pass: every
+	// recorded op that uses it, however many (a tied weight has two), has
+	// been walked. The work that computes the gradient is recorded, not
+	// done, when it is called. It runs on Backward's goroutine, during
+	// Backward, and must not call the graph's methods; it may record
+	// tensor ops. Frozen parameters and those no recorded op uses get no
+	// call. It is PyTorch's register_post_accumulate_grad_hook, as DDP's
+	// buckets use it (package dist's DataParallel.GradReady).
+	GradReady func(p *Param)
 }
 
 // NewGraph starts recording on d.
@@ -129,7 +141,7 @@ func NewGraph(d *vk.Device, o Options) *Graph {
 	if dt == tensor.Float32 {
 		dt = tensor.Float16
 	}
-	return &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph}
+	return &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph, ready: o.GradReady}
 }
 
 // claim marks g busy for the method op until done, and panics if another
@@ -380,24 +392,59 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 		n.out.grad = nil
 	}
 	loss.grad = seed
+	uses := g.paramUses()
 	for i := len(g.nodes) - 1; i >= 0; i-- {
 		n := g.nodes[i]
-		dy := n.out.grad
-		if dy == nil {
-			continue // nothing downstream needed this output
-		}
-		grads := rules[n.op](g, n, dy)
-		g.checkGrads(n, grads)
-		for j, in := range n.inputs {
-			if grads[j] == nil || !in.needsGrad {
-				continue
+		if dy := n.out.grad; dy != nil { // else nothing downstream needed this output
+			grads := rules[n.op](g, n, dy)
+			g.checkGrads(n, grads)
+			for j, in := range n.inputs {
+				if grads[j] == nil || !in.needsGrad {
+					continue
+				}
+				if err := g.accumulate(in, grads[j]); err != nil {
+					return err
+				}
 			}
-			if err := g.accumulate(in, grads[j]); err != nil {
-				return err
+		}
+		g.walked(n, uses)
+	}
+	return nil
+}
+
+// paramUses counts, for Options.GradReady, the inputs of recorded nodes
+// that are each trainable parameter: Backward walks them all before the
+// parameter's gradient is final. Counted by parameter, not var: a
+// parameter whose Value was replaced has two vars. Nil without a hook.
+func (g *Graph) paramUses() map[*Param]int {
+	if g.ready == nil {
+		return nil
+	}
+	uses := map[*Param]int{}
+	for _, n := range g.nodes {
+		for _, in := range n.inputs {
+			if in.param != nil && in.needsGrad {
+				uses[in.param]++
 			}
 		}
 	}
-	return nil
+	return uses
+}
+
+// walked counts n's parameter inputs off uses, and calls the GradReady
+// hook for each parameter that n was the last use of.
+func (g *Graph) walked(n *node, uses map[*Param]int) {
+	if uses == nil {
+		return
+	}
+	for _, in := range n.inputs {
+		if in.param == nil || !in.needsGrad {
+			continue
+		}
+		if uses[in.param]--; uses[in.param] == 0 {
+			g.ready(in.param)
+		}
+	}
 }
 
 // checkGrads enforces each rule's contract: one gradient per input (nil

@@ -45,6 +45,8 @@ func (d *Device) Copy(*Buffer, int64, *Buffer, int64, int64) error             {
 func (d *Device) Fill(*Buffer, int64, int64, uint32) error                     { return errNoCgo }
 func (d *Device) Sync() error                                                  { return errNoCgo }
 func (d *Device) Wait() error                                                  { return errNoCgo }
+func (d *Device) Flush() (uint64, error)                                       { return 0, errNoCgo }
+func (d *Device) Reached(uint64) (bool, error)                                 { return false, errNoCgo }
 func (d *Device) Close() error                                                 { return nil }
 func (b *Buffer) Slice(int64, int64) (*Buffer, error)                          { return nil, errNoCgo }
 func (b *Buffer) Block() (*Buffer, int64, error)                               { return nil, 0, errNoCgo }

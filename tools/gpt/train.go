@@ -389,7 +389,11 @@ func (t *trainer) step() error {
 	x, y := t.x[t.lo*c.block:t.hi*c.block], t.y[t.lo*c.block:t.hi*c.block] // this rank's rows
 	xb := scope.Track(tensor.FromInt32(d, x, len(x)))
 	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
-	g := nn.NewGraph(d, nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), Seeds: t.seeds})
+	opts := nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), Seeds: t.seeds}
+	if t.dp.Group().Size() > 1 {
+		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
+	}
+	g := nn.NewGraph(d, opts)
 	defer g.Release()
 	loss, _ := t.m.Loss(g, xb, yb, t.hi-t.lo)
 	if err := t.opt.ZeroGrad(); err != nil {
@@ -404,7 +408,7 @@ func (t *trainer) step() error {
 	if err := g.Backward(loss, seed); err != nil {
 		return err
 	}
-	if err := t.dp.AllReduceGrads(); err != nil { // a wait for the device when there are several ranks
+	if err := t.dp.AllReduceGrads(); err != nil { // waits for the buckets backward started, when there are several ranks
 		return err
 	}
 	if err := t.dp.Unscale(t.sc, t.opt); err != nil { // and the ranks' inf checks combined

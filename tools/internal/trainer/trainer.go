@@ -45,7 +45,9 @@ type Options struct {
 	// OnStep, if set, is called after every step.
 	OnStep func(Step)
 	// AfterBackward, if set, runs between the backward pass and the
-	// optimizer step: tests plant infs in gradients there.
+	// optimizer step: tests plant infs in gradients there. With a Group
+	// it runs before the gradients are all-reduced, so the buckets are
+	// then reduced after backward rather than during it.
 	AfterBackward func(step int, params []*nn.Param)
 	// Group, if set, trains data-parallel: this trainer is one rank, takes
 	// its shard of every batch (Batch must be a multiple of the group's
@@ -279,7 +281,11 @@ func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor, read bool) (f
 	defer scope.Release()
 	xb := scope.Track(tensor.FromFloat32(d, x, t.inputShape(len(y))...))
 	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
-	g := nn.NewGraph(d, nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds})
+	opts := nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds}
+	if o.AfterBackward == nil && t.dp.Group().Size() > 1 {
+		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
+	}
+	g := nn.NewGraph(d, opts)
 	defer g.Release()
 	loss := t.loss(g, t.model.Forward(g, g.Input(xb)), yb)
 	if err := t.opt.ZeroGrad(); err != nil {
