@@ -64,7 +64,29 @@ func (g *Graph) binary(op tensor.Op, a, b *Var, f func(a, b *tensor.Tensor, dt t
 // the wider dtype. Gradients are summed back to each input's shape.
 func (g *Graph) Add(a, b *Var) *Var {
 	defer g.use("Add").done()
+	if dt := g.dtypeFor(tensor.OpAdd, a, b); widensExactly(dt, a, b) {
+		// The kernel widens a 16-bit operand as it reads it, exactly as the
+		// cast would, so none is recorded: AMP's residual adds of fp16
+		// branches into the fp32 stream were 8 cast kernels in a GPT
+		// forward. The gradient is cast back to each input's dtype all the
+		// same (addBack).
+		return g.record(tensor.OpAdd, tensor.Add(a.t, b.t, dt), attrs{}, nil, a, b)
+	}
 	return g.binary(tensor.OpAdd, a, b, tensor.Add)
+}
+
+// widensExactly reports whether a and b have one shape and each is dt or
+// widens to it exactly: dt is fp32 and they are floating.
+func widensExactly(dt tensor.DType, a, b *Var) bool {
+	if dt != tensor.Float32 || !slices.Equal(a.Shape(), b.Shape()) {
+		return false
+	}
+	for _, v := range []*Var{a, b} {
+		if d := v.DType(); d != tensor.Float32 && d != tensor.Float16 && d != tensor.BFloat16 {
+			return false
+		}
+	}
+	return true
 }
 
 // Sub returns a - b, broadcasting as Add.

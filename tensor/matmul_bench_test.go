@@ -79,3 +79,58 @@ func mmBenchGonum(b *testing.B, n int) {
 func mmReportFlops(b *testing.B, n int) {
 	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// mmGPTShapes are the matrix products of a training step of nanoGPT's CPU
+// recipe (768 rows: batch 12 of context 64; width 128; vocabulary 65): the
+// forward of each Linear (x w^T), its input gradient (dy w) and its weight
+// gradient (dy^T x), as nn issues them under fp16 autocast.
+var mmGPTShapes = []struct {
+	name           string
+	m, n, k        int
+	transA, transB bool
+}{
+	{"qkv", 768, 384, 128, false, true}, {"proj", 768, 128, 128, false, true},
+	{"fc", 768, 512, 128, false, true}, {"fc2", 768, 128, 512, false, true},
+	{"lm_head", 768, 65, 128, false, true},
+	{"qkv_dx", 768, 128, 384, false, false}, {"fc_dx", 768, 128, 512, false, false},
+	{"fc2_dx", 768, 512, 128, false, false},
+	{"qkv_dw", 384, 128, 768, true, false}, {"fc_dw", 512, 128, 768, true, false},
+	{"fc2_dw", 128, 512, 768, true, false},
+}
+
+// BenchmarkMatMulGPT times the GPT's fp16 products (fp16 out), each waiting
+// for its result.
+func BenchmarkMatMulGPT(b *testing.B) {
+	d := devtest.Open(b)
+	for _, s := range mmGPTShapes {
+		b.Run(s.name, func(b *testing.B) {
+			as, bs := []int{s.m, s.k}, []int{s.k, s.n}
+			if s.transA {
+				as = []int{s.k, s.m}
+			}
+			if s.transB {
+				bs = []int{s.n, s.k}
+			}
+			x, y := tensor.Full(d, mmF16, 0.5, as...), tensor.Full(d, mmF16, 0.25, bs...)
+			b.Cleanup(x.Release)
+			b.Cleanup(y.Release)
+			o := tensor.MatMulOpts{TransA: s.transA, TransB: s.transB, Out: mmF16}
+			warm := tensor.MatMul(x, y, o) // builds the pipeline outside the timing
+			if err := d.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			warm.Release()
+			for b.Loop() {
+				out := tensor.MatMul(x, y, o)
+				if err := d.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				if err := out.Err(); err != nil {
+					b.Fatal(err)
+				}
+				out.Release()
+			}
+			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
