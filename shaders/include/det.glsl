@@ -24,10 +24,13 @@ layout(constant_id = 31) const bool DETERMINISTIC = false;
 #define DET_NAN uintBitsToFloat(0x7FC00000u)
 #define DET_INF uintBitsToFloat(0x7F800000u)
 
-// det_ftz is x, or zero of x's sign when x is subnormal.
+// det_ftz is x, or zero of x's sign when x is subnormal. Integer code
+// without a select on x: with one, SwiftShader's compile time doubled with
+// each det_ftz in a dependent chain (nine det_mads took minutes and GBs).
 float det_ftz(float x) {
     uint u = floatBitsToUint(x);
-    return (u & 0x7F800000u) == 0u ? uintBitsToFloat(u & 0x80000000u) : x;
+    uint normal = min((u >> 23) & 255u, 1u); // 0 for zero and subnormals
+    return uintBitsToFloat(u & (0x80000000u | (0x7FFFFFFFu * normal)));
 }
 
 // det_mad is a * b + c with two roundings, no subnormal product or result.
@@ -218,9 +221,9 @@ float det_sigmoid(float x) {
 
 // det_phi_tail is gelu.glsl's phi_tail, Phi(-a) for a >= 0, each operation
 // fixed: erfc by Numerical Recipes' erfcc with exp(-a^2/2) from the split
-// a = ah + (a - ah), ah * ah exact.
-float det_phi_tail(float a) {
-    if (a > 15.0) return 0.0;
+// a = ah + (a - ah), ah * ah exact. a past 15 gives 0 (Phi(-15) is 4e-51).
+float det_phi_tail(float a_) {
+    float a = a_ > 15.0 ? 15.0 : a_; // NaN stays NaN
     float t = det_div(1.0, det_mad(0.35355339059327373, a, 1.0));
     float q = det_mad(t, 0.17087277, -0.82215223);
     q = det_mad(t, q, 1.48851587);
@@ -234,11 +237,16 @@ float det_phi_tail(float a) {
     float ah = uintBitsToFloat(floatBitsToUint(a) & 0xFFFFF000u);
     float e1 = det_exp(det_mul(det_mul(-0.5, ah), ah));
     float arg = det_sub(det_sub(q, 1.26551223), det_mul(det_mul(0.5, det_sub(a, ah)), det_add(a, ah)));
-    return det_mul(det_mul(det_mul(0.5, t), e1), det_exp(arg));
+    float r = det_mul(det_mul(det_mul(0.5, t), e1), det_exp(arg));
+    return a_ > 15.0 ? 0.0 : r;
 }
 
-// det_normal_cdf is Phi(x), from the tail on the side where it is small.
-float det_normal_cdf(float x) { return x < 0.0 ? det_phi_tail(-x) : det_sub(1.0, det_phi_tail(x)); }
+// det_normal_cdf is Phi(x), from the tail on the side where it is small
+// (one inlined tail).
+float det_normal_cdf(float x) {
+    float t = det_phi_tail(abs(x));
+    return x < 0.0 ? t : det_sub(1.0, t);
+}
 
 // det_erf is erf(x): its Taylor series to x^13 below 0.5 (no cancellation
 // near 0), 1 - erfc(|x|) = 1 - 2 Phi(-|x| sqrt 2) above, sign restored; NaN
