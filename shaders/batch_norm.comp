@@ -7,6 +7,7 @@
 // (num_batches_tracked) incremented; mode 2 (eval): the running statistics,
 // rstd = 1/sqrt(running_var + eps), saved in stats[c] as well.
 #include "reduce.glsl"
+#include "det.glsl"
 
 layout(push_constant) uniform Push { uint n; uint c; uint s; float eps; float momentum; uint mode; } p;
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -26,10 +27,43 @@ uint at(uint c, uint e) {
     return (b * p.c + c) * p.s + (e - b * p.s);
 }
 
+DEFINE_TREE(det_tree_sum, det_add)
+
+// det_channel is main's work for channel c on the deterministic path: the
+// same formulas with det.glsl's operations (the runtime fixes the
+// workgroup, hence the tree).
+void det_channel(uint c, uint t, uint nt, uint m) {
+    float mean, rstd;
+    if (p.mode == 2u) {
+        mean = rmean[c];
+        rstd = det_rsqrt(det_add(rvar[c], p.eps));
+    } else {
+        float sum = 0.0;
+        for (uint e = t; e < m; e += nt) sum = det_add(sum, x[at(c, e)]);
+        mean = det_div(det_tree_sum(sum, nt), float(m));
+        float q = 0.0;
+        for (uint e = t; e < m; e += nt) { float d = det_sub(x[at(c, e)], mean); q = det_mad(d, d, q); }
+        q = det_tree_sum(q, nt);
+        rstd = det_rsqrt(det_add(det_div(q, float(m)), p.eps));
+        if (p.mode == 1u && t == 0u) {
+            float keep = det_sub(1.0, p.momentum);
+            rmean[c] = det_add(det_mul(keep, rmean[c]), det_mul(p.momentum, mean));
+            rvar[c] = det_add(det_mul(keep, rvar[c]), det_mul(p.momentum, det_div(q, float(m - 1u))));
+        }
+    }
+    float g = det_mul(gamma[c], rstd), b = det_sub(beta[c], det_mul(mean, g));
+    for (uint e = t; e < m; e += nt) { uint i = at(c, e); y[i] = det_mad(x[i], g, b); }
+    if (t == 0u) stats[c] = vec2(mean, rstd);
+}
+
 void main() {
     uint t = gl_LocalInvocationID.x, nt = gl_WorkGroupSize.x;
     uint m = p.n * p.s;
     for (uint c = gl_WorkGroupID.x; c < p.c; c += gl_NumWorkGroups.x) {
+        if (DETERMINISTIC) {
+            det_channel(c, t, nt, m);
+            continue;
+        }
         float mean, rstd;
         if (p.mode == 2u) {
             mean = rmean[c];

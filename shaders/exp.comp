@@ -1,4 +1,6 @@
 #version 450
 // exp: dst = e^a. NaN stays NaN: SwiftShader's exp gives +inf for it.
-#define OP(a) (is_nan(a) ? (a) : exp(a))
+#include "ewise.glsl"
+#include "det.glsl"
+#define OP(a) (DETERMINISTIC ? det_exp(a) : is_nan(a) ? (a) : exp(a))
 #include "unary.glsl"

@@ -7,6 +7,7 @@
 // since its barriers cost far more than a row's loop.
 // NO_BETA leaves beta out (LayerNorm without bias; B is then not read).
 #include "reduce.glsl"
+#include "det.glsl"
 
 layout(constant_id = 1) const bool NO_BETA = false;
 layout(constant_id = 4) const uint SEG = 0;
@@ -19,6 +20,25 @@ layout(set = 0, binding = 3) writeonly buffer Y { float y[]; };
 layout(set = 0, binding = 4) writeonly buffer Stats { vec2 stats[]; };
 
 DEFINE_TREE(tree_sum, ADD)
+DEFINE_TREE(det_tree_sum, det_add)
+
+// det_row is main's work for row r on the deterministic path: the same
+// formulas with det.glsl's operations (the tree's shape is fixed by the
+// runtime's workgroup and segment).
+void det_row(uint r, bool live, uint seg, uint lane) {
+    uint lo = r * p.cols;
+    float n = float(p.cols);
+    float s = 0.0;
+    if (live) for (uint i = lane; i < p.cols; i += seg) s = det_add(s, x[lo + i]);
+    float mean = det_div(det_tree_sum(s, seg), n);
+    float q = 0.0;
+    if (live) for (uint i = lane; i < p.cols; i += seg) { float d = det_sub(x[lo + i], mean); q = det_mad(d, d, q); }
+    float rstd = det_rsqrt(det_add(det_div(det_tree_sum(q, seg), n), p.eps));
+    if (!live) return;
+    for (uint i = lane; i < p.cols; i += seg)
+        y[lo + i] = det_mad(det_mul(det_sub(x[lo + i], mean), rstd), gamma[i], NO_BETA ? 0.0 : beta[i]);
+    if (lane == 0u) stats[r] = vec2(mean, rstd);
+}
 
 void main() {
     uint seg = SEG == 0u ? gl_WorkGroupSize.x : SEG;
@@ -29,6 +49,10 @@ void main() {
     for (uint base = gl_WorkGroupID.x * per; base < p.rows; base += gl_NumWorkGroups.x * per) {
         uint r = base + t / seg;
         bool live = r < p.rows;
+        if (DETERMINISTIC) {
+            det_row(r, live, seg, lane);
+            continue;
+        }
         uint lo = r * p.cols;
         float s = 0.0;
         if (live) for (uint i = lane; i < p.cols; i += seg) s += x[lo + i];

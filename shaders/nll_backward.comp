@@ -7,6 +7,7 @@
 #define ASSERT_BINDING 3
 #include "ewise.glsl"
 #include "assert.glsl"
+#include "det.glsl"
 
 layout(push_constant) uniform Push { uint rows; uint cols; float alpha; } p;
 layout(set = 0, binding = 0) readonly buffer Y { int label[]; };
@@ -14,7 +15,7 @@ layout(set = 0, binding = 1) readonly buffer S { float s[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { float o[]; };
 
 void main() {
-    float k = -p.alpha * s[0];
+    float k = DETERMINISTIC ? det_mul(-p.alpha, s[0]) : -p.alpha * s[0];
     GRID_STRIDE(i, p.rows * p.cols) {
         uint r = i / p.cols, c = i - r * p.cols;
         int y = label[r];

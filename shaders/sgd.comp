@@ -3,6 +3,7 @@
 // dampening, Nesterov) over a parameter group, skipped on the device when
 // the scaler found an inf. The momentum buffer is m1.
 #include "optim.glsl"
+#include "det.glsl"
 
 layout(push_constant) uniform Push {
     uint nchunks;
@@ -13,7 +14,27 @@ layout(push_constant) uniform Push {
     uint nesterov;
 } p;
 
+// det_step is main on the deterministic path: the same formulas with
+// det.glsl's operations.
+void det_step() {
+    bool first = steps[0] == 0u;
+    FOR_EACH_ELEMENT(p.nchunks, {
+        float w = param[ip];
+        float g = det_mad(p.weight_decay, w, grad[ig]);
+        if (p.momentum != 0.0) {
+            float b = first ? g : det_add(det_mul(p.momentum, m1[im]), det_mul(det_sub(1.0, p.dampening), g));
+            m1[im] = b;
+            g = p.nesterov != 0u ? det_mad(p.momentum, b, g) : b;
+        }
+        param[ip] = det_sub(w, det_mul(p.lr, g));
+    })
+}
+
 void main() {
+    if (DETERMINISTIC) {
+        det_step();
+        return;
+    }
     bool first = steps[0] == 0u;
     FOR_EACH_ELEMENT(p.nchunks, {
         float w = param[ip];

@@ -2,4 +2,6 @@
 // softmax_backward: dx = y * (dy - sum(dy * y)) per row, y = softmax(x).
 #define TERM(y, g) ((g) * (y))
 #define OUT(y, g, s) ((y) * ((g) - (s)))
+#define DET_TERM(y, g) det_mul(g, y)
+#define DET_OUT(y, g, s) det_mul(y, det_sub(g, s))
 #include "softmax_back.glsl"

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // Batch normalisation over the channel axis of x [N, C, ...] (NCHW for
@@ -76,7 +77,7 @@ func BatchNorm(x, gamma, beta *Tensor, o BatchNormOpts) (y, stats *Tensor) {
 	}
 	y = newOut(x.dev, Float32, x.shape, ts...)
 	stats = newOut(x.dev, Float32, []int{c, 2}, ts...)
-	local := rowLocal(x.dev, n*s)
+	local := bnLocal(x.dev, n*s)
 	if !checkLoops(y, op, 3*((n*s+int(local)-1)/int(local)), "a channel's elements") {
 		stats.fail(y.err)
 		return y, stats
@@ -108,7 +109,7 @@ func BatchNormBackward(dy, x, gamma, stats *Tensor, training bool) (dx, dgamma, 
 	dx = newOut(x.dev, Float32, x.shape, dy, x, gamma, stats)
 	dgamma = newOut(x.dev, Float32, []int{c}, dy, x, gamma, stats)
 	dbeta = newOut(x.dev, Float32, []int{c}, dy, x, gamma, stats)
-	local := rowLocal(x.dev, n*s)
+	local := bnLocal(x.dev, n*s)
 	if !checkLoops(dx, op, 2*((n*s+int(local)-1)/int(local)), "a channel's elements") {
 		dgamma.fail(dx.err)
 		dbeta.fail(dx.err)
@@ -130,4 +131,13 @@ func bnDims(op string, x *Tensor) (n, c, s int) {
 	}
 	n, c = x.shape[0], x.shape[1]
 	return n, c, x.n / (n * c)
+}
+
+// bnLocal is the workgroup of the batch-norm kernels, whose tree spans it:
+// rowLocal's, or in deterministic mode the same on every device.
+func bnLocal(d *vk.Device, m int) uint32 {
+	if d.Deterministic() {
+		return detSegment(m)
+	}
+	return rowLocal(d, m)
 }

@@ -11,7 +11,10 @@ import "github.com/vkamp/vkamp/vk"
 //     sequential in k whatever its tile, with the tiles of the rule and
 //     never tuned ones (VKAMP_MATMUL and the autotuner are ignored);
 //   - tree reductions use workgroups of detReduceLocal invocations on every
-//     device, so a row's tree has the same shape everywhere.
+//     device, so a row's tree has the same shape everywhere; the layer
+//     norm's and batch norm's trees span detSegment(n) invocations, and the
+//     layer norm never takes its texel form (one invocation per row, a
+//     sequential sum) in this mode.
 //
 // Covered (the MNIST MLP's training step, fp16 AMP and fp32, checked by
 // tools/internal/trainer's TestDeterministic and scripts/check-deterministic.sh
@@ -22,17 +25,40 @@ import "github.com/vkamp/vkamp/vk"
 // unscale_check, scale_update and step_count (exact, or integer code, on
 // every driver already).
 //
-// Not covered yet, running their default code in this mode: the
-// elementwise transcendental and division ops (exp, log, tanh, sigmoid,
-// gelu, pow, sqrt, rsqrt, div), layer_norm and batch_norm, attention,
-// conv2d (conv_tex, and col2im's sums; its MatMuls are covered),
-// pooling, embedding_backward, sgd and adadelta, and gradient clipping
-// (grad_sumsq, clip_coef). A new deterministic kernel includes
-// shaders/include/det.glsl and takes its DETERMINISTIC path.
+// Covered too, each op's outputs pinned by hash on fixed inputs in
+// TestDeterministicOps (lavapipe at every tier, SwiftShader), their
+// functions checked against Go's in TestDeterministicMath: exp, log, sqrt,
+// rsqrt, tanh, sigmoid, pow, div (bcast_div), gelu in its erf and tanh
+// forms with their backward passes (and the texel forms of gelu and
+// gelu_backward, whose det path is the same per element), softmax_backward,
+// log_softmax_backward, nll_backward, layer_norm and layer_norm_backward,
+// batch_norm (forward, backward, running statistics, evaluation), sgd,
+// adadelta, adam with decoupled decay (adamw), gradient clipping
+// (grad_sumsq, clip_coef; the scaling is scale_by) and embedding_backward.
+// NaN payloads are not part of the promise: drivers may make a NaN input's
+// result any NaN.
+//
+// Not covered yet, running their default code in this mode: attention,
+// conv2d (conv_tex, and col2im's sums; its MatMuls are covered), pooling,
+// and the elementwise add, sub, mul and their texel forms (one rounding
+// each, but a subnormal result is flushed by SwiftShader and kept by
+// lavapipe). A new deterministic kernel includes shaders/include/det.glsl
+// and takes its DETERMINISTIC path.
 
 // detReduceLocal is the workgroup size of tree reductions in deterministic
 // mode: 128, the least maxComputeWorkGroupInvocations Vulkan allows.
 const detReduceLocal = 128
+
+// detSegment is the number of invocations that reduce one row of n
+// elements in deterministic mode, the tree's width: the least power of two
+// reaching n, at most detReduceLocal, whatever the device.
+func detSegment(n int) uint32 {
+	s := uint32(1)
+	for int(s) < n && s < detReduceLocal {
+		s *= 2
+	}
+	return s
+}
 
 // mmChooseDet is mmChoose in deterministic mode.
 func mmChooseDet(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {

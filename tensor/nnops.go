@@ -188,7 +188,7 @@ func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
 			b = beta.buf
 		}
 		local, seg := normLocal(x.dev, cols)
-		if seg == 1 && cols%4 == 0 && texelsOn(y, x, gamma, beta) {
+		if seg == 1 && cols%4 == 0 && !x.dev.Deterministic() && texelsOn(y, x, gamma, beta) {
 			return kernels.LayerNormTex(x.dev, texRows(rows), kernels.LayerNormTexSpec{LocalSizeX: texLocal, NoBeta: beta == nil},
 				kernels.LayerNormTexPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
 				kernels.LayerNormTexBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
@@ -232,7 +232,7 @@ func LayerNormBackwardNoBias(dy, x, gamma, stats *Tensor) (dx, dgamma *Tensor) {
 	defer dyx.Release()                                                   // the device keeps it until the sum has run
 	recordInto("LayerNormBackward", func() error {
 		local, seg := normLocal(x.dev, cols)
-		if seg == 1 && cols%4 == 0 && texelsOn(dx, dy, x, gamma) {
+		if seg == 1 && cols%4 == 0 && !x.dev.Deterministic() && texelsOn(dx, dy, x, gamma) {
 			return kernels.LayerNormBackwardTex(x.dev, texRows(rows), kernels.LayerNormBackwardTexSpec{LocalSizeX: texLocal},
 				kernels.LayerNormBackwardTexPush{Rows: uint32(rows), Cols: uint32(cols)},
 				kernels.LayerNormBackwardTexBind{Dy: dy.buf, X: x.buf, G: gamma.buf, Stats: stats.buf, Dx: dx.buf, Dyx: dyx.buf})
@@ -271,6 +271,9 @@ func rowLocal(d *vk.Device, cols int) uint32 {
 // than a row's loop, one invocation per row (for rows up to 4096 long);
 // elsewhere a workgroup per row, as rowLocal sizes it.
 func normLocal(d *vk.Device, cols int) (local, seg uint32) {
+	if d.Deterministic() {
+		return detReduceLocal, detSegment(cols)
+	}
 	if d.Info().Type == vk.TypeCPU && cols <= 4096 {
 		return kernels.LocalSize(d), 1
 	}

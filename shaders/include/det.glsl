@@ -1,6 +1,6 @@
 // Deterministic arithmetic: the same bits on every driver. A kernel that
 // includes this file declares the specialization constant DETERMINISTIC
-// (id 15), which the runtime sets on a device opened with
+// (id 31), which the runtime sets on a device opened with
 // vk.Options.Deterministic (VKAMP_DETERMINISTIC=1), and takes the det_*
 // functions on that path.
 //
@@ -24,10 +24,13 @@ layout(constant_id = 31) const bool DETERMINISTIC = false;
 #define DET_NAN uintBitsToFloat(0x7FC00000u)
 #define DET_INF uintBitsToFloat(0x7F800000u)
 
-// det_ftz is x, or zero of x's sign when x is subnormal.
+// det_ftz is x, or zero of x's sign when x is subnormal. Integer code
+// without a select on x: with one, SwiftShader's compile time doubled with
+// each det_ftz in a dependent chain (nine det_mads took minutes and GBs).
 float det_ftz(float x) {
     uint u = floatBitsToUint(x);
-    return (u & 0x7F800000u) == 0u ? uintBitsToFloat(u & 0x80000000u) : x;
+    uint normal = min((u >> 23) & 255u, 1u); // 0 for zero and subnormals
+    return uintBitsToFloat(u & (0x80000000u | (0x7FFFFFFFu * normal)));
 }
 
 // det_mad is a * b + c with two roundings, no subnormal product or result.
@@ -167,6 +170,135 @@ float det_log(float x) {
     precise float lm = 2.0 * s + 2.0 * s * t;
     precise float r = fe * LN2_HI + (lm + fe * LN2_LO);
     return r;
+}
+
+// det_add, det_sub and det_mul are one correctly rounded operation each,
+// a subnormal result flushed: the building blocks of the functions below
+// and of kernels' deterministic paths.
+float det_add(float a, float b) {
+    precise float r = a + b;
+    return det_ftz(r);
+}
+float det_sub(float a, float b) {
+    precise float r = a - b;
+    return det_ftz(r);
+}
+float det_mul(float a, float b) {
+    precise float r = a * b;
+    return det_ftz(r);
+}
+
+// det_rsqrt is 1/sqrt(x), two correct roundings: ±inf for ±0 (and
+// subnormals), 0 for +inf, NaN below zero.
+float det_rsqrt(float x) { return det_div(1.0, det_sqrt(x)); }
+
+// det_tanh is tanh(x) as mathx.glsl's tanh_x (Cephes' tanhf): an odd
+// polynomial below 0.625, 1 - 2/(e^2|x| + 1) up to 9, 1 past it; ±0 and NaN
+// themselves, ±inf give ±1.
+float det_tanh(float x) {
+    if (x != x || x == 0.0) return x;
+    float a = abs(x);
+    if (a < 0.625) {
+        float z = det_mul(x, x);
+        float q = det_mad(-5.70498872745e-3, z, 2.06390887954e-2);
+        q = det_mad(q, z, -5.37397155531e-2);
+        q = det_mad(q, z, 1.33314422036e-1);
+        q = det_mad(q, z, -3.33332819422e-1);
+        return det_add(x, det_mul(det_mul(x, z), q));
+    }
+    float r = a > 9.0 ? 1.0 : det_sub(1.0, det_div(2.0, det_add(det_exp(2.0 * a), 1.0)));
+    return x < 0.0 ? -r : r;
+}
+
+// det_sigmoid is 1/(1 + e^-x), through e^x/(1 + e^x) for x < 0 as
+// mathx.glsl's sigmoid_x; NaN stays NaN.
+float det_sigmoid(float x) {
+    if (x != x) return x;
+    if (x >= 0.0) return det_div(1.0, det_add(1.0, det_exp(-x)));
+    float e = det_exp(x);
+    return det_div(e, det_add(1.0, e));
+}
+
+// det_phi_tail is gelu.glsl's phi_tail, Phi(-a) for a >= 0, each operation
+// fixed: erfc by Numerical Recipes' erfcc with exp(-a^2/2) from the split
+// a = ah + (a - ah), ah * ah exact. a past 15 gives 0 (Phi(-15) is 4e-51).
+float det_phi_tail(float a_) {
+    float a = a_ > 15.0 ? 15.0 : a_; // NaN stays NaN
+    float t = det_div(1.0, det_mad(0.35355339059327373, a, 1.0));
+    float q = det_mad(t, 0.17087277, -0.82215223);
+    q = det_mad(t, q, 1.48851587);
+    q = det_mad(t, q, -1.13520398);
+    q = det_mad(t, q, 0.27886807);
+    q = det_mad(t, q, -0.18628806);
+    q = det_mad(t, q, 0.09678418);
+    q = det_mad(t, q, 0.37409196);
+    q = det_mad(t, q, 1.00002368);
+    q = det_mul(t, q);
+    float ah = uintBitsToFloat(floatBitsToUint(a) & 0xFFFFF000u);
+    float e1 = det_exp(det_mul(det_mul(-0.5, ah), ah));
+    float arg = det_sub(det_sub(q, 1.26551223), det_mul(det_mul(0.5, det_sub(a, ah)), det_add(a, ah)));
+    float r = det_mul(det_mul(det_mul(0.5, t), e1), det_exp(arg));
+    return a_ > 15.0 ? 0.0 : r;
+}
+
+// det_normal_cdf is Phi(x), from the tail on the side where it is small
+// (one inlined tail).
+float det_normal_cdf(float x) {
+    float t = det_phi_tail(abs(x));
+    return x < 0.0 ? t : det_sub(1.0, t);
+}
+
+// det_erf is erf(x): its Taylor series to x^13 below 0.5 (no cancellation
+// near 0), 1 - erfc(|x|) = 1 - 2 Phi(-|x| sqrt 2) above, sign restored; NaN
+// stays NaN, ±inf give ±1.
+float det_erf(float x) {
+    if (x != x || x == 0.0) return x;
+    float a = abs(x), r;
+    if (a < 0.5) {
+        float z = det_mul(a, a);
+        float q = det_mad(z, -1.0 / 75600.0, 1.0 / 9360.0);
+        q = det_mad(z, q, -1.0 / 1320.0);
+        q = det_mad(z, q, 1.0 / 216.0);
+        q = det_mad(z, q, -1.0 / 42.0);
+        q = det_mad(z, q, 1.0 / 10.0);
+        q = det_mad(z, q, -1.0 / 3.0);
+        q = det_mad(z, q, 1.0);
+        r = det_mul(det_mul(a, 1.12837917), q); // 2/sqrt(pi)
+    } else {
+        r = det_sub(1.0, det_mul(2.0, det_phi_tail(det_mul(a, 1.41421356))));
+    }
+    return x < 0.0 ? -r : r;
+}
+
+// det_odd_int reports whether the finite p is an odd integer, in integer
+// code (mod divides, and division is the driver's).
+bool det_odd_int(float p) { return abs(p) < 16777216.0 && floor(p) == p && (int(p) & 1) != 0; }
+
+// det_pow is mathx.glsl's pow_x (PyTorch's pow(tensor, scalar)) with every
+// operation fixed: the small exponents by products, division and sqrt,
+// others as e^(p ln|x|), whose error grows with |p ln|x|| as any fp32
+// pow's through exp and log does.
+float det_pow(float x, float p) {
+    if (p == 2.0) return det_mul(x, x);
+    if (p == 3.0) return det_mul(det_mul(x, x), x);
+    if (p == 0.5) return det_sqrt(x);
+    if (p == -0.5) return det_rsqrt(x);
+    if (p == -1.0) return det_div(1.0, x);
+    if (p == -2.0) return det_div(1.0, det_mul(x, x));
+    if (p == 0.0 || x == 1.0) return 1.0;
+    if (x != x || p != p) return DET_NAN;
+    float a = abs(x);
+    if (floatBitsToUint(abs(p)) == 0x7F800000u) {
+        if (a == 1.0) return 1.0;
+        return (a < 1.0) == (p > 0.0) ? 0.0 : DET_INF;
+    }
+    bool odd = det_odd_int(p);
+    float r;
+    if ((floatBitsToUint(a) & 0x7F800000u) == 0u) r = p > 0.0 ? 0.0 : DET_INF; // zero or subnormal
+    else if (floatBitsToUint(a) == 0x7F800000u) r = p > 0.0 ? DET_INF : 0.0;
+    else if (x < 0.0 && floor(p) != p) return DET_NAN;
+    else r = det_exp(det_mul(p, det_log(a)));
+    return odd && (floatBitsToUint(x) & 0x80000000u) != 0u ? -r : r;
 }
 
 #endif

@@ -3,6 +3,8 @@
 #ifndef VKAMP_GELU_GLSL
 #define VKAMP_GELU_GLSL
 
+#include "det.glsl"
+
 // phi_tail returns Phi(-a) = 0.5 erfc(a/sqrt(2)) for a >= 0 (NaN stays NaN),
 // by Numerical Recipes' erfcc: erfc(z) = t exp(-z^2 + P(t)), t = 1/(1 + z/2),
 // a Chebyshev fit with relative error under 1.2e-7 for every z >= 0. GLSL
@@ -30,11 +32,20 @@ float normal_cdf(float x) {
 
 // gelu is x*Phi(x): x past 15 gives x, x below -15 gives -0, and -inf NaN
 // (inf*0), as the formula does.
-float gelu(float x) { return x * normal_cdf(x); }
+float gelu(float x) { return DETERMINISTIC ? det_mul(x, det_normal_cdf(x)) : x * normal_cdf(x); }
+
+// On the deterministic path each function is the same formula with
+// det.glsl's operations.
 
 // gelu_grad is d gelu/dx = Phi(x) + x phi(x), phi the normal density; x*x
 // overflows to inf for huge x and exp(-inf) is 0, so only ±inf give NaN.
-float gelu_grad(float x) { return normal_cdf(x) + x * 0.3989422804014327 * exp(-0.5 * x * x); }
+float gelu_grad(float x) {
+    if (DETERMINISTIC) {
+        float e = det_exp(det_mul(det_mul(-0.5, x), x));
+        return det_add(det_normal_cdf(x), det_mul(det_mul(x, 0.3989422804014327), e));
+    }
+    return normal_cdf(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);
+}
 
 // The tanh form, through the identity 0.5(1 + tanh(u)) = 1/(1 + exp(-2u)):
 // it needs one exp, and saturates to exact 0 and x where tanh would give
@@ -43,7 +54,11 @@ float gelu_grad(float x) { return normal_cdf(x) + x * 0.3989422804014327 * exp(-
 const float GELU_K = 0.7978845608028654; // sqrt(2/pi)
 const float GELU_C = 0.044715;
 
+// det_gelu_u is GELU_K * (x + GELU_C * x^3), each operation fixed.
+float det_gelu_u(float x) { return det_mul(GELU_K, det_add(x, det_mul(det_mul(det_mul(GELU_C, x), x), x))); }
+
 float gelu_tanh(float x) {
+    if (DETERMINISTIC) return det_div(x, det_add(1.0, det_exp(det_mul(-2.0, det_gelu_u(x)))));
     float u = GELU_K * (x + GELU_C * x * x * x);
     return x / (1.0 + exp(-2.0 * u));
 }
@@ -54,6 +69,11 @@ float gelu_tanh(float x) {
 // formula does).
 float gelu_tanh_grad(float x) {
     if (abs(x) > 1e6 && !is_inf(x)) return x > 0.0 ? 1.0 : 0.0;
+    if (DETERMINISTIC) {
+        float du = det_mul(GELU_K, det_add(1.0, det_mul(det_mul(3.0 * GELU_C, x), x)));
+        float s = det_div(1.0, det_add(1.0, det_exp(det_mul(-2.0, det_gelu_u(x)))));
+        return det_add(s, det_mul(det_mul(det_mul(det_mul(2.0, x), du), s), det_sub(1.0, s)));
+    }
     float u = GELU_K * (x + GELU_C * x * x * x);
     float du = GELU_K * (1.0 + 3.0 * GELU_C * x * x);
     float s = 1.0 / (1.0 + exp(-2.0 * u));

@@ -2,11 +2,13 @@
 // accuracy. GLSL leaves log and sqrt undefined for negative inputs and
 // zero, and allows log an absolute error of 2^-21 near 1 (relative error
 // without bound as log(x) nears 0); drivers differ on NaN and inf. These
-// give the same specials on every driver.
+// give the same specials on every driver; on the deterministic path
+// (det.glsl) the same bits too, subnormal inputs taken as zero.
 #ifndef VKAMP_MATHX_GLSL
 #define VKAMP_MATHX_GLSL
 
 #include "dtype.glsl"
+#include "det.glsl"
 
 #define X_NAN uintBitsToFloat(0x7FC00000u)
 #define X_INF uintBitsToFloat(0x7F800000u)
@@ -45,6 +47,7 @@ float log_pos(float x) {
 
 // log_x is ln(x) as PyTorch: NaN for NaN and x < 0, -inf for ±0, inf for inf.
 float log_x(float x) {
+    if (DETERMINISTIC) return det_log(x);
     if (is_nan(x)) return x;
     if (x < 0.0) return X_NAN;
     if (x == 0.0) return -X_INF;
@@ -55,6 +58,7 @@ float log_x(float x) {
 // sqrt_x is sqrt(x): NaN for x < 0, ±0 and inf themselves. One Newton step
 // after the driver's sqrt (which GLSL lets be a few ulp off).
 float sqrt_x(float x) {
+    if (DETERMINISTIC) return det_sqrt(x);
     if (is_nan(x) || x == 0.0 || is_inf(x)) return x < 0.0 ? X_NAN : x;
     if (x < 0.0) return X_NAN;
     float y = sqrt(x);
@@ -63,6 +67,7 @@ float sqrt_x(float x) {
 
 // rsqrt_x is 1/sqrt(x): ±inf for ±0, 0 for inf, NaN for x < 0.
 float rsqrt_x(float x) {
+    if (DETERMINISTIC) return det_rsqrt(x);
     if (is_nan(x)) return x;
     if (x == 0.0) return signed_inf(x);
     if (x < 0.0) return X_NAN;
@@ -74,6 +79,7 @@ float rsqrt_x(float x) {
 // cancellation near 0) and 1 - 2/(e^2|x| + 1) above, 1 past 9 (where GLSL
 // tanh may be inf/inf). ±0 stay ±0, ±inf give ±1, NaN stays NaN.
 float tanh_x(float x) {
+    if (DETERMINISTIC) return det_tanh(x);
     if (is_nan(x) || x == 0.0) return x; // -0 + (-0)(+0)(p) would be +0
     float a = abs(x);
     if (a < 0.625) {
@@ -88,6 +94,7 @@ float tanh_x(float x) {
 // sigmoid_x is 1/(1 + e^-x), through e^x/(1 + e^x) for x < 0 so that exp
 // never overflows into 0/inf; NaN stays NaN (SwiftShader's exp(NaN) is inf).
 float sigmoid_x(float x) {
+    if (DETERMINISTIC) return det_sigmoid(x);
     if (is_nan(x)) return x;
     if (x >= 0.0) return 1.0 / (1.0 + exp(-x));
     float e = exp(x);
@@ -103,6 +110,7 @@ bool odd_int(float p) { return abs(p) < 16777216.0 && floor(p) == p && mod(p, 2.
 // and 1^p = 1 even for NaN, a negative x needs an integer p, and ±0 and
 // ±inf follow C99 Annex F.
 float pow_x(float x, float p) {
+    if (DETERMINISTIC) return det_pow(x, p);
     if (p == 2.0) return x * x;
     if (p == 3.0) return x * x * x;
     if (p == 0.5) return sqrt_x(x);

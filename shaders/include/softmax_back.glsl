@@ -1,8 +1,11 @@
 // Body of a row-wise softmax backward over the last axis, a segment of the
 // workgroup per row, from the forward's output y and the upstream gradient
 // dy (any float dtypes, constants 1 and 2): the row sum s of TERM(y, dy),
-// then the fp32 gradient OUT(y, dy, s), both defined by the including file.
+// then the fp32 gradient OUT(y, dy, s), both defined by the including file,
+// with DET_TERM and DET_OUT their deterministic forms (det.glsl's operations;
+// the runtime fixes the segment and workgroup, hence the tree).
 #include "reduce.glsl"
+#include "det.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 2) const uint IN1_DT = DT_F32;
@@ -15,6 +18,7 @@ layout(set = 0, binding = 2) writeonly buffer Dx { float dx[]; };
 DEFINE_LOADS(y, y, IN0_DT)
 DEFINE_LOADS(dy, dy, IN1_DT)
 DEFINE_TREE(tree_sum, ADD)
+DEFINE_TREE(det_tree_sum, det_add)
 
 void main() {
     uint t = gl_LocalInvocationID.x;
@@ -26,6 +30,12 @@ void main() {
         bool ok = row < p.rows;
         uint lo = row * p.cols;
         float s = 0.0;
+        if (DETERMINISTIC) {
+            if (ok) for (uint i = lane; i < p.cols; i += p.seg) s = det_add(s, DET_TERM(y_at(lo + i), dy_at(lo + i)));
+            s = det_tree_sum(s, p.seg);
+            if (ok) for (uint i = lane; i < p.cols; i += p.seg) dx[lo + i] = DET_OUT(y_at(lo + i), dy_at(lo + i), s);
+            continue;
+        }
         if (ok) for (uint i = lane; i < p.cols; i += p.seg) s += TERM(y_at(lo + i), dy_at(lo + i));
         s = tree_sum(s, p.seg);
         if (ok) for (uint i = lane; i < p.cols; i += p.seg) dx[lo + i] = OUT(y_at(lo + i), dy_at(lo + i), s);
