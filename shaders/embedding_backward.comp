@@ -11,6 +11,7 @@
 // cost vocab * n * cols). An index outside [0, vocab) matches no row.
 #include "common.glsl"
 #include "dtype.glsl"
+#include "det_extra.glsl"
 
 layout(constant_id = 1) const uint DY_DT = DT_F32;
 
@@ -52,7 +53,7 @@ void main() {
             }
             barrier();
             if (live) {
-                for (uint k = 0u; k < count; k++) s += dy_at(list[k] * p.cols + c);
+                for (uint k = 0u; k < count; k++) s = xadd(s, dy_at(list[k] * p.cols + c));
             }
         }
         if (live) dw[v * p.cols + c] = s;

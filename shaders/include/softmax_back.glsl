@@ -3,6 +3,12 @@
 // dy (any float dtypes, constants 1 and 2): the row sum s of TERM(y, dy),
 // then the fp32 gradient OUT(y, dy, s), both defined by the including file.
 #include "reduce.glsl"
+#include "det_extra.glsl"
+
+// ACC(s, y, dy) is s + TERM(y, dy), unless the including file defines it.
+#ifndef ACC
+#define ACC(s, y, g) ((s) + TERM(y, g))
+#endif
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 2) const uint IN1_DT = DT_F32;
@@ -26,7 +32,7 @@ void main() {
         bool ok = row < p.rows;
         uint lo = row * p.cols;
         float s = 0.0;
-        if (ok) for (uint i = lane; i < p.cols; i += p.seg) s += TERM(y_at(lo + i), dy_at(lo + i));
+        if (ok) for (uint i = lane; i < p.cols; i += p.seg) s = ACC(s, y_at(lo + i), dy_at(lo + i));
         s = tree_sum(s, p.seg);
         if (ok) for (uint i = lane; i < p.cols; i += p.seg) dx[lo + i] = OUT(y_at(lo + i), dy_at(lo + i), s);
     }
