@@ -4,6 +4,7 @@
 // dv_s = sum P_ts dy_t and dk_s = scale * sum P_ts (dy_t . v_s - D_t) q_t,
 // with D from attention_bwd_dq. One writer per element: no atomics, the
 // same bits every run. See attention.glsl.
+// spirv-opt: off (the deterministic path: see shaders/internal/gen)
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };

@@ -5,6 +5,7 @@
 // P_ts = exp(scale q_t . k_s - lse_t) recomputed from the forward's
 // log-sum-exp. One writer per element: no atomics, the same bits every run.
 // See attention.glsl.
+// spirv-opt: off (the deterministic path: see shaders/internal/gen)
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };

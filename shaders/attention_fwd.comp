@@ -4,6 +4,7 @@
 // maximum m, sum l and unnormalised output acc over key blocks s <= t, and
 // writes y = acc / l and the row's log-sum-exp m + log(l), which the
 // backward pass takes instead of the probabilities. See attention.glsl.
+// spirv-opt: off (the deterministic path: see shaders/internal/gen)
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };

@@ -10,18 +10,27 @@
 #include "det.glsl"
 
 float xadd(float a, float b) {
-    precise float r = a + b;
-    return DETERMINISTIC ? det_ftz(r) : a + b;
+    if (DETERMINISTIC) {
+        precise float r = a + b;
+        return det_ftz(r);
+    }
+    return a + b;
 }
 
 float xsub(float a, float b) {
-    precise float r = a - b;
-    return DETERMINISTIC ? det_ftz(r) : a - b;
+    if (DETERMINISTIC) {
+        precise float r = a - b;
+        return det_ftz(r);
+    }
+    return a - b;
 }
 
 float xmul(float a, float b) {
-    precise float r = a * b;
-    return DETERMINISTIC ? det_ftz(r) : a * b;
+    if (DETERMINISTIC) {
+        precise float r = a * b;
+        return det_ftz(r);
+    }
+    return a * b;
 }
 
 vec4 xmul4(vec4 a, float b) { return vec4(xmul(a.x, b), xmul(a.y, b), xmul(a.z, b), xmul(a.w, b)); }
