@@ -29,6 +29,21 @@ import "github.com/vkamp/vkamp/vk"
 // pooling, embedding_backward, sgd and adadelta, and gradient clipping
 // (grad_sumsq, clip_coef). A new deterministic kernel includes
 // shaders/include/det.glsl and takes its DETERMINISTIC path.
+//
+// Covered for the GPT and the CNN (TestDeterministicModelKernels pins their
+// bytes, the same on lavapipe at every tier and on SwiftShader), which
+// takes attention, conv2d, pooling and embedding_backward off the list
+// above: the fused causal attention and its backward run the shared-memory
+// kernels on every device (never the texel ones), with each output's sums
+// in key and head order; conv2d runs im2col + MatMul (never conv_tex), its
+// weight gradient in the same passes on every device (within the least
+// maxStorageBufferRange Vulkan allows and convMaxDepth), with the bias and
+// col2im's sums flushed; max, average and adaptive pooling and their
+// backwards, embedding_backward, dropout (its mask is integer code), and
+// softmax_backward and log_softmax_backward. Kernels that call det_*
+// functions from several places compile without spirv-opt
+// (`// spirv-opt: off`, shaders/internal/gen): its inliner drops
+// NoContraction from the copies and fuses them into fma.
 
 // detReduceLocal is the workgroup size of tree reductions in deterministic
 // mode: 128, the least maxComputeWorkGroupInvocations Vulkan allows.
