@@ -14,7 +14,7 @@
 # Usage: scripts/check-deterministic.sh [-precision ...]   (default: f16 and f32)
 # Environment: SWIFTSHADER (ICD JSON; default /opt/vkamp/swiftshader/vk_swiftshader_icd.json),
 # LAVAPIPE (ICD JSON; default the first lvp_icd.*.json), MODELS (default "mlp cnn gpt"),
-# EPOCHS (mlp, default 1), CNN_SAMPLES (default 256), GPT_FUSED (default 1),
+# EPOCHS (mlp, default 1), CNN_SAMPLES (default 128), GPT_FUSED (default 1),
 # DETERMINISTIC (default 1: set 0 to see how the default mode differs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ SWIFTSHADER=${SWIFTSHADER:-/opt/vkamp/swiftshader/vk_swiftshader_icd.json}
 LAVAPIPE=${LAVAPIPE:-$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null | head -n 1)}
 MODELS=${MODELS:-mlp cnn gpt}
 EPOCHS=${EPOCHS:-1}
-CNN_SAMPLES=${CNN_SAMPLES:-256}
+CNN_SAMPLES=${CNN_SAMPLES:-128}
 GPT_FUSED=${GPT_FUSED:-1}
 DETERMINISTIC=${DETERMINISTIC:-1}
 
@@ -46,7 +46,7 @@ runs=()
 for m in $MODELS; do
 	case $m in
 	mlp) runs+=("mlp|$work/train -epochs $EPOCHS -json") ;;
-	cnn) runs+=("cnn|$work/train -model cnn -epochs 1 -train-samples $CNN_SAMPLES -test-samples 100 -json") ;;
+	cnn) runs+=("cnn|$work/train -model cnn -epochs 1 -train-samples $CNN_SAMPLES -test-samples 64 -json") ;;
 	gpt)
 		runs+=("gpt|$work/gpt -recipe tiny -json")
 		[ "$GPT_FUSED" = 1 ] && runs+=("gpt-fused|$work/gpt -recipe tiny -dropout 0 -json")
