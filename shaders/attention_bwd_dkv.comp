@@ -4,6 +4,7 @@
 // dv_s = sum P_ts dy_t and dk_s = scale * sum P_ts (dy_t . v_s - D_t) q_t,
 // with D from attention_bwd_dq. One writer per element: no atomics, the
 // same bits every run. See attention.glsl.
+// spirv-opt: off (the deterministic path: see shaders/internal/gen)
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };
@@ -30,7 +31,7 @@ void main() {
         vec4 k[HD4_MAX], v[HD4_MAX], dk[HD4_MAX], dv[HD4_MAX];
         uint ke = (row0 + ks) * C3 + C + col;
         for (uint d4 = 0u; d4 < hd4; d4++) {
-            k[d4] = ld_qkv(ke, 4u * d4) * p.scale;
+            k[d4] = xmul4(ld_qkv(ke, 4u * d4), p.scale);
             v[d4] = ld_qkv(ke + C, 4u * d4);
             dk[d4] = vec4(0.0);
             dv[d4] = vec4(0.0);
@@ -58,28 +59,28 @@ void main() {
             for (uint d4 = 0u; d4 < hd4; d4++) {
                 vec4 kd = k[d4], vd = v[d4];
                 [[unroll]] for (uint j = 0u; j < BK; j++) {
-                    sc[j] += dot(kd, sq[j * HD4_MAX + d4]);
-                    dp[j] += dot(vd, sg[j * HD4_MAX + d4]);
+                    sc[j] = xdot(sc[j], kd, sq[j * HD4_MAX + d4]);
+                    dp[j] = xdot(dp[j], vd, sg[j * HD4_MAX + d4]);
                 }
             }
             float ds[BK];
             [[unroll]] for (uint j = 0u; j < BK; j++) {
                 uint tj = t0 + j;
-                sc[j] = tj >= ks && tj < p.T ? exp(sc[j] - slse[j]) : 0.0; // P
-                ds[j] = sc[j] * (dp[j] - sdd[j]);
+                sc[j] = tj >= ks && tj < p.T ? xexp(xsub(sc[j], slse[j])) : 0.0; // P
+                ds[j] = xmul(sc[j], xsub(dp[j], sdd[j]));
             }
             for (uint d4 = 0u; d4 < hd4; d4++) {
                 vec4 a = dv[d4], b = dk[d4];
                 [[unroll]] for (uint j = 0u; j < BK; j++) {
-                    a = fma(vec4(sc[j]), sg[j * HD4_MAX + d4], a);
-                    b = fma(vec4(ds[j]), sq[j * HD4_MAX + d4], b);
+                    a = xfma4(vec4(sc[j]), sg[j * HD4_MAX + d4], a);
+                    b = xfma4(vec4(ds[j]), sq[j * HD4_MAX + d4], b);
                 }
                 dv[d4] = a;
                 dk[d4] = b;
             }
         }
         if (s < p.T) {
-            for (uint d4 = 0u; d4 < hd4; d4++) dk[d4] *= p.scale;
+            for (uint d4 = 0u; d4 < hd4; d4++) dk[d4] = xmul4(dk[d4], p.scale);
             uint e = (row0 + s) * C3 + C + col;
             ST(dqkv, e, dk)
             ST(dqkv, e + C, dv)

@@ -5,6 +5,7 @@
 // P_ts = exp(scale q_t . k_s - lse_t) recomputed from the forward's
 // log-sum-exp. One writer per element: no atomics, the same bits every run.
 // See attention.glsl.
+// spirv-opt: off (the deterministic path: see shaders/internal/gen)
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };
@@ -33,9 +34,9 @@ void main() {
         uint qe = (row0 + tq) * C3 + col, ye = (row0 + tq) * C + col;
         float D = 0.0;
         for (uint d4 = 0u; d4 < hd4; d4++) {
-            q[d4] = ld_qkv(qe, 4u * d4) * p.scale;
+            q[d4] = xmul4(ld_qkv(qe, 4u * d4), p.scale);
             g[d4] = ld_dy(ye, 4u * d4);
-            D += dot(g[d4], ld_y(ye, 4u * d4));
+            D = xdot(D, g[d4], ld_y(ye, 4u * d4));
             dq[d4] = vec4(0.0);
         }
         float L = lse[bh * p.T + tq];
@@ -56,21 +57,21 @@ void main() {
             for (uint d4 = 0u; d4 < hd4; d4++) {
                 vec4 qd = q[d4], gd = g[d4];
                 [[unroll]] for (uint j = 0u; j < BK; j++) {
-                    sc[j] += dot(qd, sk[j * HD4_MAX + d4]);
-                    dp[j] += dot(gd, sv[j * HD4_MAX + d4]);
+                    sc[j] = xdot(sc[j], qd, sk[j * HD4_MAX + d4]);
+                    dp[j] = xdot(dp[j], gd, sv[j * HD4_MAX + d4]);
                 }
             }
             [[unroll]] for (uint j = 0u; j < BK; j++) {
-                sc[j] = s0 + j <= tq ? exp(sc[j] - L) * (dp[j] - D) : 0.0; // dS
+                sc[j] = s0 + j <= tq ? xmul(xexp(xsub(sc[j], L)), xsub(dp[j], D)) : 0.0; // dS
             }
             for (uint d4 = 0u; d4 < hd4; d4++) {
                 vec4 a = dq[d4];
-                [[unroll]] for (uint j = 0u; j < BK; j++) a = fma(vec4(sc[j]), sk[j * HD4_MAX + d4], a);
+                [[unroll]] for (uint j = 0u; j < BK; j++) a = xfma4(vec4(sc[j]), sk[j * HD4_MAX + d4], a);
                 dq[d4] = a;
             }
         }
         if (t < p.T) {
-            for (uint d4 = 0u; d4 < hd4; d4++) dq[d4] *= p.scale;
+            for (uint d4 = 0u; d4 < hd4; d4++) dq[d4] = xmul4(dq[d4], p.scale);
             ST(dqkv, (row0 + t) * C3 + col, dq)
             dd[bh * p.T + t] = D;
         }

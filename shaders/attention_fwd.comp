@@ -4,6 +4,7 @@
 // maximum m, sum l and unnormalised output acc over key blocks s <= t, and
 // writes y = acc / l and the row's log-sum-exp m + log(l), which the
 // backward pass takes instead of the probabilities. See attention.glsl.
+// spirv-opt: off (the deterministic path: see shaders/internal/gen)
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };
@@ -26,7 +27,7 @@ void main() {
         vec4 q[HD4_MAX], acc[HD4_MAX];
         uint qe = (row0 + tq) * C3 + col;
         for (uint d4 = 0u; d4 < hd4; d4++) {
-            q[d4] = ld_qkv(qe, 4u * d4) * p.scale;
+            q[d4] = xmul4(ld_qkv(qe, 4u * d4), p.scale);
             acc[d4] = vec4(0.0);
         }
         float m = NEG_BIG, l = 0.0;
@@ -43,30 +44,30 @@ void main() {
             [[unroll]] for (uint j = 0u; j < BK; j++) sc[j] = 0.0;
             for (uint d4 = 0u; d4 < hd4; d4++) {
                 vec4 qd = q[d4];
-                [[unroll]] for (uint j = 0u; j < BK; j++) sc[j] += dot(qd, sk[j * HD4_MAX + d4]);
+                [[unroll]] for (uint j = 0u; j < BK; j++) sc[j] = xdot(sc[j], qd, sk[j * HD4_MAX + d4]);
             }
             float mb = m;
             [[unroll]] for (uint j = 0u; j < BK; j++) {
                 if (s0 + j <= tq) mb = max(mb, sc[j]);
             }
-            float alpha = exp(m - mb);
-            l *= alpha;
+            float alpha = xexp(xsub(m, mb));
+            l = xmul(l, alpha);
             [[unroll]] for (uint j = 0u; j < BK; j++) {
-                sc[j] = s0 + j <= tq ? exp(sc[j] - mb) : 0.0;
-                l += sc[j];
+                sc[j] = s0 + j <= tq ? xexp(xsub(sc[j], mb)) : 0.0;
+                l = xadd(l, sc[j]);
             }
             for (uint d4 = 0u; d4 < hd4; d4++) {
-                vec4 a = acc[d4] * alpha;
-                [[unroll]] for (uint j = 0u; j < BK; j++) a = fma(vec4(sc[j]), sv[j * HD4_MAX + d4], a);
+                vec4 a = xmul4(acc[d4], alpha);
+                [[unroll]] for (uint j = 0u; j < BK; j++) a = xfma4(vec4(sc[j]), sv[j * HD4_MAX + d4], a);
                 acc[d4] = a;
             }
             m = mb;
         }
         if (t < p.T) {
-            float r = 1.0 / l;
-            for (uint d4 = 0u; d4 < hd4; d4++) acc[d4] *= r;
+            float r = xdiv(1.0, l);
+            for (uint d4 = 0u; d4 < hd4; d4++) acc[d4] = xmul4(acc[d4], r);
             ST(y, (row0 + t) * C + col, acc)
-            lse[bh * p.T + t] = m + log(l);
+            lse[bh * p.T + t] = xadd(m, xlog(l));
         }
     }
 }

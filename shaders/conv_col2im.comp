@@ -9,6 +9,7 @@
 // 16-bit output word has one writer. UNIT_STRIDE skips the divisions by the
 // stride.
 #include "conv.glsl"
+#include "det_extra.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
@@ -57,7 +58,7 @@ float elem(uint nl, uint c, uint hi, uint wi) {
         for (uint j = 0u; j < p.kw; j++) {
             int ow = out_index(int(wi), p.pw, j, p.dw, p.sw, p.wo);
             if (ow < 0) continue;
-            sum += s_at((row0 + i * p.kw + j) * p.rows + col0 + uint(oh) * p.wo + uint(ow));
+            sum = xadd(sum, s_at((row0 + i * p.kw + j) * p.rows + col0 + uint(oh) * p.wo + uint(ow)));
         }
     }
     return sum;

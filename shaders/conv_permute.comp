@@ -8,6 +8,7 @@
 // OUT_DT. Each invocation makes RUN consecutive elements of d (see
 // conv.glsl), so a 16-bit word has one writer.
 #include "conv.glsl"
+#include "det_extra.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 2) const uint IN1_DT = DT_F32;
@@ -45,7 +46,7 @@ void main() {
                 for (uint t = 0u; t < 2u; t++) {
                     if (e + k + t >= p.n) break;
                     v[t] = s_at(ch * p.rows + nl * p.hw + q);
-                    if (HAS_BIAS) v[t] += bias_at(ch);
+                    if (HAS_BIAS) v[t] = xadd(v[t], bias_at(ch));
                     if (++q == p.hw) {
                         q = 0u;
                         if (++ch == p.c) { ch = 0u; nl++; }

@@ -2,8 +2,9 @@
 // dropout zeroes each element with probability p and scales the rest by
 // 1/(1-p). The mask is a hash of (seed, index), so the backward pass
 // recomputes it from the seed instead of storing it, and a seed gives the
-// same mask on every device.
+// same mask on every device (integer code).
 #include "ewise.glsl"
+#include "det_extra.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
@@ -27,8 +28,8 @@ float keep(uint i) { return pcg_hash(i ^ pcg_hash(pc.seed)) >= pc.threshold ? pc
 void main() {
     GRID_STRIDE(w, (pc.n + 1u) / 2u) {
         vec2 v = x_pair(w, pc.n);
-        v.x *= keep(2u * w);
-        v.y *= keep(2u * w + 1u);
+        v.x = xmul(v.x, keep(2u * w));
+        v.y = xmul(v.y, keep(2u * w + 1u));
         o_pair(w, pc.n, v);
     }
 }

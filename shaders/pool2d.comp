@@ -9,6 +9,7 @@
 // writer.
 #include "ewise.glsl"
 #include "pool.glsl"
+#include "det_extra.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
@@ -46,10 +47,10 @@ float elem(uint e) {
     }
     float sum = 0.0;
     for (int i = hr.x; i < hr.y; i++) {
-        for (int j = wr.x; j < wr.y; j++) sum += x_at(base + uint(i) * p.w + uint(j));
+        for (int j = wr.x; j < wr.y; j++) sum = xadd(sum, x_at(base + uint(i) * p.w + uint(j)));
     }
     float count = MODE == POOL_AVG ? float(p.kh * p.kw) : float((hr.y - hr.x) * (wr.y - wr.x));
-    return sum / count;
+    return xdiv(sum, count);
 }
 
 void main() {

@@ -8,6 +8,7 @@
 // consecutive elements, so a 16-bit word has one writer.
 #include "ewise.glsl"
 #include "pool.glsl"
+#include "det_extra.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
@@ -47,14 +48,14 @@ float elem(uint e) {
         for (int ow = wr.x; ow <= wr.y; ow++) {
             uint o = (plane * p.ho + uint(oh)) * p.wo + uint(ow);
             if (MODE == POOL_MAX) {
-                if (idx[o] == me) sum += dy_at(o);
+                if (idx[o] == me) sum = xadd(sum, dy_at(o));
             } else if (MODE == POOL_AVG) {
-                sum += dy_at(o) / float(p.kh * p.kw);
+                sum = xadd(sum, xdiv(dy_at(o), float(p.kh * p.kw)));
             } else {
                 ivec2 a = window(uint(oh), p.h, p.ho, 0, 0, 0);
                 ivec2 b = window(uint(ow), p.w, p.wo, 0, 0, 0);
                 if (a.x <= int(hi) && int(hi) < a.y && b.x <= int(wi) && int(wi) < b.y) {
-                    sum += dy_at(o) / float((a.y - a.x) * (b.y - b.x));
+                    sum = xadd(sum, xdiv(dy_at(o), float((a.y - a.x) * (b.y - b.x))));
                 }
             }
         }

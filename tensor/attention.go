@@ -177,7 +177,9 @@ func attnCheck(op string, qkv *Tensor, batch, heads int) attnDims {
 	for int(a.hd4cap)*4 < a.hd {
 		a.hd4cap *= 2
 	}
-	a.tex = attnTexFits(qkv, a.hd)
+	// Deterministic mode runs the shared-memory kernels on every device:
+	// the texel ones sum in another order.
+	a.tex = attnTexFits(qkv, a.hd) && !qkv.dev.Deterministic()
 	return a
 }
 

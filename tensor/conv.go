@@ -123,6 +123,12 @@ var convPassSamples int
 // 16-bit dtype dt has an odd length (a word would have two writers).
 func (g convGeom) chunk(d *vk.Device, perSample int64, span int, dt DType) (int, error) {
 	limit := int64(d.Info().MaxStorageBufferRange) - d.Alignment()
+	if d.Deterministic() {
+		// The weight gradient sums its passes in order: the same passes on
+		// every device, within the least range (and most alignment) Vulkan
+		// allows.
+		limit = min(limit, 1<<27-256)
+	}
 	if perSample > limit {
 		return 0, fmt.Errorf("one sample's patch matrix is %d bytes, over the device's maxStorageBufferRange of %d bytes: %w",
 			perSample, limit, vk.ErrInvalidArgument)
@@ -452,9 +458,10 @@ func (g convGeom) weightGemm(op string, dy, x *Tensor, wShape []int) (*Tensor, e
 	if acc, ok := g.implicitWeight(op, dy, x, wShape); ok {
 		return acc, acc.err
 	}
-	if loopLimit(x.dev) != 0 {
+	if loopLimit(x.dev) != 0 || x.dev.Deterministic() {
 		// The product's depth is the pass's rows: keep it where the matmul
-		// kernels' loops stay under the driver's limit (see ErrLoopLimit).
+		// kernels' loops stay under the driver's limit (see ErrLoopLimit);
+		// in deterministic mode on every device, for the same passes.
 		nc = min(nc, max(1, convMaxDepth/hw))
 	}
 	var acc *Tensor

@@ -72,7 +72,7 @@ func (g convGeom) implicitWeight(op string, dy, x *Tensor, wShape []int) (*Tenso
 // wgradPlan returns the matmul_tex plan and problem of the weight gradient
 // on conv_tex, and whether it applies.
 func (g convGeom) wgradPlan(dy, x *Tensor) (mmPlan, mmGeom, bool) {
-	if convImplicitMode < 0 || x.dtype != dy.dtype || x.dtype == BFloat16 || g.sw != 1 || g.wo%8 != 0 ||
+	if convImplicitMode < 0 || x.dev.Deterministic() || x.dtype != dy.dtype || x.dtype == BFloat16 || g.sw != 1 || g.wo%8 != 0 ||
 		!x.buf.TexelsFit() || !dy.buf.TexelsFit() {
 		return mmPlan{}, mmGeom{}, false
 	}

@@ -24,9 +24,10 @@ var convImplicitMode int
 // of m samples, and whether conv_tex runs it: where MatMul would choose
 // matmul_tex for the patch product, x and the weights wm share fp32 or
 // fp16 (bf16 is widened by im2col), the depth is a multiple of 8 (A's
-// texel blocks) and both fit in a texel view.
+// texel blocks) and both fit in a texel view. Never in deterministic mode,
+// whose MatMul is matmul_reg on every device: im2col + MatMul there.
 func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
-	if convImplicitMode < 0 || x.dtype != wm.dtype || g.kg%8 != 0 || !x.buf.TexelsFit() || !wm.buf.TexelsFit() {
+	if convImplicitMode < 0 || x.dev.Deterministic() || x.dtype != wm.dtype || g.kg%8 != 0 || !x.buf.TexelsFit() || !wm.buf.TexelsFit() {
 		return mmPlan{}, mmGeom{}, false
 	}
 	pl, mg, ok := convTexPlan(x.dev.Info(), mmGeom{batch: g.groups, m: g.og, n: m * g.ho * g.wo, k: g.kg}, wm.dtype, x.dtype)

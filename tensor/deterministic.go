@@ -38,9 +38,21 @@ import "github.com/vkamp/vkamp/vk"
 // NaN payloads are not part of the promise: drivers may make a NaN input's
 // result any NaN.
 //
-// Not covered yet, running their default code in this mode: attention,
-// conv2d (conv_tex, and col2im's sums; its MatMuls are covered), pooling,
-// and the elementwise add, sub, mul and their texel forms (one rounding
+// Covered for the GPT and the CNN (TestDeterministicModelKernels pins their
+// bytes, the same on lavapipe at every tier and on SwiftShader): the fused
+// causal attention and its backward run the shared-memory kernels on every
+// device (never the texel ones), with each output's sums in key and head
+// order; conv2d runs im2col + MatMul (never conv_tex), its weight gradient
+// in the same passes on every device (within the least
+// maxStorageBufferRange Vulkan allows and convMaxDepth), with the bias and
+// col2im's sums flushed; max, average and adaptive pooling and their
+// backwards, and dropout (its mask is integer code). Kernels that call det_*
+// functions from several places compile without spirv-opt
+// (`// spirv-opt: off`, shaders/internal/gen): its inliner drops
+// NoContraction from the copies and fuses them into fma.
+//
+// Not covered yet, running their default code in this mode: the
+// elementwise add, sub, mul and their texel forms (one rounding
 // each, but a subnormal result is flushed by SwiftShader and kept by
 // lavapipe). A new deterministic kernel includes shaders/include/det.glsl
 // and takes its DETERMINISTIC path.

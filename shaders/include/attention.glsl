@@ -21,6 +21,7 @@
 
 #include "common.glsl"
 #include "dtype.glsl"
+#include "det_extra.glsl"
 
 layout(constant_id = 1) const uint QKV_DT = DT_F32;
 // HD4_MAX is the capacity of the per-row arrays and staged rows, in vec4s:
@@ -63,6 +64,10 @@ layout(push_constant) uniform AttentionPush {
             buf[((e) + d_) >> 1] = f32_to_half(v[d_ >> 2][d_ & 3u], QKV_DT) |                  \
                                    (f32_to_half(v[d_ >> 2][(d_ & 3u) + 1u], QKV_DT) << 16);      \
     }
+
+// In deterministic mode (det_extra.glsl) every sum, product, exp and log
+// takes det.glsl's arithmetic; each output's order is already fixed (keys
+// in order, the head's components in order), whatever the device.
 
 // A running maximum starts at NEG_BIG, not -inf: exp(NEG_BIG - m) is 0
 // without an inf - inf (exp of -inf differs between drivers).

@@ -2,7 +2,7 @@
 // automatic mixed precision (or fp32) on the best Vulkan device found, as
 // nanoGPT's shakespeare_char recipe, and samples from it.
 //
-//	go run ./tools/gpt [-recipe cpu|gpu] [-iters N] [-precision f16|bf16|f32] [-report loss.png]
+//	go run ./tools/gpt [-recipe cpu|gpu|tiny] [-iters N] [-dropout P] [-precision f16|bf16|f32] [-report loss.png]
 //	                   [-checkpoint DIR [-resume]] [-sample 500 -temperature 0.8 -top-k 200] [-json]
 //
 // The recipes are nanoGPT's (config/train_shakespeare_char.py, and its
@@ -12,6 +12,9 @@
 //	     no dropout, 20 evaluation batches (nanoGPT: validation loss 1.88)
 //	gpu: 6 layers, 6 heads, 384 dims, context 256, batch 64, 5,000 iterations,
 //	     dropout 0.2, 200 evaluation batches (nanoGPT: 1.4697)
+//	tiny: 2 layers, 2 heads, 32 dims, context 16, batch 4, 30 iterations,
+//	     dropout 0.1, lr 1e-2 to 1e-3 after 5 warm-up iterations: seconds
+//	     on a software driver, for checks (scripts/check-deterministic.sh)
 //
 // both with AdamW (lr 1e-3, betas 0.9 and 0.99, weight decay 0.1 on the
 // 2-D weights only), a linear warm-up over 100 iterations then a cosine
@@ -56,6 +59,10 @@ var recipes = map[string]recipe{
 		lr: 1e-3, minLR: 1e-4, beta1: 0.9, beta2: 0.99, wd: 0.1, warmup: 100, clip: 1},
 	"gpu": {layers: 6, heads: 6, dim: 384, block: 256, batch: 64, iters: 5000, evalEvery: 250, evalIters: 200, dropout: 0.2,
 		lr: 1e-3, minLR: 1e-4, beta1: 0.9, beta2: 0.99, wd: 0.1, warmup: 100, clip: 1},
+	// tiny is for checks of seconds on a software driver (such as
+	// scripts/check-deterministic.sh), not for a model worth sampling.
+	"tiny": {layers: 2, heads: 2, dim: 32, block: 16, batch: 4, iters: 30, evalEvery: 10, evalIters: 2, dropout: 0.1,
+		lr: 1e-2, minLR: 1e-3, beta1: 0.9, beta2: 0.99, wd: 0.1, warmup: 5, clip: 1},
 }
 
 type config struct {
@@ -74,8 +81,10 @@ type config struct {
 func main() {
 	var c config
 	var iters, evalEvery, evalIters int
+	var dropout float64
 	flag.StringVar(&c.data, "data", "testdata/tinyshakespeare/input.txt", "UTF-8 text to train on (first 90% train, last 10% validation)")
-	flag.StringVar(&c.recipeName, "recipe", "cpu", "cpu or gpu: nanoGPT's shakespeare_char model and schedule (see go doc ./tools/gpt)")
+	flag.StringVar(&c.recipeName, "recipe", "cpu", "cpu or gpu: nanoGPT's shakespeare_char model and schedule (see go doc ./tools/gpt); tiny: a model of seconds, for checks")
+	flag.Float64Var(&dropout, "dropout", -1, "dropout probability (negative: the recipe's)")
 	flag.IntVar(&iters, "iters", 0, "training iterations (0: the recipe's); the learning rate decays to its minimum at the last")
 	flag.IntVar(&evalEvery, "eval-every", 0, "evaluate every this many iterations (0: the recipe's 250)")
 	flag.IntVar(&evalIters, "eval-iters", 0, "batches per split in an evaluation (0: the recipe's)")
@@ -96,10 +105,13 @@ func main() {
 	flag.Parse()
 	r, ok := recipes[c.recipeName]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "gpt: unknown recipe %q: use cpu or gpu\n", c.recipeName)
+		fmt.Fprintf(os.Stderr, "gpt: unknown recipe %q: use cpu, gpu or tiny\n", c.recipeName)
 		os.Exit(2)
 	}
 	c.recipe = r
+	if dropout >= 0 {
+		c.dropout = float32(dropout)
+	}
 	c.iters = pick(iters, r.iters)
 	c.evalEvery = pick(evalEvery, r.evalEvery)
 	c.evalIters = pick(evalIters, r.evalIters)
@@ -146,6 +158,8 @@ func (c config) check() error {
 		return errors.New("-resume needs -checkpoint DIR")
 	case c.timeout < 0:
 		return fmt.Errorf("-collective-timeout %v must be 0 or positive", c.timeout)
+	case !(c.dropout >= 0 && c.dropout < 1):
+		return fmt.Errorf("-dropout %g must be in [0, 1)", c.dropout)
 	case c.layers < 1 || c.heads < 1 || c.dim%c.heads != 0 || c.block < 1 || c.batch < 1:
 		return fmt.Errorf("model %d layers, %d heads, %d dims, context %d, batch %d: the sizes must be positive and dims a multiple of heads",
 			c.layers, c.heads, c.dim, c.block, c.batch)

@@ -5,6 +5,7 @@
 //
 //	go run ./tools/train [-model mlp|cnn] [-epochs 5] [-precision f16|bf16|f32] [-report report.png] [-compare]
 //	                     [-checkpoint DIR [-checkpoint-every N] [-resume]] [-json]
+//	                     [-train-samples N] [-test-samples N]
 //
 // -model mlp (the default) is the 784-256-10 MLP with Adam; -model cnn is
 // PyTorch's examples/mnist network (two convolutions, max-pooling, dropout,
@@ -75,6 +76,7 @@ type config struct {
 	model                                                    string
 	gamma                                                    float64
 	json                                                     bool
+	trainSamples, testSamples                                int
 }
 
 func main() {
@@ -97,6 +99,8 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, shuffling and dropout")
 	flag.DurationVar(&c.timeout, "collective-timeout", 0, "how long a rank waits in a collective for the others before it fails (0: 10 minutes)")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
+	flag.IntVar(&c.trainSamples, "train-samples", 0, "train on the first this many training digits only (0: all), for short runs")
+	flag.IntVar(&c.testSamples, "test-samples", 0, "test on the first this many test digits only (0: all)")
 	flag.BoolVar(&c.compare, "compare", false, "also train in the other precision and compare in the report")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -130,6 +134,8 @@ func (c config) check() error {
 		return errors.New("-resume needs -checkpoint DIR")
 	case c.timeout < 0:
 		return fmt.Errorf("-collective-timeout %v must be 0 or positive", c.timeout)
+	case c.trainSamples < 0 || c.testSamples < 0:
+		return fmt.Errorf("-train-samples %d and -test-samples %d must be 0 (all) or positive", c.trainSamples, c.testSamples)
 	case c.checkpointEvery < 0:
 		return fmt.Errorf("-checkpoint-every %d must be 0 or positive", c.checkpointEvery)
 	case c.checkpointEvery > 0 && c.checkpoint == "":
@@ -153,6 +159,12 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	train, test, err := mnist.Load(c.data)
 	if err != nil {
 		return err
+	}
+	if c.trainSamples > 0 {
+		train = train.Subset(c.trainSamples)
+	}
+	if c.testSamples > 0 {
+		test = test.Subset(c.testSamples)
 	}
 	rs, err := ranks.Open(c.device, c.devices, vk.Options{}, dist.Options{Timeout: c.timeout})
 	if err != nil {

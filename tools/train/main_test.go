@@ -43,6 +43,7 @@ func TestBadInput(t *testing.T) {
 		{"negative checkpoint-every", func(c *config) { c.checkpointEvery, c.checkpoint = -1, dir }, "-checkpoint-every -1 must be 0 or positive"},
 		{"checkpoint-every without checkpoint", func(c *config) { c.checkpointEvery = 10 }, "-checkpoint-every needs -checkpoint DIR"},
 		{"negative collective timeout", func(c *config) { c.timeout = -time.Second }, "-collective-timeout -1s must be 0 or positive"},
+		{"negative train-samples", func(c *config) { c.trainSamples = -1 }, "-train-samples -1"},
 	}
 	for _, tc := range cases {
 		c := base()

@@ -47,6 +47,7 @@ type variant struct {
 	src    string // path of the .comp, relative to the shaders dir
 	tier   int
 	tiered bool // false: tier-agnostic, compiled without TIER defines
+	noOpt  bool // `// spirv-opt: off`: compiled with -O0
 }
 
 func (v variant) out() string { return "spv/" + v.name + "." + tierNames[v.tier] + ".spv" }
@@ -98,8 +99,9 @@ func run(dir, launch string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %v", base, err)
 		}
+		noOpt := noOptRE.Match(src)
 		for _, t := range tiers {
-			vs = append(vs, variant{name: name, src: base, tier: t, tiered: tiered})
+			vs = append(vs, variant{name: name, src: base, tier: t, tiered: tiered, noOpt: noOpt})
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "spv"), 0o755); err != nil {
@@ -149,6 +151,14 @@ func run(dir, launch string) error {
 }
 
 var tiersRE = regexp.MustCompile(`^\s*//\s*tiers:(.*)$`)
+
+// noOptRE marks a kernel that glslc must not optimize: spirv-opt (-O)
+// drops NoContraction from the second and later inlined copies of a
+// function and fuses their multiplies and adds into fma, which breaks the
+// deterministic mode's `precise` arithmetic (det.glsl) in kernels that
+// call a det_* function from several places. The drivers inline and
+// optimize the kernel themselves.
+var noOptRE = regexp.MustCompile(`(?m)^\s*//\s*spirv-opt:\s*off\b`)
 
 // parseTiers reads the `// tiers: ...` line from the first 40 lines. Without
 // one the kernel is tier-agnostic: a single Packed variant, no tier define.
@@ -202,7 +212,12 @@ func indexOf(s []string, x string) int {
 }
 
 // glslcArgs is shared with the test so both compile the same way.
-func glslcArgs(v variant, out string) []string { return glslcArgsOpt(v, out, "-O") }
+func glslcArgs(v variant, out string) []string {
+	if v.noOpt {
+		return glslcArgsOpt(v, out, "-O0")
+	}
+	return glslcArgsOpt(v, out, "-O")
+}
 
 // glslcArgsOpt compiles with optimization level opt: -O ships, -O0 keeps
 // the names the launchers are generated from.
