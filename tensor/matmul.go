@@ -64,8 +64,10 @@ type MatMulOpts struct {
 // lavapipe reads A and B as texels (when K and the operands' contiguous
 // dimensions are multiples of 8); CPU drivers otherwise use register tiles
 // whose rows are shared across a subgroup with subgroupShuffle, or plain
-// register tiles when shuffles are missing. The environment variable
-// VKAMP_MATMUL=shared, register, subgroup, texel or coop forces one. Tiles follow
+// register tiles when shuffles are missing; SwiftShader uses matmul_quad
+// (compile-time tiles, rows shared by quad broadcasts). The environment
+// variable VKAMP_MATMUL=shared, register, subgroup, quad, texel or coop
+// forces one. Tiles follow
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
@@ -438,13 +440,18 @@ func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 			return 0, false, fmt.Errorf("VKAMP_MATMUL=coop, but %s has no usable cooperative matrices (VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape, at the fp16 tier)", info.Name)
 		}
 		return mmCoop, true, nil
+	case "quad":
+		if !mmHasQuad(info) {
+			return 0, false, fmt.Errorf("VKAMP_MATMUL=quad, but %s has no subgroup quad operations in compute shaders (or its subgroups are not a multiple of 4 wide)", info.Name)
+		}
+		return mmQuad, false, nil
 	case "subgroup":
 		if !mmHasShuffle(info) {
 			return 0, false, fmt.Errorf("VKAMP_MATMUL=subgroup, but %s has no subgroup shuffle in compute shaders", info.Name)
 		}
 		return mmSubgroup, false, nil
 	default:
-		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want shared, register, subgroup, texel or coop", v)
+		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want shared, register, subgroup, quad, texel or coop", v)
 	}
 	if info.Type != vk.TypeCPU {
 		if info.CooperativeMatrixUsable {
@@ -453,6 +460,9 @@ func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 		return mmShared, false, nil
 	}
 	if mmSwiftShader(info) {
+		if mmHasQuad(info) {
+			return mmQuad, false, nil
+		}
 		return mmCPUKind(info), false, nil
 	}
 	return mmTexel, false, nil
@@ -469,6 +479,14 @@ func mmCPUKind(info vk.Info) mmKind {
 		return mmSubgroup
 	}
 	return mmRegister
+}
+
+// mmHasQuad reports whether matmul_quad can run: quad operations in compute
+// shaders, and subgroups made of whole quads.
+func mmHasQuad(info vk.Info) bool {
+	s := info.SubgroupSize
+	return info.SubgroupInCompute && slices.Contains(info.SubgroupOperations, "quad") &&
+		s >= 4 && s <= 64 && s&(s-1) == 0
 }
 
 func mmHasShuffle(info vk.Info) bool {

@@ -20,11 +20,13 @@ const (
 	mmTexel                  // matmul_tex: register tiles fed by texel fetches
 	mmCoop                   // matmul_coop: cooperative matrices (tensor cores), fp16 A and B
 	mmCoopEmu                // matmul_coop_emu: matmul_coop emulated, for tests; never chosen
+	mmQuad                   // matmul_quad: compile-time tiles, A shared by quad broadcasts, for SwiftShader
 )
 
 var mmKernelNames = [...]string{
 	mmShared: "matmul_shared", mmRegister: "matmul_reg", mmSubgroup: "matmul_sg",
 	mmTexel: "matmul_tex", mmCoop: "matmul_coop", mmCoopEmu: "matmul_coop_emu",
+	mmQuad: "matmul_quad",
 }
 
 // String is the kernel's name, the .comp file's base name.
@@ -68,6 +70,8 @@ func (pl mmPlan) loops(k int) int {
 		return ceilDiv(k, t.BK)*(1+ceilDiv(t.BM*t.BK, t.WG)+ceilDiv(t.BK*t.BN, t.WG)) + t.TM
 	case mmCoop, mmCoopEmu:
 		return ceilDiv(k, t.BK) + t.TM
+	case mmQuad:
+		return ceilDiv(k, 4) + 4 + mmQuadTM*mmQuadTN // the k loop, its tail, the epilogue's loop
 	}
 	return ceilDiv(k, t.KK) + t.KK + t.TM // the register kernels, and their remainder loop
 }
@@ -83,6 +87,8 @@ func (pl mmPlan) outTile() (rows, cols int) {
 		return t.WG / t.WGX * t.TM, t.WGX * t.TN
 	case mmSubgroup:
 		return t.WG / t.SG * t.TM, t.SG * t.TN
+	case mmQuad:
+		return t.WG / 4 * mmQuadTM, 4 * mmQuadTN
 	}
 	return t.BM, t.BN // shared memory and cooperative matrices
 }
@@ -154,6 +160,9 @@ func (pl mmPlan) record(d *vk.Device, groups [3]uint32, p kernels.MatmulPush, b 
 	case mmCoop:
 		return kernels.MatmulCoop(d, groups, pl.coopSpec(), p,
 			kernels.MatmulCoopBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmQuad:
+		return kernels.MatmulQuad(d, groups, kernels.MatmulQuadSpec{LocalSizeX: u32(pl.tile.WG), Dyn: true}, p,
+			kernels.MatmulQuadBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
 	case mmCoopEmu:
 		return kernels.MatmulCoopEmu(d, groups, kernels.MatmulCoopEmuSpec(pl.coopSpec()), p,
 			kernels.MatmulCoopEmuBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
@@ -215,6 +224,21 @@ func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
 			tm, tn = s, 4
 		}
 		pl.tile.WG, pl.tile.TM, pl.tile.TN, pl.tile.SG = max(s, min(8*s, 256, maxInv)/s*s), tm, tn, s
+	case mmQuad:
+		// The tile is matmul_quad's compile-time 8x8 per lane; a workgroup
+		// stacks quads along M: 16 (128 rows), or 8 for short problems (the
+		// attention's 64-row products), whole subgroups either way. One
+		// pipeline (dyn) serves every layout and encoding: matmul_quad reads
+		// them through strides, and SwiftShader compiles each pipeline in
+		// about a second.
+		wg := 64
+		if g.m <= 64 {
+			wg = 32
+		}
+		s := max(int(info.SubgroupSize), 4)
+		pl.tile.WG = max(s, min(wg, maxInv)/s*s)
+		pl.tile.TM, pl.tile.TN = mmQuadTM, mmQuadTN
+		pl.dyn = true
 	default:
 		// Shared memory: 64x64 tiles of 4x4 per invocation (256
 		// invocations) where the device allows, else 32x32.
@@ -244,3 +268,6 @@ func texelWG(wg, tn, n int) int {
 	}
 	return best
 }
+// mmQuadTM and mmQuadTN are matmul_quad's tile per lane, MATMUL_TM and
+// MATMUL_TN in shaders/matmul_quad.comp.
+const mmQuadTM, mmQuadTN = 8, 8

@@ -216,6 +216,9 @@ func mmVariants(d *vk.Device) []string {
 		if op == "shuffle" && info.SubgroupInCompute {
 			v = append(v, "subgroup")
 		}
+		if op == "quad" && info.SubgroupInCompute && info.SubgroupSize >= 4 {
+			v = append(v, "quad")
+		}
 	}
 	return v
 }
@@ -344,7 +347,7 @@ func TestMatMul(t *testing.T) {
 func TestMatMulKernelChoice(t *testing.T) {
 	d := devtest.Open(t)
 	a := mmUpload(t, d, make([]float32, 64*64), mmF16, 64, 64)
-	want := map[string]string{"shared": "matmul_shared", "register": "matmul_reg", "subgroup": "matmul_sg", "texel": "matmul_tex", "coop": "matmul_coop"}
+	want := map[string]string{"shared": "matmul_shared", "register": "matmul_reg", "subgroup": "matmul_sg", "texel": "matmul_tex", "coop": "matmul_coop", "quad": "matmul_quad"}
 	for _, v := range mmVariants(d)[1:] {
 		t.Setenv("VKAMP_MATMUL", v)
 		k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{})

@@ -18,7 +18,7 @@ import (
 var envVars = map[string]string{ // name: the values it accepts
 	"VKAMP_DEVICE":             "a device index or part of a device's name",
 	"VKAMP_TIER":               "packed, storage16 or fp16",
-	"VKAMP_MATMUL":             "shared, register, subgroup, texel or coop",
+	"VKAMP_MATMUL":             "shared, register, subgroup, quad, texel or coop",
 	"VKAMP_TUNE":               `"off" or empty`,
 	"VKAMP_TUNE_DIR":           "a directory",
 	"VKAMP_VALIDATION":         boolValues,
@@ -29,7 +29,7 @@ var envVars = map[string]string{ // name: the values it accepts
 const boolValues = "1, 0, true, false, yes, no, on or off"
 
 // matmulKinds are VKAMP_MATMUL's values, as tensor's mmKindFor takes them.
-var matmulKinds = []string{"shared", "register", "subgroup", "texel", "coop"}
+var matmulKinds = []string{"shared", "register", "subgroup", "quad", "texel", "coop"}
 
 func envError(name, value, format string, args ...any) error {
 	return fmt.Errorf("%w: %s=%q: %s", ErrEnvironment, name, value, fmt.Sprintf(format, args...))
@@ -122,6 +122,11 @@ func matmulMissing(info *Info, kind string) string {
 		s := info.SubgroupSize
 		if !info.SubgroupInCompute || !slices.Contains(info.SubgroupOperations, "shuffle") || s < 2 || s > 64 || s&(s-1) != 0 {
 			return info.Name + " has no subgroup shuffle in compute shaders"
+		}
+	case "quad":
+		s := info.SubgroupSize
+		if !info.SubgroupInCompute || !slices.Contains(info.SubgroupOperations, "quad") || s < 4 || s > 64 || s&(s-1) != 0 {
+			return info.Name + " has no subgroup quad operations in compute shaders"
 		}
 	}
 	return ""

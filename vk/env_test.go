@@ -32,8 +32,8 @@ func TestOpenChecksEnv(t *testing.T) {
 		want        []string // in the error, beyond NAME="value"
 		skip        string   // why the case does not apply to this device
 	}{
-		{name: "VKAMP_MATMUL", value: "bogus", fail: true, want: []string{"shared, register, subgroup, texel or coop"}},
-		{name: "VKAMP_MATMUL", value: "COOP", fail: true, want: []string{"shared, register, subgroup, texel or coop"}},
+		{name: "VKAMP_MATMUL", value: "bogus", fail: true, want: []string{"shared, register, subgroup, quad, texel or coop"}},
+		{name: "VKAMP_MATMUL", value: "COOP", fail: true, want: []string{"shared, register, subgroup, quad, texel or coop"}},
 		{name: "VKAMP_MATMUL", value: "shared"},
 		{name: "VKAMP_MATMUL", value: "register"},
 		{name: "VKAMP_MATMUL", value: "coop", fail: !info.CooperativeMatrixUsable, want: []string{info.Name, "cooperative matri"}},

@@ -27,10 +27,18 @@
 #define MODE_F16X2 2u // fp16, the two halves of a word are neighbours along
                       // the operand's contiguous dimension
 
-// Per-invocation tile and k step.
+// Per-invocation tile and k step: spec constants, or compile-time constants
+// where the kernel defines MATMUL_TM (matmul_quad: loops over them must be
+// unrolled in the SPIR-V itself, see there).
+#if defined(MATMUL_TM)
+const uint TM = MATMUL_TM;
+const uint TN = MATMUL_TN;
+const uint KK = 4;
+#else
 layout(constant_id = 1) const uint TM = 4;
 layout(constant_id = 2) const uint TN = 4;
 layout(constant_id = 3) const uint KK = 4;
+#endif
 // Transposes and operand encodings are spec constants, or with DYN push
 // constant flags: one generic pipeline then serves every layout, which the
 // runtime uses for small problems (CPU drivers take about a second to

@@ -1,0 +1,123 @@
+#version 450
+// tiers: packed storage16
+// matmul_quad is the matmul for SwiftShader. Its shader compiler keeps loops
+// whose bounds are specialization constants as loops (it does not unroll
+// them), so the register kernels' tile loops run as loops there, with every
+// access to their tile arrays a per-lane load or store through memory: about
+// 30 times slower than the same code unrolled. Here the tile is a compile-time
+// constant and glslc unrolls every loop but the k loop into the SPIR-V.
+//
+// The four lanes of a quad share the rows of their tile: lane l loads
+// A(r, k+l) for the tile's TM rows, and subgroupQuadBroadcast (one swizzle on
+// SwiftShader, whose SIMD width is four) hands each value to the others, so A
+// costs four times fewer loads. A quad computes TM rows of 4*TN columns,
+// lane l the TN columns from l*TN; the quads of a workgroup stack along M.
+// The layout is read through strides, without branches, so one pipeline per
+// operand encoding serves every transpose (DYN plans); rows and columns past
+// the edge are clamped, computed and dropped, as in matmul_reg.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_quad : require
+#define MATMUL_TM 8
+#define MATMUL_TN 8
+#include "common.glsl"
+#include "fp16.glsl"
+#include "matmul.glsl"
+
+// The driver's unpackHalf2x16 is exact for fp16 inputs; the deterministic
+// mode, which decodes in integer code, never runs this kernel (its integer
+// decoder inlined at every load made SwiftShader's compile take minutes).
+// elemA and elemB read element e of A or B, fp32 or fp16 (pairs are read a
+// half at a time), with one load whatever the encoding. Written so that
+// glslc emits selects, not branches (which SwiftShader
+// compiles slowly): one load at a computed index, both decodings.
+float word_elem(uint w, uint e, bool f16) {
+    float h = unpackHalf2x16(w >> ((e & 1u) << 4)).x;
+    float f = uintBitsToFloat(w);
+    return f16 ? h : f;
+}
+float elemA(uint e, bool f16) { return word_elem(a[e >> (f16 ? 1u : 0u)], e, f16); }
+float elemB(uint e, bool f16) { return word_elem(b[e >> (f16 ? 1u : 0u)], e, f16); }
+
+// storeElems is storeTile one element at a time in a loop that is not
+// unrolled: storeTile's unrolled rows took SwiftShader minutes to compile.
+// The dynamic index into acc costs a per-lane load, once per output. In the
+// packed tier every 16-bit result goes through store_half, whose atomics
+// commute with the neighbouring invocation's.
+void storeElems(uint r0, uint c0, uint batch) {
+    uint odt = FLAG_DT(FLAG_OUT_DT_SHIFT);
+#if defined(TIER_PACKED)
+    uint total = p.batches * p.M * p.N;
+#endif
+    [[dont_unroll]] for (uint t = 0; t < TM * TN; t++) {
+        uint i = t / TN, j = t % TN;
+        uint r = r0 + i, c = c0 + j;
+        if (r >= p.M || c >= p.N) continue;
+        float bsv = 0.0;
+        if ((p.flags & FLAG_BIAS) != 0u) {
+            uint bdt = FLAG_DT(FLAG_BIAS_DT_SHIFT);
+            bsv = elem_value(bias[elem_word(c, bdt)], c, bdt);
+        }
+        uint f = (batch * p.M + r) * p.N + c;
+        float v = finish(acc[i][j], f, bsv);
+        uint w = odt == DT_BF16 ? f32_to_bf16(v) : odt == DT_F16 ? f32_to_f16(v) : floatBitsToUint(v);
+#if defined(TIER_PACKED)
+        if (odt == DT_F32) {
+            o[f] = w;
+        } else {
+            store_half(f, w, total);
+        }
+#else
+        if (odt == DT_F32) {
+            o16[2u * f] = uint16_t(w & 0xFFFFu);
+            o16[2u * f + 1u] = uint16_t(w >> 16);
+        } else {
+            o16[f] = uint16_t(w);
+        }
+#endif
+    }
+}
+
+void main() {
+    uint lane = gl_SubgroupInvocationID & 3u;
+    uint quad = gl_SubgroupID * (gl_SubgroupSize >> 2) + (gl_SubgroupInvocationID >> 2);
+    uint r0 = (gl_WorkGroupID.y * (gl_WorkGroupSize.x >> 2) + quad) * TM;
+    uint c0 = (gl_WorkGroupID.x * 4u + lane) * TN;
+    uint batch = p.batch0 + gl_WorkGroupID.z;
+    // No early return: a quad broadcast needs its four lanes.
+    clearAcc();
+    // A(r, k) is element r*sar + k*sak of its batch, B(k, c) k*sbk + c*sbc.
+    // The layout is read once: DYN's flags are a branch per use.
+    bool fa = AMODE != MODE_F32, fb = BMODE != MODE_F32;
+    uint sar = TA ? 1u : p.K, sak = TA ? p.M : 1u;
+    uint sbk = TB ? 1u : p.N, sbc = TB ? p.K : 1u;
+    uint ao[TM], bo[TN];
+    [[unroll]] for (uint i = 0; i < TM; i++) ao[i] = batch * p.batchA + min(r0 + i, p.M - 1u) * sar;
+    [[unroll]] for (uint j = 0; j < TN; j++) bo[j] = batch * p.batchB + min(c0 + j, p.N - 1u) * sbc;
+
+    uint k = 0;
+    for (; k + 4u <= p.K; k += 4u) {
+        float al[TM]; // A(r0+i, k+lane)
+        uint ka = (k + lane) * sak;
+        [[unroll]] for (uint i = 0; i < TM; i++) al[i] = elemA(ao[i] + ka, fa);
+// STEP adds the products of k+kk: kk must be a constant.
+#define STEP(kk) { \
+            float bk[TN]; \
+            [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + (k + kk) * sbk, fb); \
+            [[unroll]] for (uint i = 0; i < TM; i++) { \
+                float x = subgroupQuadBroadcast(al[i], kk); \
+                [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = fma(x, bk[j], acc[i][j]); \
+            } \
+        }
+        STEP(0u) STEP(1u) STEP(2u) STEP(3u)
+#undef STEP
+    }
+    for (; k < p.K; k++) { // the last K % 4 steps, each lane on its own
+        float bk[TN];
+        [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + k * sbk, fb);
+        [[unroll]] for (uint i = 0; i < TM; i++) {
+            float x = elemA(ao[i] + k * sak, fa);
+            [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = fma(x, bk[j], acc[i][j]);
+        }
+    }
+    storeElems(r0, c0, batch);
+}
