@@ -268,6 +268,7 @@ func texelWG(wg, tn, n int) int {
 	}
 	return best
 }
+
 // mmQuadTM and mmQuadTN are matmul_quad's tile per lane, MATMUL_TM and
 // MATMUL_TN in shaders/matmul_quad.comp.
 const mmQuadTM, mmQuadTN = 8, 8
