@@ -5,7 +5,6 @@
 // with D from attention_bwd_dq. One writer per element: no atomics, the
 // same bits every run. See attention.glsl.
 // spirv-opt: off (the deterministic path: see shaders/internal/gen)
-#define DET_FTZ_SELECT // see det_ftz in det.glsl
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };

@@ -5,7 +5,6 @@
 // writes y = acc / l and the row's log-sum-exp m + log(l), which the
 // backward pass takes instead of the probabilities. See attention.glsl.
 // spirv-opt: off (the deterministic path: see shaders/internal/gen)
-#define DET_FTZ_SELECT // see det_ftz in det.glsl
 #include "attention.glsl"
 
 layout(set = 0, binding = 0) readonly buffer QKV { uint qkv[]; };

@@ -27,10 +27,11 @@ layout(constant_id = 31) const bool DETERMINISTIC = false;
 // det_ftz is x, or zero of x's sign when x is subnormal. Integer code
 // without a select on x: with one, SwiftShader's compile time doubled with
 // each det_ftz in a dependent chain (nine det_mads took minutes and GBs).
-// Kernels compiled without spirv-opt (the attention kernels) define
-// DET_FTZ_SELECT first: there it is the integer form that SwiftShader's
-// compiler runs out of memory on (over 12 GB for attention_fwd), and the
-// select that it compiles in seconds. Both give the same bits.
+// Kernels compiled without spirv-opt (`// spirv-opt: off`, the attention
+// kernels) get DET_FTZ_SELECT from shaders/internal/gen: unoptimized, it
+// is the integer form SwiftShader's compiler runs out of memory on (over
+// 12 GB for attention_fwd), and the select it compiles in seconds. Both
+// give the same bits.
 float det_ftz(float x) {
     uint u = floatBitsToUint(x);
 #ifdef DET_FTZ_SELECT

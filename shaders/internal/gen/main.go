@@ -157,7 +157,9 @@ var tiersRE = regexp.MustCompile(`^\s*//\s*tiers:(.*)$`)
 // function and fuses their multiplies and adds into fma, which breaks the
 // deterministic mode's `precise` arithmetic (det.glsl) in kernels that
 // call a det_* function from several places. The drivers inline and
-// optimize the kernel themselves.
+// optimize the kernel themselves. Such kernels are compiled with
+// DET_FTZ_SELECT defined, the form of det_ftz SwiftShader compiles
+// unoptimized SPIR-V of (see det.glsl).
 var noOptRE = regexp.MustCompile(`(?m)^\s*//\s*spirv-opt:\s*off\b`)
 
 // parseTiers reads the `// tiers: ...` line from the first 40 lines. Without
@@ -225,6 +227,9 @@ func glslcArgsOpt(v variant, out, opt string) []string {
 	args := []string{"--target-env=vulkan1.1", opt, "-std=450", "-I", "include"}
 	if v.tiered {
 		args = append(args, "-DTIER_"+strings.ToUpper(tierNames[v.tier]), fmt.Sprintf("-DTIER=%d", v.tier))
+	}
+	if v.noOpt {
+		args = append(args, "-DDET_FTZ_SELECT")
 	}
 	return append(args, "-o", out, v.src)
 }
