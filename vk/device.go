@@ -56,6 +56,8 @@ type Device struct {
 	completed  uint64
 	hz         hazards
 	scratch    scratch
+	capture    *Graph   // the open capture (capture.go)
+	graphs     []*Graph // captured graphs not yet closed
 
 	stats  Stats
 	times  map[string]*KernelTime
@@ -293,6 +295,13 @@ func (d *Device) destroy() {
 		return
 	}
 	C.vkamp_device_wait_idle(d.dev)
+	for _, g := range d.graphs {
+		g.destroy()
+	}
+	if d.capture != nil {
+		d.capture.destroy()
+	}
+	d.graphs, d.capture = nil, nil
 	for _, s := range d.slots {
 		C.vkamp_destroy_slot(d.dev, &s.c)
 	}

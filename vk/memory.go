@@ -313,6 +313,7 @@ func (d *Device) destroyBlock(blk *block) {
 type texelView struct {
 	v       C.VkBufferView
 	lastUse uint64 // serial of the last batch that bound it
+	pins    int    // graphs that bind it: kept while any lives
 }
 
 // maxViewsPerBlock bounds a block's cached views; past it, views that no
@@ -348,11 +349,14 @@ func (d *Device) view(b *Buffer, serial uint64) (C.VkBufferView, error) {
 	}
 	if tv, ok := blk.views[key]; ok {
 		tv.lastUse = serial
+		if d.capture != nil {
+			d.capture.pin(tv)
+		}
 		return tv.v, nil
 	}
 	if len(blk.views) >= maxViewsPerBlock {
 		for k, tv := range blk.views {
-			if tv.lastUse <= d.completed {
+			if tv.lastUse <= d.completed && tv.pins == 0 {
 				C.vkamp_destroy_view(d.dev, tv.v)
 				delete(blk.views, k)
 			}
@@ -366,7 +370,11 @@ func (d *Device) view(b *Buffer, serial uint64) (C.VkBufferView, error) {
 	if blk.views == nil {
 		blk.views = map[span]*texelView{}
 	}
-	blk.views[key] = &texelView{v, serial}
+	tv := &texelView{v: v, lastUse: serial}
+	blk.views[key] = tv
+	if d.capture != nil {
+		d.capture.pin(tv)
+	}
 	d.stats.TexelViews++
 	return v, nil
 }
@@ -383,6 +391,9 @@ func (b *Buffer) Free() error {
 	defer d.mu.Unlock()
 	if b.freed || b.wholeBlock {
 		return nil
+	}
+	if d.capture != nil && d.capture.hold(b) {
+		return nil // freed when the graph closes
 	}
 	b.freed = true
 	if b.parent != nil {
@@ -498,6 +509,9 @@ func (b *Buffer) Write(off int64, data []byte) error {
 	if err := b.usable(off, int64(len(data)), "write buffer"); err != nil {
 		return err
 	}
+	if b.d.capture != nil {
+		return fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing)
+	}
 	if len(data) == 0 {
 		return nil
 	}
@@ -518,6 +532,9 @@ func (b *Buffer) Read(off int64, data []byte) error {
 	}
 	if err := b.usable(off, int64(len(data)), "read buffer"); err != nil {
 		return err
+	}
+	if b.d.capture != nil {
+		return fmt.Errorf("vk: read buffer: %w: captured work has not run", ErrCapturing)
 	}
 	if len(data) == 0 {
 		return nil

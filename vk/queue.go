@@ -131,6 +131,9 @@ func (d *Device) barrierFor(s *slot, reads, writes []access) {
 
 // recorded updates the bookkeeping after a command and submits a full batch.
 func (d *Device) recorded(s *slot, reads, writes []*Buffer) error {
+	if d.capture != nil {
+		d.capture.captured(reads, writes)
+	}
 	for _, b := range reads {
 		b.markUse(s.serial, false)
 	}
@@ -146,6 +149,9 @@ func (d *Device) recorded(s *slot, reads, writes []*Buffer) error {
 
 // submit sends the recording batch to the queue without waiting.
 func (d *Device) submit() error {
+	if d.capture != nil {
+		return d.captureSubmit()
+	}
 	s := d.cur
 	if s == nil || s.commands == 0 {
 		return nil

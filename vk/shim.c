@@ -55,7 +55,7 @@ static PFN_vkGetInstanceProcAddr gipa;
 	X(vkQueueSubmit) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) \
 	X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) \
 	X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkCreateBufferView) X(vkDestroyBufferView) \
-	X(vkGetPhysicalDeviceMemoryProperties2)
+	X(vkGetPhysicalDeviceMemoryProperties2) X(vkCmdExecuteCommands)
 
 #define DECLARE(name) static PFN_##name p_##name;
 FUNCS(DECLARE)
@@ -584,4 +584,45 @@ void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst,
 
 void vkamp_cmd_fill(vkamp_slot *s, VkBuffer dst, uint64_t off, uint64_t size, uint32_t value) {
 	p_vkCmdFillBuffer(s->cmd, dst, off, size, value);
+}
+
+// Captured command sequences (capture.go): secondary command buffers that
+// may be executed again while an earlier execution is pending.
+VkResult vkamp_create_secondary(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
+	vkamp_slot *s) {
+	memset(s, 0, sizeof *s);
+	VkCommandPoolCreateInfo cp = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+	cp.queueFamilyIndex = family;
+	VkResult r = p_vkCreateCommandPool(dev, &cp, NULL, &s->cmd_pool);
+	if (r != VK_SUCCESS) goto fail;
+	VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+	ai.commandPool = s->cmd_pool;
+	ai.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
+	ai.commandBufferCount = 1;
+	r = p_vkAllocateCommandBuffers(dev, &ai, &s->cmd);
+	if (r != VK_SUCCESS) goto fail;
+	VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_descriptors},
+		{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, max_descriptors}};
+	VkDescriptorPoolCreateInfo dp = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+	dp.maxSets = max_sets;
+	dp.poolSizeCount = 2;
+	dp.pPoolSizes = ps;
+	r = p_vkCreateDescriptorPool(dev, &dp, NULL, &s->desc_pool);
+	if (r != VK_SUCCESS) goto fail;
+	VkCommandBufferInheritanceInfo inh = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+	bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+	bi.pInheritanceInfo = &inh;
+	r = p_vkBeginCommandBuffer(s->cmd, &bi);
+	if (r != VK_SUCCESS) goto fail;
+	return VK_SUCCESS;
+fail:
+	vkamp_destroy_slot(dev, s);
+	return r;
+}
+
+VkResult vkamp_end_secondary(vkamp_slot *s) { return p_vkEndCommandBuffer(s->cmd); }
+
+void vkamp_cmd_execute(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds) {
+	if (n) p_vkCmdExecuteCommands(s->cmd, n, cmds);
 }

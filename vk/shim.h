@@ -114,4 +114,11 @@ void vkamp_cmd_host_barrier(vkamp_slot *s);
 void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size);
 void vkamp_cmd_fill(vkamp_slot *s, VkBuffer dst, uint64_t off, uint64_t size, uint32_t value);
 
+// A secondary command buffer (no fence, no queries), begun for recording
+// with simultaneous use: capture.go's graphs.
+VkResult vkamp_create_secondary(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
+	vkamp_slot *s);
+VkResult vkamp_end_secondary(vkamp_slot *s);
+void vkamp_cmd_execute(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds);
+
 #endif
