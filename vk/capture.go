@@ -40,6 +40,7 @@ type Graph struct {
 	copies     int
 	lastUse    uint64 // serial of the last batch that replayed it
 	timestamps bool   // the device's setting, restored by EndCapture
+	err        error  // the first thing refused during the capture
 	closed     bool
 }
 
@@ -146,6 +147,15 @@ func (g *Graph) hold(b *Buffer) bool {
 	return true
 }
 
+// refuse returns err, remembering the first for EndCapture: a refused read
+// or write may hide in a tensor's error, and the graph would lack its work.
+func (g *Graph) refuse(err error) error {
+	if g.err == nil {
+		g.err = err
+	}
+	return err
+}
+
 // pin keeps a texel view the capture binds from being destroyed to make
 // room for others while the graph lives.
 func (g *Graph) pin(tv *texelView) {
@@ -159,7 +169,9 @@ func (g *Graph) pin(tv *texelView) {
 }
 
 // EndCapture ends the capture and returns its graph. It records nothing
-// that runs: call Replay to run the graph, and Close to release it.
+// that runs: call Replay to run the graph, and Close to release it. If
+// something was refused during the capture (a host read or write), the
+// graph is closed and the first refusal returned.
 func (d *Device) EndCapture() (*Graph, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -179,6 +191,12 @@ func (d *Device) EndCapture() (*Graph, error) {
 		return nil, d.fail(err)
 	}
 	d.graphs = append(d.graphs, g)
+	if g.err != nil {
+		d.mu.Unlock()
+		g.Close()
+		d.mu.Lock()
+		return nil, g.err
+	}
 	return g, nil
 }
 

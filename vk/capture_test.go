@@ -135,6 +135,13 @@ func TestCaptureMisuse(t *testing.T) {
 	captureStep(t, d, in, out, words, 5)
 	wantErr(t, "Read inside a capture", out.Read(0, make([]byte, 4)), vk.ErrCapturing)
 	wantErr(t, "Write inside a capture", in.Write(0, make([]byte, 4)), vk.ErrCapturing)
+	if _, err := d.EndCapture(); !errors.Is(err, vk.ErrCapturing) {
+		t.Errorf("EndCapture after a refused read: %v, want ErrCapturing", err)
+	}
+	if err := d.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	captureStep(t, d, in, out, words, 5)
 	g, err := d.EndCapture()
 	if err != nil {
 		t.Fatal(err)

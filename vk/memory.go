@@ -510,7 +510,7 @@ func (b *Buffer) Write(off int64, data []byte) error {
 		return err
 	}
 	if b.d.capture != nil {
-		return fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing)
+		return b.d.capture.refuse(fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing))
 	}
 	if len(data) == 0 {
 		return nil
@@ -534,7 +534,7 @@ func (b *Buffer) Read(off int64, data []byte) error {
 		return err
 	}
 	if b.d.capture != nil {
-		return fmt.Errorf("vk: read buffer: %w: captured work has not run", ErrCapturing)
+		return b.d.capture.refuse(fmt.Errorf("vk: read buffer: %w: captured work has not run", ErrCapturing))
 	}
 	if len(data) == 0 {
 		return nil

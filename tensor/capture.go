@@ -1,0 +1,110 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vkamp/vkamp/vk"
+)
+
+// Replayer runs a training step as a captured graph (vk.Graph) when the
+// step repeats, and records it op by op when it does not: the first time a
+// key is seen the step runs normally (optimizer state and pipelines are made
+// then), the second time it is captured and replayed, and from then on it
+// is replayed, with one command for the whole step. A key the Replayer has
+// not seen twice, such as an epoch's last, partial batch, runs normally.
+//
+// The key names what the recorded work depends on: the input shapes, and
+// every value a kernel takes as a push constant (the learning rate, a
+// dropout seed). What a replay reads must live in tensors the step uses
+// and that stay alive between steps: write the next batch into the same
+// input tensors (SetBytes) before each Step. State kept on the device (the
+// optimizer's moments and step count, the loss scale, the skip flag of an
+// overflowed step) is read and written by the replay itself, so a replayed
+// step gives the same bits as a recorded one.
+//
+// While a step is captured, host reads and writes of tensors are refused
+// (they could not be replayed): Step returns the refusal, wrapping
+// vk.ErrCapturing, and nothing of that step runs. Releasing a tensor that a
+// graph uses, after the capture, makes its next Step record and capture
+// again.
+type Replayer struct {
+	d      *vk.Device
+	graphs map[string]*vk.Graph
+	seen   map[string]int
+	// Counts of steps run each way.
+	Recorded, Captured, Replayed int
+}
+
+// NewReplayer returns a Replayer for steps on d.
+func NewReplayer(d *vk.Device) *Replayer {
+	return &Replayer{d: d, graphs: map[string]*vk.Graph{}, seen: map[string]int{}}
+}
+
+// maxGraphs bounds the graphs a Replayer keeps; past it, steps of new keys
+// run normally.
+const maxGraphs = 8
+
+// Step runs step for key: replayed if a graph of key exists, captured and
+// replayed on the key's second step, recorded otherwise. step must record
+// the same work each time it is called with the same key.
+func (r *Replayer) Step(key string, step func() error) error {
+	if g := r.graphs[key]; g != nil {
+		err := g.Replay()
+		if !errors.Is(err, vk.ErrStaleGraph) {
+			if err == nil {
+				r.Replayed++
+			}
+			return err
+		}
+		// A buffer of the graph was freed: the step is recorded and
+		// captured afresh.
+		g.Close()
+		delete(r.graphs, key)
+		r.seen[key] = 0
+	}
+	r.seen[key]++
+	if r.seen[key] < 2 || len(r.graphs) >= maxGraphs {
+		r.Recorded++
+		return step()
+	}
+	if err := r.d.BeginCapture(); err != nil {
+		return fmt.Errorf("tensor: capture step %q: %w", key, err)
+	}
+	serr := step()
+	g, err := r.d.EndCapture()
+	if err != nil || serr != nil {
+		g.Close()
+		return fmt.Errorf("tensor: capture step %q: %w", key, errors.Join(serr, err))
+	}
+	if err := g.Replay(); err != nil {
+		g.Close()
+		return err
+	}
+	r.graphs[key] = g
+	r.Captured++
+	return nil
+}
+
+// Graphs is the number of captured graphs kept.
+func (r *Replayer) Graphs() int { return len(r.graphs) }
+
+// Dispatches is the number of kernel launches the graph of key replays, 0
+// without one.
+func (r *Replayer) Dispatches(key string) int {
+	if g := r.graphs[key]; g != nil {
+		return g.Dispatches()
+	}
+	return 0
+}
+
+// Close closes every graph, waiting until no replay is pending, and frees
+// the temporaries the graphs kept. It is idempotent.
+func (r *Replayer) Close() error {
+	var errs []error
+	for k, g := range r.graphs {
+		errs = append(errs, g.Close())
+		delete(r.graphs, k)
+	}
+	return errors.Join(errs...)
+}
