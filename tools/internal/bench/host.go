@@ -135,7 +135,8 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 }
 
 // Host measures the host time per dispatch of an AMP training step at
-// batch (HostPerDispatch over steps samples): dispatch/host-us.
+// batch (HostPerDispatch over steps samples): dispatch/host-us, and of the
+// same step replayed from a captured graph (Replay): dispatch/replay-us.
 func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, error) {
 	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
 	if err != nil {
@@ -151,5 +152,6 @@ func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, err
 	for i := range out {
 		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
 	}
-	return out, nil
+	rs, err := Replay(d, train, batch, steps)
+	return append(out, rs...), err
 }

@@ -125,4 +125,7 @@ func TestTrainSteps(t *testing.T) {
 	if _, ok := byName["dispatch/host-us"]; !ok {
 		t.Error("no dispatch/host-us")
 	}
+	if _, ok := byName["dispatch/replay-us"]; !ok {
+		t.Error("no dispatch/replay-us")
+	}
 }

@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/vkamp/vkamp/mnist"
+	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// ReplayReport is what ReplayPerDispatch measured: the fastest sample.
+type ReplayReport struct {
+	Replay     time.Duration // host time of one replayed step (tensor.Replayer.Step)
+	Load       time.Duration // host time writing its batch into the input tensors
+	Record     time.Duration // host time of the same step recorded, fastest sample
+	Dispatches int           // kernel launches the replayed step runs
+	Samples    int
+}
+
+// PerDispatch is the host time of a replayed step over its dispatches.
+func (r ReplayReport) PerDispatch() time.Duration {
+	return r.Replay / time.Duration(max(r.Dispatches, 1))
+}
+
+// replayMLP is the MNIST MLP 784-256-10 with Adam and a loss scaler (fp16
+// AMP), trained from input tensors that stay alive between steps, as a
+// captured step needs: the trainer's step uploads its batch inside the step.
+type replayMLP struct {
+	d     *vk.Device
+	model nn.Sequential
+	opt   *nn.Adam
+	sc    *scaler.Scaler
+	x, y  *tensor.Tensor
+	xb    []byte
+	yb    []byte
+}
+
+func newReplayMLP(d *vk.Device, batch, pixels int) (*replayMLP, error) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	m := &replayMLP{d: d, model: nn.Sequential{
+		nn.NewLinear(d, "fc1", pixels, 256, rng), nn.ReLU{}, nn.NewLinear(d, "fc2", 256, 10, rng)}}
+	var err error
+	if m.opt, err = nn.NewAdam(m.model.Parameters(), nn.AdamOptions{LR: 1e-3}); err != nil {
+		nn.Close(m.model)
+		return nil, err
+	}
+	if m.sc, err = scaler.New(scaler.Options{}); err != nil {
+		m.close()
+		return nil, err
+	}
+	m.x, m.y = tensor.New(d, tensor.Float32, batch, pixels), tensor.New(d, tensor.Int32, batch)
+	return m, errors.Join(m.x.Err(), m.y.Err())
+}
+
+func (m *replayMLP) close() {
+	m.x.Release()
+	m.y.Release()
+	m.opt.Close()
+	nn.Close(m.model)
+}
+
+// load writes batch i of s (wrapping around) into the input tensors.
+func (m *replayMLP) load(s *mnist.Set, i int) error {
+	n, px := m.y.Len(), s.Rows*s.Cols
+	m.xb, m.yb = m.xb[:0], m.yb[:0]
+	for j := range n {
+		k := (i*n + j) % s.N
+		for _, v := range s.Images[k*px : (k+1)*px] {
+			m.xb = binary.LittleEndian.AppendUint32(m.xb, math.Float32bits(v))
+		}
+		m.yb = binary.LittleEndian.AppendUint32(m.yb, uint32(s.Labels[k]))
+	}
+	return errors.Join(m.x.SetBytes(m.xb), m.y.SetBytes(m.yb))
+}
+
+// step is the trainer's AMP step on the persistent inputs, reading nothing.
+func (m *replayMLP) step() error {
+	g := nn.NewGraph(m.d, nn.Options{Autocast: true})
+	defer g.Release()
+	loss := g.CrossEntropyLoss(m.model.Forward(g, g.Input(m.x)), m.y, nn.Mean)
+	if err := m.opt.ZeroGrad(); err != nil {
+		return err
+	}
+	if err := g.Backward(loss, m.sc.Seed(loss.Value())); err != nil {
+		return err
+	}
+	if _, err := m.sc.Step(m.opt); err != nil {
+		return err
+	}
+	return m.sc.Update()
+}
+
+// ReplayPerDispatch measures the host time of a replayed AMP training step
+// of the MNIST MLP at batch: the step is recorded, captured and then
+// replayed by a tensor.Replayer; each of steps samples starts on a drained
+// device with its batch written, and times the Step call alone. The same
+// step recorded op by op is timed the same way for comparison. The fastest
+// samples are kept.
+func ReplayPerDispatch(d *vk.Device, train *mnist.Set, batch, steps int) (ReplayReport, error) {
+	if batch < 1 || steps < 1 {
+		return ReplayReport{}, fmt.Errorf("bench: batch %d and steps %d must be positive", batch, steps)
+	}
+	m, err := newReplayMLP(d, batch, train.Rows*train.Cols)
+	if err != nil {
+		return ReplayReport{}, err
+	}
+	defer m.close()
+	rp := tensor.NewReplayer(d)
+	defer rp.Close()
+	r := ReplayReport{Samples: steps}
+	timed := func(i int, run func() error) (load, host time.Duration, err error) {
+		if err := d.Wait(); err != nil {
+			return 0, 0, err
+		}
+		t0 := time.Now()
+		if err := m.load(train, i); err != nil {
+			return 0, 0, err
+		}
+		t1 := time.Now()
+		err = run()
+		return t1.Sub(t0), time.Since(t1), err
+	}
+	// Recorded steps first, then replayed ones: a batch's command pool is
+	// reset when it is next used, and the reset of a recorded step's
+	// commands is not the replay's cost. The warm-up replays go round the
+	// ring of command buffers once.
+	const key, warm = "mlp", 6
+	for i := range warm + steps {
+		_, host, err := timed(i, m.step)
+		if err != nil {
+			return ReplayReport{}, err
+		}
+		if i >= warm && (r.Record == 0 || host < r.Record) {
+			r.Record = host
+		}
+	}
+	for i := range warm + steps {
+		load, host, err := timed(i, func() error { return rp.Step(key, m.step) })
+		if err != nil {
+			return ReplayReport{}, err
+		}
+		if i >= warm && (r.Replay == 0 || host < r.Replay) {
+			r.Replay, r.Load = host, load
+		}
+	}
+	if want := warm + steps - 2; rp.Replayed != want {
+		return ReplayReport{}, fmt.Errorf("bench: %d of %d steps replayed", rp.Replayed, want)
+	}
+	r.Dispatches = rp.Dispatches(key)
+	return r, d.Wait()
+}
+
+// Replay measures the host time per dispatch of a replayed AMP step at
+// batch (ReplayPerDispatch over steps samples): dispatch/replay-us.
+func Replay(d *vk.Device, train *mnist.Set, batch, steps int) ([]Result, error) {
+	r, err := ReplayPerDispatch(d, train, batch, steps)
+	if err != nil {
+		return nil, err
+	}
+	info := d.Info()
+	us := func(t time.Duration) float64 { return float64(t) / 1e3 }
+	out := []Result{
+		{Name: "dispatch/replay-us", Value: us(r.PerDispatch()), Unit: "us per dispatch",
+			Detail: fmt.Sprintf("host time replaying a captured AMP step (batch %d, MNIST MLP) on a drained device, %.3g us, over its %d dispatches; writing the batch took %.3g us more; the same step recorded took %.3g us; fastest of %d steps",
+				batch, us(r.Replay), r.Dispatches, us(r.Load), us(r.Record), r.Samples)},
+		{Name: "dispatch/replay-vs-record", Value: float64(r.Record) / float64(max(r.Replay, 1)), Unit: "x",
+			Detail: "host time of a recorded step over that of the replayed step, same run"},
+	}
+	for i := range out {
+		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
+	}
+	return out, nil
+}
