@@ -221,3 +221,37 @@ func TestReplayMisuse(t *testing.T) {
 		t.Errorf("after releasing a graph's input: %d recorded, %d captured, want one each", rp.Recorded-recorded, rp.Captured-captured)
 	}
 }
+
+// TestReplayPanic checks that a step panicking while it is captured leaves
+// no capture open: the device records and reads normally afterwards.
+func TestReplayPanic(t *testing.T) {
+	d := devtest.Open(t)
+	rp := tensor.NewReplayer(d)
+	t.Cleanup(func() { rp.Close() })
+	a := tensor.FromFloat32(d, []float32{1, 2, 3}, 3)
+	b := tensor.FromFloat32(d, []float32{1, 2}, 2)
+	defer a.Release()
+	defer b.Release()
+	calls := 0
+	step := func() error {
+		calls++
+		if calls == 2 {
+			tensor.Add(a, b, tensor.Float32).Release() // a shape mismatch: panics
+		}
+		return nil
+	}
+	rp.Step("p", step)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("no panic from a mismatched Add")
+			}
+		}()
+		rp.Step("p", step)
+	}()
+	c := tensor.Add(a, a, tensor.Float32)
+	defer c.Release()
+	if v, err := c.Float32s(); err != nil || v[2] != 6 {
+		t.Errorf("after the panic: %v, %v", v, err)
+	}
+}

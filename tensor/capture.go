@@ -71,8 +71,18 @@ func (r *Replayer) Step(key string, step func() error) error {
 	if err := r.d.BeginCapture(); err != nil {
 		return fmt.Errorf("tensor: capture step %q: %w", key, err)
 	}
+	ended := false
+	defer func() {
+		// A step that panics (a shape mismatch) leaves no capture open.
+		if !ended {
+			if g, _ := r.d.EndCapture(); g != nil {
+				g.Close()
+			}
+		}
+	}()
 	serr := step()
 	g, err := r.d.EndCapture()
+	ended = true
 	if err != nil || serr != nil {
 		g.Close()
 		return fmt.Errorf("tensor: capture step %q: %w", key, errors.Join(serr, err))

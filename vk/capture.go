@@ -272,12 +272,16 @@ func (g *Graph) Close() error {
 	var err error
 	if d.usable() == nil {
 		err = d.waitSerial(g.lastUse)
-		g.destroy()
 	}
-	for i, x := range d.graphs {
-		if x == g {
-			d.graphs = append(d.graphs[:i], d.graphs[i+1:]...)
-			break
+	// After a device loss the command buffers may still be pending: the
+	// device's Close destroys them after waiting for idle.
+	if d.usable() == nil {
+		g.destroy()
+		for i, x := range d.graphs {
+			if x == g {
+				d.graphs = append(d.graphs[:i], d.graphs[i+1:]...)
+				break
+			}
 		}
 	}
 	for _, tv := range g.views {
