@@ -23,6 +23,12 @@
 // ErrDeviceLost. Errors wrap sentinel values (ErrOutOfDeviceMemory,
 // ErrDeviceLost, ErrClosed, ...) that errors.Is matches.
 //
+// BeginCapture and EndCapture capture the commands recorded between them
+// into a Graph, as CUDA graphs do, without running them; Graph.Replay runs
+// them again with one command, on the same buffers. Host reads and writes
+// are refused while capturing, and Replay of a graph whose buffers were freed
+// returns ErrStaleGraph (capture.go says what else a graph keeps).
+//
 // A Device and its Buffers are safe for concurrent use: one lock orders
 // recording and submission. Close waits for the device and destroys every
 // object it made; it is idempotent, and a closed device returns ErrClosed.
