@@ -7,10 +7,7 @@ package vk
 */
 import "C"
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // A Graph is a captured command sequence, as CUDA graphs are: the
 // dispatches, copies, fills and barriers recorded between BeginCapture and
@@ -43,16 +40,6 @@ type Graph struct {
 	err        error  // the first thing refused during the capture
 	closed     bool
 }
-
-// Errors of captures.
-var (
-	// ErrCapturing is returned by what a capture cannot record: host reads
-	// and writes of buffers, a second BeginCapture.
-	ErrCapturing = errors.New("vk: not allowed while capturing")
-	// ErrStaleGraph is returned by Replay of a graph whose buffers were
-	// freed, or that was closed.
-	ErrStaleGraph = errors.New("vk: graph is stale")
-)
 
 // BeginCapture submits the work recorded so far and starts capturing: the
 // dispatches, copies and fills recorded from here to EndCapture, by any

@@ -1,0 +1,13 @@
+//go:build !cgo
+
+package vk
+
+// Graph is a captured command sequence; without cgo none can be made.
+type Graph struct{}
+
+func (d *Device) BeginCapture() error         { return errNoCgo }
+func (d *Device) EndCapture() (*Graph, error) { return nil, errNoCgo }
+func (g *Graph) Dispatches() int              { return 0 }
+func (g *Graph) Copies() int                  { return 0 }
+func (g *Graph) Replay() error                { return errNoCgo }
+func (g *Graph) Close() error                 { return nil }
