@@ -396,6 +396,16 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 	for i := len(g.nodes) - 1; i >= 0; i-- {
 		n := g.nodes[i]
 		if dy := n.out.grad; dy != nil { // else nothing downstream needed this output
+			if p := castParam(n, dy); p != nil {
+				// Accumulate widens dy as it adds it, exactly as the cast
+				// back would: AMP's fp16 weight gradients skip a kernel
+				// and a full-size fp32 copy each.
+				if err := p.accumulate(dy); err != nil {
+					return err
+				}
+				g.walked(n, uses)
+				continue
+			}
 			grads := rules[n.op](g, n, dy)
 			g.checkGrads(n, grads)
 			for j, in := range n.inputs {
@@ -410,6 +420,23 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 		g.walked(n, uses)
 	}
 	return nil
+}
+
+// castParam returns the parameter that n casts down, when dy, n's
+// gradient, widens exactly to the parameter's Float32: its cast back can
+// be left to Accumulate. Else nil.
+func castParam(n *node, dy *tensor.Tensor) *Param {
+	if n.op != tensor.OpCast || len(n.inputs) != 1 {
+		return nil
+	}
+	in := n.inputs[0]
+	if in.param == nil || !in.needsGrad || in.DType() != tensor.Float32 {
+		return nil
+	}
+	if dt := dy.DType(); dt != tensor.Float16 && dt != tensor.BFloat16 {
+		return nil
+	}
+	return in.param
 }
 
 // paramUses counts, for Options.GradReady, the inputs of recorded nodes

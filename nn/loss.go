@@ -94,7 +94,12 @@ func (g *Graph) CrossEntropyLoss(logits *Var, labels *tensor.Tensor, r Reduction
 	if labels.DType() != tensor.Int32 {
 		panic(&tensor.DTypeError{Op: "CrossEntropyLoss", Got: labels.DType(), Want: "int32 class indices as labels"})
 	}
-	logits = g.cast(logits, g.fp32Only(tensor.OpCrossEntropy, logits))
+	if dt := g.fp32Only(tensor.OpCrossEntropy, logits); !widensExactly(dt, logits, logits) {
+		logits = g.cast(logits, dt)
+	}
+	// fp16 or bf16 logits are widened exactly by LogSoftmax as it reads
+	// them, and their gradient is rounded once by CrossEntropyBackwardAs:
+	// the cast each way is left out (two kernels of an AMP step).
 	logp := g.keep(tensor.LogSoftmax(logits.t))
 	losses := g.keep(tensor.NLL(logp, labels))
 	var out *tensor.Tensor
@@ -113,7 +118,7 @@ func crossEntropyBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	if Reduction(n.attr.n) == Mean {
 		alpha /= float32(rows)
 	}
-	return []*tensor.Tensor{tensor.CrossEntropyBackward(logp, labels, dy, alpha)}
+	return []*tensor.Tensor{tensor.CrossEntropyBackwardAs(logp, labels, dy, alpha, n.inputs[0].DType())}
 }
 
 // LayerNorm normalises x over its last axis and applies gamma and beta (each

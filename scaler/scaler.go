@@ -186,6 +186,12 @@ func (s *Scaler) Seed(like *tensor.Tensor) *tensor.Tensor {
 	if like == nil {
 		panic(&tensor.UsageError{Op: "scaler.Seed", Msg: "nil tensor"})
 	}
+	if !s.disabled && like.DType() == tensor.Float32 {
+		// 1 times the scale is the scale: a copy, no kernel.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.ls.ScaleItem(like.Device())
+	}
 	one := tensor.Full(like.Device(), like.DType(), 1, 1)
 	if s.disabled {
 		return one

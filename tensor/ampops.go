@@ -137,6 +137,23 @@ func (s *LossScale) Scale(x *Tensor) *Tensor {
 	return out
 }
 
+// ScaleItem returns the current scale as a one-element Float32 tensor on d:
+// Scale of a Float32 1 (the seed of a scaled backward pass), copied from
+// the state on the device rather than computed by a fill and a kernel.
+// Errors are carried as Scale carries them.
+func (s *LossScale) ScaleItem(d *vk.Device) *Tensor {
+	const op = "LossScale.ScaleItem"
+	if d == nil {
+		usagePanic(op, "nil device")
+	}
+	if err := s.placeOn(d); err != nil {
+		return &Tensor{dev: d, dtype: Float32, shape: []int{1}, n: 1, err: err}
+	}
+	out := newOut(d, Float32, []int{1}, s.state)
+	recordInto(op, func() error { return d.Copy(out.buf, 0, s.state.buf, 4*wordScale, 4) }, out)
+	return out
+}
+
 // placeOn makes the state on d from the initial values unless it is there.
 func (s *LossScale) placeOn(d *vk.Device) error {
 	if s.state != nil {

@@ -129,14 +129,23 @@ func NLL(logp, labels *Tensor) *Tensor {
 // NLL takes them; the row of a label outside [0, C) is NaN in every class,
 // whatever dy, and raises the device's assert as NLL does.
 func CrossEntropyBackward(logp, labels, dy *Tensor, alpha float32) *Tensor {
+	return CrossEntropyBackwardAs(logp, labels, dy, alpha, Float32)
+}
+
+// CrossEntropyBackwardAs is CrossEntropyBackward with the gradient stored
+// as dt (Float32, Float16 or BFloat16), rounded once from the fp32 value,
+// bit for bit Cast(CrossEntropyBackward(...), dt) without its kernel: the
+// gradient of fp16 logits under autocast.
+func CrossEntropyBackwardAs(logp, labels, dy *Tensor, alpha float32, dt DType) *Tensor {
 	rows, cols := checkLogProbs("CrossEntropyBackward", logp, labels)
 	sameDevice("CrossEntropyBackward", logp, dy)
 	checkItem("CrossEntropyBackward", dy)
-	out := newOut(logp.dev, Float32, logp.shape, logp, labels, dy)
+	checkFloating("CrossEntropyBackward", dt)
+	out := newOut(logp.dev, dt, logp.shape, logp, labels, dy)
 	recordInto("CrossEntropyBackward", func() error {
 		return withAssert(logp.dev, func(rec *vk.Buffer) error {
 			return kernels.CrossEntropyBackward(logp.dev, pairGroups(logp.dev, rows*cols),
-				kernels.CrossEntropyBackwardSpec{OutDT: Float32.code(), AssertOp: assertCrossEntropyBackward},
+				kernels.CrossEntropyBackwardSpec{OutDT: dt.code(), AssertOp: assertCrossEntropyBackward},
 				kernels.CrossEntropyBackwardPush{Rows: uint32(rows), Cols: uint32(cols), Alpha: alpha},
 				kernels.CrossEntropyBackwardBind{L: logp.buf, Y: labels.buf, S: dy.buf, Out: out.buf, Assert: rec})
 		})
