@@ -150,6 +150,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 	}
 	info.CooperativeMatrixUsable = coopUsable(c)
 	info.MemoryBudget = c.has_memory_budget_ext != 0
+	info.PushDescriptors = c.has_push_descriptor_ext != 0
 	info.DeviceUUID = fmt.Sprintf("%x", C.GoBytes(unsafe.Pointer(&c.device_uuid[0]), 16))
 	switch {
 	case info.StorageBuffer16Bit && info.ShaderFloat16:

@@ -152,13 +152,18 @@ func Open(opts Options) (*Device, error) {
 	if opts.Timestamps && !info.Timestamps {
 		return nil, fmt.Errorf("vk: %s: %w: no timestamp queries on its compute queue", info.Name, ErrFeatureMissing)
 	}
-	r := C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &info.drv.caps,
+	caps := info.drv.caps // a copy: what this device enables
+	if opts.DescriptorSets {
+		caps.has_push_descriptor_ext = 0
+		d.info.PushDescriptors = false
+	}
+	r := C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &caps,
 		cbool(tier >= TierStorage16), cbool(tier >= TierFP16), cbool(info.CooperativeMatrixUsable), &d.dev, &d.queue)
 	if r != C.VK_SUCCESS && info.CooperativeMatrixUsable {
 		// A driver that lists the features but will not enable them: run
 		// without cooperative matrices rather than not at all.
 		d.info.CooperativeMatrixUsable = false
-		r = C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &info.drv.caps,
+		r = C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &caps,
 			cbool(tier >= TierStorage16), cbool(tier >= TierFP16), 0, &d.dev, &d.queue)
 	}
 	if err := check(int32(r), "create device %s", info.Name); err != nil {
@@ -180,6 +185,7 @@ func Open(opts Options) (*Device, error) {
 			d.destroy()
 			return nil, err
 		}
+		s.c.push_desc = C.uint32_t(cbool(d.info.PushDescriptors))
 		d.slots = append(d.slots, s)
 	}
 	return d, nil

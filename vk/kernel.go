@@ -112,7 +112,7 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 	k := &Kernel{d: d, name: src.Name, access: append([]Access(nil), src.Bindings...), pushSize: src.PushSize}
 	r := C.vkamp_create_kernel(d.dev, d.cache, (*C.uint32_t)(unsafe.Pointer(&code[0])), C.size_t(len(src.SPIRV)),
 		C.uint32_t(len(src.Bindings)), &texel[0], C.uint32_t(src.PushSize), specPtr, C.uint32_t(len(src.Spec)),
-		&k.setLayout, &k.layout, &k.pipeline)
+		cbool(d.info.PushDescriptors), &k.setLayout, &k.layout, &k.pipeline)
 	if err := check(int32(r), "create pipeline %s", src.Name); err != nil {
 		return nil, err
 	}

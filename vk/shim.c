@@ -62,6 +62,7 @@ FUNCS(DECLARE)
 static PFN_vkCreateDebugUtilsMessengerEXT p_vkCreateDebugUtilsMessengerEXT;
 static PFN_vkDestroyDebugUtilsMessengerEXT p_vkDestroyDebugUtilsMessengerEXT;
 static PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR p_coopmat_props;
+static PFN_vkCmdPushDescriptorSetKHR p_vkCmdPushDescriptorSetKHR;
 static VkDebugUtilsMessengerEXT messenger;
 
 const char *vkamp_load(void) {
@@ -123,6 +124,7 @@ VkResult vkamp_create_instance(int validation, int sync_validation, VkInstance *
 	}
 	p_coopmat_props = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)gipa(*out,
 		"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+	p_vkCmdPushDescriptorSetKHR = (PFN_vkCmdPushDescriptorSetKHR)gipa(*out, "vkCmdPushDescriptorSetKHR");
 	if (validation) {
 		p_vkCreateDebugUtilsMessengerEXT = (PFN_vkCreateDebugUtilsMessengerEXT)gipa(*out, "vkCreateDebugUtilsMessengerEXT");
 		p_vkDestroyDebugUtilsMessengerEXT = (PFN_vkDestroyDebugUtilsMessengerEXT)gipa(*out, "vkDestroyDebugUtilsMessengerEXT");
@@ -159,6 +161,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->has_vmm_ext = has_ext(e, n, "VK_KHR_vulkan_memory_model");
 	c->has_subgroup_size_control_ext = has_ext(e, n, "VK_EXT_subgroup_size_control");
 	c->has_memory_budget_ext = has_ext(e, n, "VK_EXT_memory_budget");
+	c->has_push_descriptor_ext = has_ext(e, n, "VK_KHR_push_descriptor") && p_vkCmdPushDescriptorSetKHR;
 	free(e);
 
 	// Only chain structs the device knows: SwiftShader prints a warning for
@@ -256,6 +259,7 @@ VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_c
 		exts[next++] = "VK_KHR_shader_float16_int8";
 	}
 	if (c->has_float_controls_ext) exts[next++] = "VK_KHR_shader_float_controls";
+	if (c->has_push_descriptor_ext) exts[next++] = "VK_KHR_push_descriptor";
 	VkPhysicalDeviceVulkanMemoryModelFeaturesKHR vmm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
 	VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {VKAMP_STYPE_COOPMAT_FEATURES};
 	if (enable_coopmat) {
@@ -377,7 +381,7 @@ void vkamp_destroy_pipeline_cache(VkDevice dev, VkPipelineCache c) { p_vkDestroy
 
 VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t *code, size_t code_size,
 	uint32_t nbind, const uint32_t *texel, uint32_t push_size, const uint32_t *spec, uint32_t nspec,
-	VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline) {
+	int push_desc, VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline) {
 	*set_layout = 0; *layout = 0; *pipeline = 0;
 	VkDescriptorSetLayoutBinding b[32];
 	if (nbind > 32) return VK_ERROR_INITIALIZATION_FAILED;
@@ -386,6 +390,7 @@ VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t
 		b[i] = (VkDescriptorSetLayoutBinding){i, t, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
 	}
 	VkDescriptorSetLayoutCreateInfo dl = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+	dl.flags = push_desc ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
 	dl.bindingCount = nbind;
 	dl.pBindings = b;
 	VkResult r = p_vkCreateDescriptorSetLayout(dev, &dl, NULL, set_layout);
@@ -485,8 +490,11 @@ void vkamp_destroy_slot(VkDevice dev, vkamp_slot *s) {
 VkResult vkamp_begin(VkDevice dev, vkamp_slot *s, uint32_t queries) {
 	VkResult r = p_vkResetCommandPool(dev, s->cmd_pool, 0);
 	if (r != VK_SUCCESS) return r;
-	r = p_vkResetDescriptorPool(dev, s->desc_pool, 0);
-	if (r != VK_SUCCESS) return r;
+	s->bound = 0;
+	if (!s->push_desc) {
+		r = p_vkResetDescriptorPool(dev, s->desc_pool, 0);
+		if (r != VK_SUCCESS) return r;
+	}
 	r = p_vkResetFences(dev, 1, &s->fence);
 	if (r != VK_SUCCESS) return r;
 	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -522,19 +530,21 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
 	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts) {
 	if (nbind > VKAMP_MAX_BINDINGS || push_size > VKAMP_MAX_PUSH) return VK_ERROR_INITIALIZATION_FAILED;
-	VkDescriptorSet set;
-	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-	ai.descriptorPool = s->desc_pool;
-	ai.descriptorSetCount = 1;
-	ai.pSetLayouts = &set_layout;
-	VkResult r = p_vkAllocateDescriptorSets(dev, &ai, &set);
-	if (r != VK_SUCCESS) return r;
+	VkDescriptorSet set = 0;
+	if (!s->push_desc) {
+		VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+		ai.descriptorPool = s->desc_pool;
+		ai.descriptorSetCount = 1;
+		ai.pSetLayouts = &set_layout;
+		VkResult r = p_vkAllocateDescriptorSets(dev, &ai, &set);
+		if (r != VK_SUCCESS) return r;
+	}
 	VkDescriptorBufferInfo info[VKAMP_MAX_BINDINGS];
 	VkWriteDescriptorSet w[VKAMP_MAX_BINDINGS];
 	for (uint32_t i = 0; i < nbind; i++) {
 		info[i] = (VkDescriptorBufferInfo){a->bufs[i], a->offs[i], a->ranges[i]};
 		w[i] = (VkWriteDescriptorSet){VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-		w[i].dstSet = set;
+		w[i].dstSet = set; // ignored when pushed
 		w[i].dstBinding = i;
 		w[i].descriptorCount = 1;
 		if (a->views[i]) {
@@ -545,10 +555,17 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 			w[i].pBufferInfo = &info[i];
 		}
 	}
-	p_vkUpdateDescriptorSets(dev, nbind, w, 0, NULL);
 	if (ts >= 0) p_vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->query_pool, (uint32_t)ts);
-	p_vkCmdBindPipeline(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-	p_vkCmdBindDescriptorSets(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, NULL);
+	if (s->bound != pipeline) {
+		p_vkCmdBindPipeline(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+		s->bound = pipeline;
+	}
+	if (s->push_desc) {
+		p_vkCmdPushDescriptorSetKHR(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, nbind, w);
+	} else {
+		p_vkUpdateDescriptorSets(dev, nbind, w, 0, NULL);
+		p_vkCmdBindDescriptorSets(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, NULL);
+	}
 	if (push_size) p_vkCmdPushConstants(s->cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, a->push);
 	p_vkCmdDispatch(s->cmd, gx, gy, gz);
 	if (ts >= 0) p_vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->query_pool, (uint32_t)ts + 1);

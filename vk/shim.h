@@ -37,6 +37,7 @@ typedef struct {
 	// feature, and the Vulkan memory model (VK_KHR_vulkan_memory_model).
 	uint32_t coopmat_feature, has_vmm_ext, vmm, vmm_device_scope;
 	uint32_t has_memory_budget_ext; // VK_EXT_memory_budget
+	uint32_t has_push_descriptor_ext; // VK_KHR_push_descriptor; vkamp_create_device enables it when set
 } vkamp_caps;
 
 void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *caps);
@@ -71,9 +72,10 @@ VkResult vkamp_create_pipeline_cache(VkDevice dev, const void *data, size_t size
 VkResult vkamp_get_pipeline_cache_data(VkDevice dev, VkPipelineCache c, size_t *size, void *data);
 void vkamp_destroy_pipeline_cache(VkDevice dev, VkPipelineCache c);
 
+// push_desc makes the set layout a push-descriptor one (see vkamp_slot).
 VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t *code, size_t code_size,
 	uint32_t nbind, const uint32_t *texel, uint32_t push_size, const uint32_t *spec, uint32_t nspec,
-	VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline);
+	int push_desc, VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline);
 void vkamp_destroy_kernel(VkDevice dev, VkDescriptorSetLayout set_layout, VkPipelineLayout layout, VkPipeline pipeline);
 
 // A batch slot: command pool and buffer, fence, descriptor pool, query pool.
@@ -83,6 +85,11 @@ typedef struct {
 	VkFence fence;
 	VkDescriptorPool desc_pool;
 	VkQueryPool query_pool;
+	// push_desc: the device's kernels take their buffers as push
+	// descriptors (VK_KHR_push_descriptor), so that a dispatch allocates no
+	// descriptor set; set by the caller after vkamp_create_slot.
+	uint32_t push_desc;
+	VkPipeline bound; // the pipeline last bound in cmd, to skip rebinding it
 } vkamp_slot;
 
 VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
@@ -104,8 +111,9 @@ typedef struct {
 	uint8_t push[VKAMP_MAX_PUSH];
 } vkamp_dispatch_args;
 
-// One dispatch: allocate and write a descriptor set, bind, push, dispatch,
-// with timestamps around it when ts >= 0.
+// One dispatch: push the buffers as descriptors (or allocate and write a
+// descriptor set), bind the pipeline unless it is bound already, push the
+// constants, dispatch, with timestamps around it when ts >= 0.
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
 	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
 	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts);

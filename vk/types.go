@@ -154,6 +154,12 @@ type Info struct {
 	// Tier is the highest tier the device supports.
 	Tier Tier `json:"tier"`
 
+	// PushDescriptors is true when the device has VK_KHR_push_descriptor:
+	// a dispatch then pushes its buffers into the command buffer instead of
+	// allocating and writing a descriptor set. For an open device it is
+	// false when Options.DescriptorSets asked for sets.
+	PushDescriptors bool `json:"push_descriptors"`
+
 	drv *driverInfo // what the runtime needs to open it
 }
 
@@ -194,6 +200,9 @@ type Options struct {
 	// rather than by the driver (see Device.Deterministic); false means
 	// VKAMP_DETERMINISTIC, else the fast kernels.
 	Deterministic bool
+	// DescriptorSets allocates a descriptor set per dispatch even where the
+	// device has push descriptors (to test that path on such a device).
+	DescriptorSets bool
 }
 
 func (o *Options) waitTimeout() time.Duration {
@@ -211,7 +220,7 @@ type Stats struct {
 	Submits        uint64 // queue submissions
 	Waits          uint64 // host waits on a fence for a result (reads, Wait, Close)
 	Stalls         uint64 // host waits for a free command buffer: recording ran ahead of the device
-	DescriptorSets uint64 // descriptor sets written
+	DescriptorSets uint64 // descriptor sets written, or pushed (Info.PushDescriptors): one a dispatch
 	Pipelines      int    // pipelines created
 	TexelViews     int    // texel views created (one per buffer range, reused)
 	Allocations    uint64 // VkDeviceMemory allocations made
