@@ -86,6 +86,9 @@ func (g *Graph) grow() error {
 	if err := check(int32(r), "create a captured command buffer"); err != nil {
 		return d.fail(err)
 	}
+	// Captured dispatches bind as the batch's do: a kernel's set layout is
+	// a push-descriptor layout where the device has the extension.
+	c.push_desc = C.uint32_t(cbool(d.info.PushDescriptors))
 	g.secs = append(g.secs, c)
 	g.cmds = append(g.cmds, c.cmd)
 	// The serial is the last one handed out, so that marking a buffer used

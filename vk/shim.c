@@ -642,4 +642,5 @@ VkResult vkamp_end_secondary(vkamp_slot *s) { return p_vkEndCommandBuffer(s->cmd
 
 void vkamp_cmd_execute(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds) {
 	if (n) p_vkCmdExecuteCommands(s->cmd, n, cmds);
+	s->bound = 0; // the primary's bound pipeline is undefined after it
 }
