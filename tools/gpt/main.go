@@ -4,6 +4,7 @@
 //
 //	go run ./tools/gpt [-recipe cpu|gpu|tiny] [-iters N] [-dropout P] [-precision f16|bf16|f32] [-report loss.png]
 //	                   [-checkpoint DIR [-resume]] [-sample 500 -temperature 0.8 -top-k 200] [-json]
+//	go run ./tools/gpt -checkpoint DIR -resume -eval-only [-eval-iters 200]
 //
 // The recipes are nanoGPT's (config/train_shakespeare_char.py, and its
 // README's command for a CPU):
@@ -28,7 +29,10 @@
 // being the final one, and everything else goes to stderr. Ctrl-C finishes
 // the current iteration, writes a checkpoint if -checkpoint is set, and
 // exits; -resume continues from the latest checkpoint to the same result
-// as an uninterrupted run, bit for bit.
+// as an uninterrupted run, bit for bit. -eval-only (nanoGPT's eval_only)
+// evaluates the model, with -resume a checkpoint's, and exits: with
+// -eval-iters 200 it tells how far a 20-batch figure is from the model's
+// loss (the standard errors of the means are printed too).
 package main
 
 import (
@@ -73,7 +77,7 @@ type config struct {
 	sample, topK                                                        int
 	temperature                                                         float64
 	seed                                                                uint64
-	resume, json, profile                                               bool
+	resume, json, profile, evalOnly                                     bool
 	// stopAt, in tests, stops the run at that iteration as Ctrl-C would.
 	stopAt int
 }
@@ -95,6 +99,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "collective-timeout", 0, "how long a rank waits in a collective for the others before it fails (0: 10 minutes)")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to at each evaluation, at the end and on Ctrl-C")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
+	flag.BoolVar(&c.evalOnly, "eval-only", false, "evaluate the model (with -resume, the checkpoint's) over -eval-iters batches a split, with the standard errors, and exit without training, as nanoGPT's eval_only")
 	flag.StringVar(&c.reportPath, "report", "", "write a PNG of the loss curves and the loss scale here")
 	flag.IntVar(&c.sample, "sample", 0, "after training, print this many generated characters")
 	flag.StringVar(&c.prompt, "prompt", "\n", "the text the sample continues")

@@ -100,6 +100,9 @@ type evaluation struct {
 	MSPerIter float64 `json:"ms_per_iter"`
 	LR        float64 `json:"lr"`
 	Skipped   int     `json:"skipped"` // iterations skipped so far
+	// The standard errors of the losses, with -eval-only (0: not measured).
+	TrainSE float64 `json:"train_loss_se,omitempty"`
+	ValSE   float64 `json:"val_loss_se,omitempty"`
 }
 
 func (c config) modelName() string {
@@ -166,6 +169,14 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 			}
 		}
 		fmt.Fprintf(log, "resumed from %s at iteration %d\n", c.checkpoint, t.iter)
+	}
+	if c.evalOnly { // nanoGPT's eval_only: rank 0 evaluates, nothing trains or is written
+		e, err := t.evaluate(true)
+		if err != nil {
+			return err
+		}
+		t.report(e, out, log)
+		return nil
 	}
 	start := time.Now()
 	err = ranks.Run(rs, func(i int, _ ranks.Rank) error {
@@ -315,7 +326,7 @@ func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
 					return err
 				}
 				n := t.iter - since
-				e, err := t.evaluate()
+				e, err := t.evaluate(false)
 				if err != nil {
 					return err
 				}
@@ -475,31 +486,29 @@ func (t *trainer) drain() error {
 }
 
 // evaluate returns the mean loss over evalIters random batches of each
-// split, dropout off, as nanoGPT's estimate_loss.
-func (t *trainer) evaluate() (evaluation, error) {
+// split, dropout off, as nanoGPT's estimate_loss. With spread it reads
+// every batch's loss (the host waits for each) to give the standard error
+// of the means too.
+func (t *trainer) evaluate(spread bool) (evaluation, error) {
 	c := t.c
 	t.m.SetTraining(false)
 	defer t.m.SetTraining(true)
 	e := evaluation{Iter: t.iter, Scale: 1, LR: t.lr(min(t.iter, c.iters-1)), Skipped: len(t.hist.Skipped)}
 	for i, split := range [][]int32{t.data.train, t.data.val} {
-		sum := tensor.Zeros(t.d, tensor.Float32, 1)
-		for range c.evalIters {
-			batch(split, c.block, t.rng, t.x, t.y)
-			if err := t.evalBatch(sum); err != nil {
-				sum.Release()
-				return e, err
-			}
+		var mean, se float64
+		var err error
+		if spread {
+			mean, se, err = t.splitLossSpread(split)
+		} else {
+			mean, err = t.splitLoss(split)
 		}
-		v, err := sum.Item()
-		sum.Release()
 		if err != nil {
 			return e, err
 		}
-		mean := float64(v) / float64(c.evalIters)
 		if i == 0 {
-			e.TrainLoss = mean
+			e.TrainLoss, e.TrainSE = mean, se
 		} else {
-			e.ValLoss = mean
+			e.ValLoss, e.ValSE = mean, se
 		}
 	}
 	if t.sc.Enabled() {
@@ -513,6 +522,57 @@ func (t *trainer) evaluate() (evaluation, error) {
 	t.hist.EvalTrain = append(t.hist.EvalTrain, e.TrainLoss)
 	t.hist.EvalVal = append(t.hist.EvalVal, e.ValLoss)
 	return e, nil
+}
+
+// splitLoss returns the mean loss of evalIters random batches of split,
+// summed on the device: one host wait.
+func (t *trainer) splitLoss(split []int32) (float64, error) {
+	sum := tensor.Zeros(t.d, tensor.Float32, 1)
+	defer sum.Release()
+	for range t.c.evalIters {
+		batch(split, t.c.block, t.rng, t.x, t.y)
+		if err := t.evalBatch(sum); err != nil {
+			return 0, err
+		}
+	}
+	v, err := sum.Item()
+	return float64(v) / float64(t.c.evalIters), err
+}
+
+// splitLossSpread is splitLoss, the same batches, reading each batch's
+// loss to return the standard error of the mean too.
+func (t *trainer) splitLossSpread(split []int32) (mean, se float64, err error) {
+	losses := make([]float64, t.c.evalIters)
+	for k := range losses {
+		batch(split, t.c.block, t.rng, t.x, t.y)
+		sum := tensor.Zeros(t.d, tensor.Float32, 1)
+		berr := t.evalBatch(sum)
+		v, ierr := sum.Item()
+		sum.Release()
+		if err := errors.Join(berr, ierr); err != nil {
+			return 0, 0, err
+		}
+		losses[k] = float64(v)
+	}
+	mean, se = meanSE(losses)
+	return mean, se, nil
+}
+
+// meanSE returns the mean of xs and its standard error, the sample
+// standard deviation over sqrt(len(xs)) (0 for fewer than 2).
+func meanSE(xs []float64) (mean, se float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1) / float64(len(xs)))
 }
 
 // evalBatch adds the loss of the batch in t.x, t.y into sum on the device.
@@ -534,6 +594,10 @@ func (t *trainer) report(e evaluation, out, log io.Writer) {
 		return
 	}
 	line := fmt.Sprintf("iter %d: train loss %.4f, val loss %.4f", e.Iter, e.TrainLoss, e.ValLoss)
+	if e.ValSE > 0 {
+		line = fmt.Sprintf("iter %d: train loss %.4f ± %.4f, val loss %.4f ± %.4f (standard errors over %d batches a split)",
+			e.Iter, e.TrainLoss, e.TrainSE, e.ValLoss, e.ValSE, t.c.evalIters)
+	}
 	if e.TokensPS > 0 {
 		line += fmt.Sprintf(", %.1f ms/iter, %.0f tokens/s", e.MSPerIter, e.TokensPS)
 	}
