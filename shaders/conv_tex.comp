@@ -34,6 +34,16 @@ layout(constant_id = 14) const bool ROW_RUNS = false;
 // p.cin*plane apart). Wo is a multiple of 8 and its dilation 1, so the 8 k
 // of a block are 8 neighbours of one row of x per column, fetched as a run.
 layout(constant_id = 15) const bool K_RUNS = false;
+// TAPS (K_RUNS only, 0 for off): the kernel width kW, where its dilation is
+// 1 and TN a multiple of kW. Each TAPS columns of an invocation are then the
+// taps j = 0 .. kW-1 of one kernel row, which read neighbours of one row of
+// x: one run of 8+kW-1 elements serves all of them (each column a window
+// of it at a fixed shift), instead of a run of 8 per column.
+layout(constant_id = 8) const uint TAPS = 0u;
+// WIN is the length of that run (at most 15: kW <= 8); TP the columns one
+// run serves.
+#define TP (TAPS == 0u ? 1u : TAPS)
+#define WIN (7u + TP)
 // NCHW_OUT: the output is stored as NCHW [N, Cout, Ho, Wo] with the bias
 // of the row (the output channel) added, in the output dtype: no fp32 copy
 // and permute after the GEMM. Ho*Wo is a multiple of TN, so an
@@ -91,6 +101,42 @@ void run8(int e0, int last, out float rv[8]) {
         [[unroll]] for (uint t = 0; t < 3u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 2) + int(t), 0, last));
         uint ws = uint(e0) & 3u;
         [[unroll]] for (uint j = 0; j < 8u; j++) {
+            uint a0 = tw[j / 4u][j % 4u], a1 = tw[(j + 1u) / 4u][(j + 1u) % 4u];
+            uint a2 = tw[(j + 2u) / 4u][(j + 2u) % 4u], a3 = tw[(j + 3u) / 4u][(j + 3u) % 4u];
+            rv[j] = uintBitsToFloat(ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3);
+        }
+    }
+}
+
+// runWin returns elements e0 .. e0+WIN-1 of x as run8 does for 8: from
+// the texels that hold them, shifted into place with selects, texels
+// clamped into x.
+void runWin(int e0, int last, out float rv[16]) {
+    if (B16) {
+        // Pairs of elements 2i, 2i+1 of the run (NP of them) come from words
+        // ws+i and ws+i+1 of the texels.
+        const uint NP = (WIN + 1u) / 2u, NT = (NP + 3u) / 4u + 1u;
+        uvec4 tw[NT];
+        [[unroll]] for (uint t = 0; t < NT; t++) tw[t] = texelFetch(tb, clamp((e0 >> 3) + int(t), 0, last));
+        uint ws = (uint(e0) >> 1) & 3u;
+        bool odd = (e0 & 1) != 0;
+        uint wd[NP + 1u];
+        [[unroll]] for (uint i = 0; i < NP + 1u; i++) {
+            uint a0 = tw[i / 4u][i % 4u], a1 = tw[(i + 1u) / 4u][(i + 1u) % 4u];
+            uint a2 = tw[(i + 2u) / 4u][(i + 2u) % 4u], a3 = tw[(i + 3u) / 4u][(i + 3u) % 4u];
+            wd[i] = ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3;
+        }
+        [[unroll]] for (uint i = 0; i < NP; i++) {
+            vec2 h = unpackHalf2x16(odd ? (wd[i] >> 16) | (wd[i + 1u] << 16) : wd[i]);
+            rv[2u * i] = h.x;
+            rv[2u * i + 1u] = h.y;
+        }
+    } else {
+        const uint NT = (WIN + 2u) / 4u + 1u;
+        uvec4 tw[NT];
+        [[unroll]] for (uint t = 0; t < NT; t++) tw[t] = texelFetch(tb, clamp((e0 >> 2) + int(t), 0, last));
+        uint ws = uint(e0) & 3u;
+        [[unroll]] for (uint j = 0; j < WIN; j++) {
             uint a0 = tw[j / 4u][j % 4u], a1 = tw[(j + 1u) / 4u][(j + 1u) % 4u];
             uint a2 = tw[(j + 2u) / 4u][(j + 2u) % 4u], a3 = tw[(j + 3u) / 4u][(j + 3u) % 4u];
             rv[j] = uintBitsToFloat(ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3);
@@ -183,7 +229,21 @@ void main() {
         if (K_RUNS) {
             // Rows k .. k+7 of B are taps (ki, kj .. kj+7) of one channel.
             int dy = int(ki) * p.dh;
-            [[unroll]] for (uint j = 0; j < TN; j++) {
+            if (TAPS > 0u) [[unroll]] for (uint r = 0; r < TN / TP; r++) {
+                uint j = r * TP; // tap 0 of the kernel row
+                int hi = y0[j] + dy, wi0 = x0[j] + int(kj);
+                bool rowIn = hi >= 0 && hi < int(p.h);
+                float rv[16];
+                runWin(int(xb[j] + coff) + hi * int(p.w) + wi0, last, rv);
+                float mv[WIN];
+                [[unroll]] for (uint e = 0; e < WIN; e++) {
+                    int wi = wi0 + int(e);
+                    mv[e] = rowIn && wi >= 0 && wi < int(p.w) ? rv[e] : 0.0;
+                }
+                [[unroll]] for (uint t = 0; t < TP; t++) {
+                    [[unroll]] for (uint kk = 0; kk < 8u; kk++) bv[kk][j + t] = mv[t + kk];
+                }
+            } else [[unroll]] for (uint j = 0; j < TN; j++) {
                 int hi = y0[j] + dy, wi0 = x0[j] + int(kj);
                 bool rowIn = hi >= 0 && hi < int(p.h);
                 float rv[8];

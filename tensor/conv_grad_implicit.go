@@ -19,7 +19,10 @@ package tensor
 // columns are (ci, i, j), its rows co: the output is dw's layout. conv_tex
 // (K_RUNS) reads dy and x where they lie, without permuting copies; with
 // sw = 1 and Wo a multiple of 8 every block of 8 k steps reads 8
-// neighbours of one row of x per column.
+// neighbours of one row of x per column; with the kernel's dilation along
+// the width 1 (TAPS) an invocation's columns are whole kernel rows, whose
+// kW taps read one run of 8+kW-1 neighbours. On the MNIST example's conv2
+// (kW 3) that is a third of the texels and selects per column.
 
 // implicitInput returns Conv2dBackwardInput of dy and w as the convolution
 // of dy with the flipped weights, and whether it applies: stride 1,
@@ -84,6 +87,11 @@ func (g convGeom) wgradPlan(dy, x *Tensor) (mmPlan, mmGeom, bool) {
 		// The depth is the whole batch's pixels: where a driver limits
 		// loops, the im2col passes split it.
 		return mmPlan{}, mmGeom{}, false
+	}
+	if g.dw == 1 && g.kw <= 8 {
+		// Whole kernel rows per invocation: one run of x serves kW columns
+		// (TAPS); the workgroup stays the plan's.
+		pl.tile.TN = g.kw * ceilDiv(pl.tile.TN, g.kw)
 	}
 	return pl, mg, true
 }

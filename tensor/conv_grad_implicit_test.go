@@ -13,7 +13,8 @@ import (
 // width (the weight gradient on conv_tex) and, where the stride is 1,
 // Cout/groups*kH*kW a multiple of 8 (the input gradient on conv_tex):
 // padding, dilation, a row stride, rectangular kernels, groups, depthwise,
-// and a kernel 8 wide. The ones outside either rule check the fallback.
+// and kernels 8 and 5 wide (whole kernel rows per invocation, TAPS). The
+// ones outside either rule check the fallback.
 var convGradImplicitCases = []ref.Conv{
 	{N: 2, Cin: 4, H: 10, W: 10, Cout: 8, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},
 	{N: 3, Cin: 3, H: 9, W: 8, Cout: 8, KH: 3, KW: 3, SH: 2, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1},
@@ -21,6 +22,7 @@ var convGradImplicitCases = []ref.Conv{
 	{N: 2, Cin: 4, H: 6, W: 8, Cout: 16, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 2},
 	{N: 2, Cin: 4, H: 5, W: 8, Cout: 8, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 4}, // depthwise
 	{N: 2, Cin: 2, H: 4, W: 15, Cout: 8, KH: 1, KW: 8, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},
+	{N: 2, Cin: 3, H: 6, W: 12, Cout: 8, KH: 2, KW: 5, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},              // 5 taps a run
 	{N: 3, Cin: 8, H: 8, W: 9, Cout: 5, KH: 3, KW: 3, SH: 2, SW: 2, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}, // neither
 }
 

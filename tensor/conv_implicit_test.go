@@ -27,6 +27,10 @@ var convImplicitCases = []ref.Conv{
 	{N: 2, Cin: 8, H: 4, W: 32, Cout: 4, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1},
 	{N: 1, Cin: 8, H: 8, W: 16, Cout: 4, KH: 3, KW: 3, SH: 2, SW: 1, PH: 2, PW: 2, DH: 2, DW: 2, Groups: 1},
 	{N: 2, Cin: 16, H: 3, W: 8, Cout: 6, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 2},
+	// Output rows of 24: a whole row per invocation, with and without
+	// padding, and (Cout 40) 32-row tiles in fp16 with rows past Cout.
+	{N: 2, Cin: 8, H: 5, W: 26, Cout: 4, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},
+	{N: 2, Cin: 8, H: 4, W: 24, Cout: 40, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1},
 }
 
 // TestConv2dImplicit runs the forward of every case on the implicit GEMM

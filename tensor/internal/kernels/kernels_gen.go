@@ -1214,6 +1214,7 @@ type ConvTexSpec struct {
 	TransB     bool   // TRANS_B: constant 5, default 0
 	AMode      uint32 // A_MODE: constant 6, default 0
 	BMode      uint32 // B_MODE: constant 7, default 0
+	Taps       uint32 // TAPS: constant 8, default 0
 	NchwOut    bool   // NCHW_OUT: constant 12, default 0
 	Dyn        bool   // DYN: constant 13, default 0
 	RowRuns    bool   // ROW_RUNS: constant 14, default 0
@@ -1298,6 +1299,7 @@ func ConvTex(d *vk.Device, groups [3]uint32, s ConvTexSpec, p MatmulConvPush, b 
 	k.put(5, b2u(s.TransB))
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
+	k.put(8, uint32(s.Taps))
 	k.put(12, b2u(s.NchwOut))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, b2u(s.RowRuns))
