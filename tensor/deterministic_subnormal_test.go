@@ -125,3 +125,61 @@ func TestDeterministicSubnormals(t *testing.T) {
 		}
 	}
 }
+
+// TestDeterministicClampValues checks ClampValues (grad_clamp) in
+// deterministic mode bit for bit against Go where drivers differ: the
+// comparisons of subnormal values (SwiftShader's are of zero), with clip 0
+// and clip subnormal. Both are flushed for the comparison; an element kept
+// keeps its bits, one clamped gets the flushed clip of its side's sign.
+func TestDeterministicClampValues(t *testing.T) {
+	d := devtest.Open(t, vk.Options{Deterministic: true})
+	rng := rand.New(rand.NewPCG(92, 93))
+	inf := float32(math.Inf(1))
+	var v []float32
+	for range 2000 {
+		x := rng.Float64() * 0x1p-126 // subnormal
+		if rng.IntN(3) == 0 {
+			x = (1 + rng.Float64()) * math.Ldexp(1, rng.IntN(20)-135) // around 2^-126 and the clips
+		}
+		if rng.IntN(2) == 0 {
+			x = -x
+		}
+		v = append(v, float32(x))
+	}
+	v = append(v, 0, float32(math.Copysign(0, -1)), 1, -1, inf, -inf, float32(math.NaN()), 3e38, -3e38)
+	var tab tensor.BlockTable
+	defer tab.Close()
+	for _, clip := range []float32{0, 1e-39, 0x1p-126, 1.5e-38, 0.5, inf} {
+		c := ftz(clip)
+		x := tensor.FromFloat32(d, v, len(v))
+		err := tensor.ClampValues([]*tensor.Tensor{x}, clip, &tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Float32s()
+		x.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for i, g := range got {
+			w, f := v[i], ftz(v[i])
+			switch {
+			case math.IsInf(float64(w), 0) || w != w:
+			case f > c:
+				w = c
+			case f < -c:
+				w = -c
+			}
+			if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+				if bad++; bad <= 5 {
+					t.Errorf("clip %g: %g (%#08x) became %g (%#08x), want %g (%#08x)", clip, v[i], math.Float32bits(v[i]),
+						g, math.Float32bits(g), w, math.Float32bits(w))
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("clip %g: %d of %d wrong", clip, bad, len(got))
+		}
+	}
+}
