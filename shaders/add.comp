@@ -1,4 +1,5 @@
 #version 450
 // add: dst = a + b, in fp32 whatever the dtypes.
-#define OP(a, b) (a + b)
+#define OP(a, b) (DETERMINISTIC ? det_fadd(a, b) : (a) + (b))
+#include "det.glsl"
 #include "binary.glsl"

@@ -1,4 +1,5 @@
 #version 450
 // bcast_mul: dst = a * b, a and b broadcast to the output shape.
-#define OP(a, b) (a * b)
+#define OP(a, b) (DETERMINISTIC ? det_fmul(a, b) : (a) * (b))
+#include "det.glsl"
 #include "bcast_binary.glsl"

@@ -7,7 +7,7 @@
 // since its barriers cost far more than a row's loop.
 // NO_BETA leaves beta out (LayerNorm without bias; B is then not read).
 #include "reduce.glsl"
-#include "det.glsl"
+#include "det_norm.glsl"
 
 layout(constant_id = 1) const bool NO_BETA = false;
 layout(constant_id = 4) const uint SEG = 0;
@@ -20,24 +20,28 @@ layout(set = 0, binding = 3) writeonly buffer Y { float y[]; };
 layout(set = 0, binding = 4) writeonly buffer Stats { vec2 stats[]; };
 
 DEFINE_TREE(tree_sum, ADD)
-DEFINE_TREE(det_tree_sum, det_add)
 
-// det_row is main's work for row r on the deterministic path: the same
-// formulas with det.glsl's operations (the tree's shape is fixed by the
-// runtime's workgroup and segment).
-void det_row(uint r, bool live, uint seg, uint lane) {
-    uint lo = r * p.cols;
+// det_row is main's work for row r on the deterministic path, in one
+// invocation (det_norm.glsl's order; the host runs SEG 1 in this mode).
+float det_x(uint i) { return det_ftz(x[i]); }
+void det_row(uint r) {
+    uint lo = r * p.cols, c4 = p.cols & ~3u;
+    vec4 s = vec4(0.0);
+    for (uint i = 0u; i < c4; i += 4u) s = det_acc4(s, vec4(det_x(lo + i), det_x(lo + i + 1u), det_x(lo + i + 2u), det_x(lo + i + 3u)));
+    if (c4 < p.cols) s.x = det_add(s.x, det_x(lo + c4));
+    if (c4 + 1u < p.cols) s.y = det_add(s.y, det_x(lo + c4 + 1u));
+    if (c4 + 2u < p.cols) s.z = det_add(s.z, det_x(lo + c4 + 2u));
     float n = float(p.cols);
-    float s = 0.0;
-    if (live) for (uint i = lane; i < p.cols; i += seg) s = det_add(s, x[lo + i]);
-    float mean = det_div(det_tree_sum(s, seg), n);
-    float q = 0.0;
-    if (live) for (uint i = lane; i < p.cols; i += seg) { float d = det_sub(x[lo + i], mean); q = det_mad(d, d, q); }
-    float rstd = det_rsqrt(det_add(det_div(det_tree_sum(q, seg), n), p.eps));
-    if (!live) return;
-    for (uint i = lane; i < p.cols; i += seg)
-        y[lo + i] = det_mad(det_mul(det_sub(x[lo + i], mean), rstd), gamma[i], NO_BETA ? 0.0 : beta[i]);
-    if (lane == 0u) stats[r] = vec2(mean, rstd);
+    float mean = det_div(det_sum4(s), n);
+    vec4 q = vec4(0.0);
+    for (uint i = 0u; i < c4; i += 4u) q = det_sq4(q, vec4(det_x(lo + i), det_x(lo + i + 1u), det_x(lo + i + 2u), det_x(lo + i + 3u)), mean);
+    if (c4 < p.cols) q.x = det_sq(q.x, det_x(lo + c4), mean);
+    if (c4 + 1u < p.cols) q.y = det_sq(q.y, det_x(lo + c4 + 1u), mean);
+    if (c4 + 2u < p.cols) q.z = det_sq(q.z, det_x(lo + c4 + 2u), mean);
+    float rstd = det_rsqrt(det_add(det_div(det_sum4(q), n), det_ftz(p.eps)));
+    for (uint i = 0u; i < p.cols; i++)
+        y[lo + i] = det_norm(det_x(lo + i), mean, rstd, det_ftz(gamma[i]), NO_BETA ? 0.0 : det_ftz(beta[i]));
+    stats[r] = vec2(mean, rstd);
 }
 
 void main() {
@@ -50,7 +54,7 @@ void main() {
         uint r = base + t / seg;
         bool live = r < p.rows;
         if (DETERMINISTIC) {
-            det_row(r, live, seg, lane);
+            if (live && lane == 0u) det_row(r);
             continue;
         }
         uint lo = r * p.cols;

@@ -11,10 +11,13 @@ import "github.com/vkamp/vkamp/vk"
 //     sequential in k whatever its tile, with the tiles of the rule and
 //     never tuned ones (VKAMP_MATMUL and the autotuner are ignored);
 //   - tree reductions use workgroups of detReduceLocal invocations on every
-//     device, so a row's tree has the same shape everywhere; the layer
-//     norm's and batch norm's trees span detSegment(n) invocations, and the
-//     layer norm never takes its texel form (one invocation per row, a
-//     sequential sum) in this mode.
+//     device, so a row's tree has the same shape everywhere; the batch
+//     norm's trees span detSegment(n) invocations;
+//   - the layer norm runs one invocation per row on every device (no tree,
+//     no barrier): its forward pass keeps four partial sums in a fixed
+//     order (shaders/include/det_norm.glsl), in its texel form on lavapipe
+//     and its storage-buffer form elsewhere, the same bits; its backward
+//     pass sums each row sequentially, never in its texel form.
 //
 // Covered (the MNIST MLP's training step, fp16 AMP and fp32, checked by
 // tools/internal/trainer's TestDeterministic and scripts/check-deterministic.sh
@@ -35,6 +38,12 @@ import "github.com/vkamp/vkamp/vk"
 // batch_norm (forward, backward, running statistics, evaluation), sgd,
 // adadelta, adam with decoupled decay (adamw), gradient clipping
 // (grad_sumsq, clip_coef; the scaling is scale_by) and embedding_backward.
+// The elementwise add, sub and mul (their plain, texel and broadcasting
+// kernels) flush subnormal inputs and results as SwiftShader does on x86
+// (det_fadd, det_fsub, det_fmul), and clamping by value (grad_clamp)
+// compares flushed values: TestDeterministicSubnormals and
+// TestDeterministicClampValues check them bit for bit against Go on inputs
+// where lavapipe and SwiftShader differed.
 // NaN payloads are not part of the promise: drivers may make a NaN input's
 // result any NaN.
 //
@@ -51,11 +60,12 @@ import "github.com/vkamp/vkamp/vk"
 // (`// spirv-opt: off`, shaders/internal/gen): its inliner drops
 // NoContraction from the copies and fuses them into fma.
 //
-// Not covered yet, running their default code in this mode: the
-// elementwise add, sub, mul and their texel forms (one rounding
-// each, but a subnormal result is flushed by SwiftShader and kept by
-// lavapipe). A new deterministic kernel includes shaders/include/det.glsl
-// and takes its DETERMINISTIC path.
+// Not covered yet: subnormal inputs read from memory are flushed by those
+// kernels and the layer norm's forward pass only; elsewhere det.glsl
+// flushes results, and a subnormal input beside a normal operand (x + s
+// near 2^-126, x * s with |x| large) can still round differently, since
+// SwiftShader reads it as zero. A new deterministic kernel includes
+// shaders/include/det.glsl and takes its DETERMINISTIC path.
 
 // detReduceLocal is the workgroup size of tree reductions in deterministic
 // mode: 128, the least maxComputeWorkGroupInvocations Vulkan allows.

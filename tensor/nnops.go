@@ -197,7 +197,7 @@ func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
 			b = beta.buf
 		}
 		local, seg := normLocal(x.dev, cols)
-		if seg == 1 && cols%4 == 0 && !x.dev.Deterministic() && texelsOn(y, x, gamma, beta) {
+		if seg == 1 && cols%4 == 0 && texelsOn(y, x, gamma, beta) { // its deterministic path is layer_norm's
 			return kernels.LayerNormTex(x.dev, texRows(rows), kernels.LayerNormTexSpec{LocalSizeX: texLocal, NoBeta: beta == nil},
 				kernels.LayerNormTexPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
 				kernels.LayerNormTexBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
@@ -278,10 +278,12 @@ func rowLocal(d *vk.Device, cols int) uint32 {
 // normLocal is the workgroup size and the segment (invocations per row) of
 // the layer-norm kernels: on a CPU driver, where a barrier costs far more
 // than a row's loop, one invocation per row (for rows up to 4096 long);
-// elsewhere a workgroup per row, as rowLocal sizes it.
+// elsewhere a workgroup per row, as rowLocal sizes it. In deterministic
+// mode one invocation per row on every device, whose sums then have the
+// same order everywhere.
 func normLocal(d *vk.Device, cols int) (local, seg uint32) {
 	if d.Deterministic() {
-		return detReduceLocal, detSegment(cols)
+		return kernels.LocalSize(d), 1
 	}
 	if d.Info().Type == vk.TypeCPU && cols <= 4096 {
 		return kernels.LocalSize(d), 1

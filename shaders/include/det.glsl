@@ -197,6 +197,30 @@ float det_mul(float a, float b) {
     return det_ftz(r);
 }
 
+// det_fadd, det_fsub and det_fmul are the elementwise add, sub and mul in
+// deterministic mode: what SwiftShader does on x86 (subnormal inputs taken
+// as zero, a result flushed when it lies below 2^-126 once rounded to 24
+// bits as if the exponent had no lower bound), done the same way on every
+// device. Sums of flushed inputs are exact in the subnormal range, so
+// det_ftz serves; a product is recomputed scaled by 2^64 (exact, and far
+// from the subnormals) when it is tiny, since a driver that keeps
+// subnormals rounds 2^-126 - 2^-150 up to 2^-126 where x86 flushes it.
+float det_fadd(float a, float b) { return det_add(det_ftz(a), det_ftz(b)); }
+float det_fsub(float a, float b) { return det_sub(det_ftz(a), det_ftz(b)); }
+float det_fmul(float a_, float b_) {
+    float a = det_ftz(a_), b = det_ftz(b_);
+    precise float r = a * b;
+    // |r| < 2^-63 means the smaller factor is below 1: times 2^64 it stays
+    // finite (zero times inf is NaN in r too).
+    bool aLo = abs(a) < abs(b);
+    float lo = aLo ? a : b, hi = aLo ? b : a;
+    precise float s = (lo * uintBitsToFloat(0x5F800000u)) * hi; // lo * 2^64 * hi
+    precise float t = s * uintBitsToFloat(0x1F800000u);          // s * 2^-64, exact when used
+    uint zero = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
+    float tiny = abs(s) < uintBitsToFloat(0x20800000u) ? uintBitsToFloat(zero) : t; // 2^-62
+    return abs(r) < uintBitsToFloat(0x20000000u) ? tiny : r;    // 2^-63; NaN, inf: r
+}
+
 // det_rsqrt is 1/sqrt(x), two correct roundings: ±inf for ±0 (and
 // subnormals), 0 for +inf, NaN below zero.
 float det_rsqrt(float x) { return det_div(1.0, det_sqrt(x)); }
