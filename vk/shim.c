@@ -441,30 +441,43 @@ void vkamp_destroy_kernel(VkDevice dev, VkDescriptorSetLayout set_layout, VkPipe
 	if (set_layout) p_vkDestroyDescriptorSetLayout(dev, set_layout, NULL);
 }
 
-VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
-	uint32_t queries, vkamp_slot *s) {
-	memset(s, 0, sizeof *s);
+// create_cmd gives s a command pool and one command buffer of the level;
+// on failure the caller's vkamp_destroy_slot frees what was made.
+static VkResult create_cmd(VkDevice dev, uint32_t family, VkCommandPoolCreateFlags flags,
+	VkCommandBufferLevel level, vkamp_slot *s) {
 	VkCommandPoolCreateInfo cp = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-	cp.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+	cp.flags = flags;
 	cp.queueFamilyIndex = family;
 	VkResult r = p_vkCreateCommandPool(dev, &cp, NULL, &s->cmd_pool);
-	if (r != VK_SUCCESS) goto fail;
+	if (r != VK_SUCCESS) return r;
 	VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
 	ai.commandPool = s->cmd_pool;
-	ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+	ai.level = level;
 	ai.commandBufferCount = 1;
-	r = p_vkAllocateCommandBuffers(dev, &ai, &s->cmd);
-	if (r != VK_SUCCESS) goto fail;
-	VkFenceCreateInfo fi = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-	r = p_vkCreateFence(dev, &fi, NULL, &s->fence);
-	if (r != VK_SUCCESS) goto fail;
+	return p_vkAllocateCommandBuffers(dev, &ai, &s->cmd);
+}
+
+// create_desc_pool makes a pool for max_sets sets of storage and texel
+// bindings (max_descriptors of each).
+static VkResult create_desc_pool(VkDevice dev, uint32_t max_sets, uint32_t max_descriptors, VkDescriptorPool *pool) {
 	VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_descriptors},
 		{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, max_descriptors}};
 	VkDescriptorPoolCreateInfo dp = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
 	dp.maxSets = max_sets;
 	dp.poolSizeCount = 2;
 	dp.pPoolSizes = ps;
-	r = p_vkCreateDescriptorPool(dev, &dp, NULL, &s->desc_pool);
+	return p_vkCreateDescriptorPool(dev, &dp, NULL, pool);
+}
+
+VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
+	uint32_t queries, vkamp_slot *s) {
+	memset(s, 0, sizeof *s);
+	VkResult r = create_cmd(dev, family, VK_COMMAND_POOL_CREATE_TRANSIENT_BIT, VK_COMMAND_BUFFER_LEVEL_PRIMARY, s);
+	if (r != VK_SUCCESS) goto fail;
+	VkFenceCreateInfo fi = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+	r = p_vkCreateFence(dev, &fi, NULL, &s->fence);
+	if (r != VK_SUCCESS) goto fail;
+	r = create_desc_pool(dev, max_sets, max_descriptors, &s->desc_pool);
 	if (r != VK_SUCCESS) goto fail;
 	if (queries) {
 		VkQueryPoolCreateInfo qi = {VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
@@ -608,23 +621,9 @@ void vkamp_cmd_fill(vkamp_slot *s, VkBuffer dst, uint64_t off, uint64_t size, ui
 VkResult vkamp_create_secondary(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
 	vkamp_slot *s) {
 	memset(s, 0, sizeof *s);
-	VkCommandPoolCreateInfo cp = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-	cp.queueFamilyIndex = family;
-	VkResult r = p_vkCreateCommandPool(dev, &cp, NULL, &s->cmd_pool);
+	VkResult r = create_cmd(dev, family, 0, VK_COMMAND_BUFFER_LEVEL_SECONDARY, s);
 	if (r != VK_SUCCESS) goto fail;
-	VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-	ai.commandPool = s->cmd_pool;
-	ai.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
-	ai.commandBufferCount = 1;
-	r = p_vkAllocateCommandBuffers(dev, &ai, &s->cmd);
-	if (r != VK_SUCCESS) goto fail;
-	VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_descriptors},
-		{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, max_descriptors}};
-	VkDescriptorPoolCreateInfo dp = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-	dp.maxSets = max_sets;
-	dp.poolSizeCount = 2;
-	dp.pPoolSizes = ps;
-	r = p_vkCreateDescriptorPool(dev, &dp, NULL, &s->desc_pool);
+	r = create_desc_pool(dev, max_sets, max_descriptors, &s->desc_pool);
 	if (r != VK_SUCCESS) goto fail;
 	VkCommandBufferInheritanceInfo inh = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
 	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
