@@ -14,8 +14,8 @@ import (
 // two, and a step costs one dispatch per group of blocks.
 
 // maxTableCols is the most tensors per row of a table: a parameter, its
-// gradient and two moments.
-const maxTableCols = 4
+// gradient, two moments and its half copy.
+const maxTableCols = 5
 
 // tableLayout is how one kernel's table describes its tensors. A row is
 // the tensors one chunk entry locates together (a parameter with its

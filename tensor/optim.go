@@ -26,7 +26,7 @@ var optLayout = tableLayout{
 	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
 		n := row[0].n
 		for done := 0; done < n; done += optChunk {
-			for _, off := range first {
+			for _, off := range first[:4] {
 				raw = binary.LittleEndian.AppendUint32(raw, uint32(off+int64(done)))
 			}
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(optChunk, n-done)))
@@ -49,7 +49,9 @@ type OptimizerState struct {
 	steps         *Tensor      // one uint32 word (as Float32 storage): the steps taken
 	never         *Tensor      // an always-zero flag, for steps that are not skipped
 	table         blockTable
-	frozen        []bool // per parameter: left out of the steps (SetFrozen)
+	frozen        []bool    // per parameter: left out of the steps (SetFrozen)
+	halves        []*Tensor // per parameter: its half copy or nil (SetHalfCopy); nil when none has one
+	halfDT        DType     // the half copies' dtype
 }
 
 // NewOptimizerState returns the state of an optimizer over the parameters
@@ -194,7 +196,8 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 		usagePanic("SGDStep", "a momentum needs an OptimizerState with a moment")
 	}
 	p := kernels.SgdPush{Lr: c.LR, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay, Nesterov: boolWord(c.Nesterov)}
-	return s.step("SGDStep", skip, func(g *blockGroup, flag *Tensor) error {
+	s.noHalves("SGDStep")
+	return s.step("SGDStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
 		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{}, p, kernels.SgdBind{
 			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf})
@@ -215,15 +218,20 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 		usagePanic("AdamStep", "Adam needs an OptimizerState with two moments")
 	}
 	p := kernels.AdamPush{Lr: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay, Decoupled: boolWord(c.Decoupled)}
-	return s.step("AdamStep", skip, func(g *blockGroup, flag *Tensor) error {
+	l, cells, spec, h := &optLayout, s.active(), kernels.AdamSpec{}, 0
+	if s.halves != nil {
+		l, cells, spec.HalfDT, h = &adamHalfLayout, s.halfRows(), s.halfDT.code(), 4
+	}
+	return s.step("AdamStep", skip, l, cells, func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Adam(flag.dev, g.grid(), kernels.AdamSpec{}, p, kernels.AdamBind{
-			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3]})
+		return kernels.Adam(flag.dev, g.grid(), spec, p, kernels.AdamBind{
+			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h]})
 	})
 }
 
 // step records update over every group of the table, then the step count.
-func (s *OptimizerState) step(op string, skip *Tensor, update func(g *blockGroup, flag *Tensor) error) error {
+// The table has layout l and rows cells (of the parameters not frozen).
+func (s *OptimizerState) step(op string, skip *Tensor, l *tableLayout, cells []*Tensor, update func(g *blockGroup, flag *Tensor) error) error {
 	if s == nil || s.steps == nil {
 		usagePanic(op, "closed or zero OptimizerState")
 	}
@@ -233,7 +241,7 @@ func (s *OptimizerState) step(op string, skip *Tensor, update func(g *blockGroup
 	} else if skip = assertRecord(s.steps.dev); skip == nil {
 		skip = s.never
 	}
-	for _, c := range s.cells {
+	for _, c := range slices.Concat(s.cells, s.halves) {
 		if c != nil {
 			c.live(op)
 		}
@@ -241,10 +249,10 @@ func (s *OptimizerState) step(op string, skip *Tensor, update func(g *blockGroup
 	if err := firstErr(skip); err != nil {
 		return err
 	}
-	if err := firstErr(s.cells...); err != nil {
+	if err := firstErr(slices.Concat(s.cells, s.halves)...); err != nil {
 		return err
 	}
-	if err := s.table.update(s.steps.dev, &optLayout, s.active()); err != nil {
+	if err := s.table.update(s.steps.dev, l, cells); err != nil {
 		return err
 	}
 	for i := range s.table.groups {

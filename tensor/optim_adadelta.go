@@ -18,7 +18,8 @@ func (s *OptimizerState) AdadeltaStep(c AdadeltaConfig, skip *Tensor) error {
 		usagePanic("AdadeltaStep", "Adadelta needs an OptimizerState with two moments")
 	}
 	p := kernels.AdadeltaPush{Lr: c.LR, Rho: c.Rho, Eps: c.Eps, WeightDecay: c.WeightDecay}
-	return s.step("AdadeltaStep", skip, func(g *blockGroup, flag *Tensor) error {
+	s.noHalves("AdadeltaStep")
+	return s.step("AdadeltaStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
 		return kernels.Adadelta(flag.dev, g.grid(), kernels.AdadeltaSpec{}, p, kernels.AdadeltaBind{
 			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, V: g.bind[3]})

@@ -130,6 +130,7 @@ func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b 
 // takes the shader's default.
 type AdamSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	HalfDT     DType  // HALF_DT: constant 1, default 0
 }
 
 // AdamPush is the push-constant block Push (28 bytes), laid out as the
@@ -163,15 +164,17 @@ type AdamBind struct {
 	Found *vk.Buffer // binding 4: read
 	Steps *vk.Buffer // binding 5: read
 	V     *vk.Buffer // binding 6: read and written
+	H     *vk.Buffer // binding 7: written
 }
 
 // Adam records adam.comp on d over groups workgroups.
 func Adam(d *vk.Device, groups [3]uint32, s AdamSpec, p AdamPush, b AdamBind) error {
 	k := key{op: "adam"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.HalfDT))
 	var push [28]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H)
 }
 
 // AddSpec holds the specialization constants of add.comp. A zero field
