@@ -378,6 +378,9 @@ func LoadCheckpoint(dir string, params []*Param, opts ...Stateful) (extra map[st
 		}
 	}
 	// Change.
+	for _, p := range params {
+		p.staleHalf()
+	}
 	if err := model.Fill(ts); err != nil {
 		return nil, err
 	}

@@ -331,7 +331,14 @@ func (g *Graph) cast(v *Var, dt tensor.DType) *Var {
 	if v.DType() == dt {
 		return v
 	}
-	t, owned := g.amp.Cast(v.t, dt, v.param != nil)
+	var t *tensor.Tensor
+	owned := false
+	if p := v.param; p != nil && g.amp != nil && dt == g.amp.DType() && v.t == p.Value && v.t.DType() == tensor.Float32 {
+		t = p.halfFor(dt) // an Adam's fresh copy, which the autocast cache would cast to the same bits
+	}
+	if t == nil {
+		t, owned = g.amp.Cast(v.t, dt, v.param != nil)
+	}
 	if !owned {
 		// Cached: the region owns it; wrap it without tracking.
 		out := &Var{g: g, t: t}

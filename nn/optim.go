@@ -29,6 +29,7 @@ type optimizer struct {
 	shapes        [][]int          // per parameter: the shape of its moments
 	parts         []optPart        // the groups of parameters, in order (one unless grouped)
 	grouped       bool             // made from ParamGroups: the parts' settings, not the options', decay
+	keepsHalves   bool             // an Adam that keeps half weights: its steps refresh the copies
 }
 
 // optPart is one group of an optimizer's parameters, following the
@@ -218,6 +219,11 @@ func (o *optimizer) check(op string, found *tensor.Tensor) error {
 		return err
 	}
 	o.syncFrozen()
+	if !o.keepsHalves {
+		for _, p := range o.params {
+			p.staleHalf() // the step writes the values, not their copies
+		}
+	}
 	if found != nil {
 		if found.Len() != 1 || found.DType() != tensor.Float32 {
 			panic(&tensor.ShapeError{Op: op, A: found.Shape(), B: []int{1}, Msg: "found must be one float32"})
@@ -386,7 +392,8 @@ func (o *AdamOptions) validate() error {
 // Adam is Adam (or AdamW) with bias correction, with PyTorch's formulas.
 type Adam struct {
 	*optimizer
-	o AdamOptions
+	o        AdamOptions
+	keepHalf bool // KeepHalfWeights
 }
 
 // NewAdam returns an Adam optimizer over params. Zero Beta1, Beta2 and Eps
@@ -433,8 +440,14 @@ func (a *Adam) StepUnless(found *tensor.Tensor) error {
 func (a *Adam) step(found *tensor.Tensor) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.keepsHalves = a.keepHalf
 	if err := a.check("adam", found); err != nil {
 		return err
+	}
+	if a.keepHalf {
+		if err := a.prepareHalves(); err != nil {
+			return err
+		}
 	}
 	for _, pt := range a.parts {
 		c := tensor.AdamConfig{LR: float32(a.o.LR * pt.lrScale), Beta1: float32(a.o.Beta1), Beta2: float32(a.o.Beta2), Eps: float32(a.o.Eps),
@@ -442,6 +455,9 @@ func (a *Adam) step(found *tensor.Tensor) error {
 		if err := pt.state.AdamStep(c, found); err != nil {
 			return err
 		}
+	}
+	if a.keepHalf {
+		a.markHalves()
 	}
 	return nil
 }
@@ -462,7 +478,7 @@ func (a *Adam) SetLR(lr float64) error {
 }
 
 // Close releases the optimizer's state (not the parameters).
-func (a *Adam) Close() error { a.close(); return nil }
+func (a *Adam) Close() error { a.dropHalves(); a.close(); return nil }
 
 func errs(es ...error) error {
 	for _, e := range es {

@@ -24,6 +24,8 @@ type Param struct {
 	// optimizers and gradient clipping leave it out from their next call
 	// on. Freeze and Unfreeze set it over a module.
 	Frozen bool
+
+	half *halfWeight // the fp16 or bf16 copy an Adam keeps (halfweights.go)
 }
 
 // NewParam returns a parameter holding data, with a zero gradient. A shape
@@ -116,6 +118,7 @@ func (p *Param) Set(t *tensor.Tensor) error {
 		src = tensor.Cast(t, tensor.Float32)
 		defer src.Release()
 	}
+	p.staleHalf()
 	if err := p.Value.CopyFrom(src); err != nil {
 		return fmt.Errorf("nn: set %s: %w", p.Name, err)
 	}

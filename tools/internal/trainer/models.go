@@ -80,7 +80,11 @@ func build(o Options) (nn.Sequential, optimizer, error) {
 	if o.Model == "cnn" {
 		opt, err = nn.NewAdadelta(model.Parameters(), nn.AdadeltaOptions{LR: o.LR})
 	} else {
-		opt, err = nn.NewAdam(model.Parameters(), nn.AdamOptions{LR: o.LR})
+		var adam *nn.Adam
+		if adam, err = nn.NewAdam(model.Parameters(), nn.AdamOptions{LR: o.LR}); err == nil {
+			adam.KeepHalfWeights(o.FP16 || o.BF16) // the step writes autocast's weight casts
+			opt = adam
+		}
 	}
 	if err != nil {
 		nn.Close(model)
