@@ -4,7 +4,8 @@
 # compressed into .devbin/, and fetches the Vulkan loader's and libglvnd's
 # .debs into .gl/ (the NVIDIA ICD, libGLX_nvidia, needs libglvnd).
 # Both folders are git-ignored (.git/info/exclude) and travel with `carry`.
-# Then run tools/gpucheck/run.sh there.
+# Then run tools/gpucheck/run.sh there (the tests, matmul and the MLP
+# against PyTorch), and tools/gpucheck/gpt.sh (the transformer).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.devbin/' .git/info/exclude || echo /.devbin/ >> .git/info/exclude
@@ -15,7 +16,7 @@ for p in "${PKGS[@]}"; do
 	name=$(echo "$p" | tr / _)
 	go test -c -ldflags='-s -w' -o ".devbin/$name.test" "./$p"
 done
-for t in vkinfo bench train; do
+for t in vkinfo bench train gpt; do
 	go build -ldflags='-s -w' -o ".devbin/$t" "./tools/$t"
 done
 gzip -9 .devbin/*

@@ -7,14 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpucheck}
 mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
-bin=/tmp/vkamp-bin
-mkdir -p $bin
-for f in .devbin/*.gz; do gunzip -c "$f" > "$bin/$(basename "$f" .gz)"; chmod +x "$bin/$(basename "$f" .gz)"; done
-export CI=true
+. tools/gpucheck/setup.sh
 summary=$OUT/summary.txt
 : > "$summary"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } >> "$summary" 2>&1
