@@ -2,6 +2,7 @@
 // accumulate_tex is accumulate's texel form for CPU drivers (texels.glsl):
 // dst += src for a block of 8 elements per invocation, src read as texels,
 // dst (fp32) loaded and stored as uvec4s.
+#define TEXELS
 #include "texels.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;

@@ -13,9 +13,10 @@ import (
 // elementwise tests went from 14 s to over 10 minutes.
 
 // texelsOn reports whether the texel forms serve out's device and every
-// input fits one texel view (a nil input is not bound).
+// input fits one texel view (a nil input is not bound). They store 64-bit
+// words, so the device needs shaderInt64 (lavapipe has it).
 func texelsOn(out *Tensor, ins ...*Tensor) bool {
-	if info := out.dev.Info(); info.Type != vk.TypeCPU || mmSwiftShader(info) {
+	if info := out.dev.Info(); info.Type != vk.TypeCPU || mmSwiftShader(info) || !info.ShaderInt64 {
 		return false
 	}
 	for _, t := range ins {

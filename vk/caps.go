@@ -133,6 +133,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 	info.StorageBuffer16Bit = c.storage_buffer_16bit != 0
 	info.ShaderFloat16 = c.shader_float16 != 0
 	info.ShaderInt16 = c.shader_int16 != 0
+	info.ShaderInt64 = c.shader_int64 != 0
 	info.RoundingRTEFloat16 = c.rte16 != 0
 	info.RoundingRTEFloat32 = c.rte32 != 0
 	info.DenormPreserveFloat16 = c.denorm_preserve16 != 0

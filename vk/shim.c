@@ -212,6 +212,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->coopmat_feature = c->has_coopmat_ext ? cm.cooperativeMatrix : 0;
 	c->storage_buffer_16bit = s16.storageBuffer16BitAccess;
 	c->shader_int16 = f2.features.shaderInt16;
+	c->shader_int64 = f2.features.shaderInt64;
 	c->shader_float16 = c->has_float16_int8_ext ? f16.shaderFloat16 : 0;
 
 	if (c->has_coopmat_ext && p_coopmat_props) {
@@ -247,6 +248,8 @@ VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_c
 	VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
 	VkPhysicalDevice16BitStorageFeatures s16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
 	VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
+	// 64-bit integers let the texel forms store 8 bytes per scalar store.
+	f2.features.shaderInt64 = c->shader_int64 ? VK_TRUE : VK_FALSE;
 	void **tail = &f2.pNext;
 	if (enable16) {
 		s16.storageBuffer16BitAccess = VK_TRUE;

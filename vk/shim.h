@@ -23,7 +23,7 @@ typedef struct {
 	uint32_t api_version;
 	uint32_t has_16bit_storage_ext, has_float16_int8_ext, has_float_controls_ext;
 	uint32_t has_driver_props_ext, has_coopmat_ext, has_subgroup_size_control_ext;
-	uint32_t storage_buffer_16bit, shader_float16, shader_int16;
+	uint32_t storage_buffer_16bit, shader_float16, shader_int16, shader_int64;
 	uint32_t subgroup_size, subgroup_stages, subgroup_ops;
 	uint32_t rte16, rte32, denorm_preserve16;
 	uint64_t max_memory_allocation_size;

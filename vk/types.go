@@ -109,6 +109,7 @@ type Info struct {
 	ShaderFloat16         bool `json:"shader_float16"`
 	StorageBuffer16Bit    bool `json:"storage_buffer_16bit_access"`
 	ShaderInt16           bool `json:"shader_int16"`
+	ShaderInt64           bool `json:"shader_int64"`
 	RoundingRTEFloat16    bool `json:"rounding_rte_float16"`
 	RoundingRTEFloat32    bool `json:"rounding_rte_float32"`
 	DenormPreserveFloat16 bool `json:"denorm_preserve_float16"`

@@ -9,6 +9,10 @@
 #if defined(TIER_FP16)
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
+#if defined(TEXELS)
+// The texel forms store 64-bit words (texels.glsl).
+#extension GL_ARB_gpu_shader_int64 : require
+#endif
 
 // The workgroup size is specialization constant 0 so the runtime can fit it to
 // the device (SwiftShader allows 256 invocations, lavapipe 1024).

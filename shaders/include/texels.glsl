@@ -2,21 +2,65 @@
 // storage buffer lane by lane (a branch and a bounds check per word) but
 // fetches a uvec4 texel with one SIMD gather, so the inputs are uniform
 // texel buffers and each invocation makes a block of 8 consecutive elements
-// (one texel of 16-bit values, two of 32-bit ones), stored as whole uvec4s.
-// The last, partial block is stored word by word, so that nothing past the
-// output's size is written; each 16-bit word still has one writer and the
-// padding half past an odd n is zeroed, as in ewise.glsl. lavapipe runs
-// both sides of a branch whatever the lanes take, so the full blocks take a
-// path without the tail's code (full is a constant where the calls are
-// inlined), the tail is done once after the loop, and the grid is kept
-// small (tensor's texGroups) so that each invocation loops over many blocks.
+// (one texel of 16-bit values, two of 32-bit ones). Stores stay lane by
+// lane, at a cost per scalar store: whole blocks are stored as 64-bit words
+// (u64vec2), half the stores of uvec4s. On lavapipe the copy kernel moved
+// about 2.5x, and the casts (with the select-only conversions below)
+// 1.5-1.9x, as many bytes per CPU second; the device needs shaderInt64.
+// The last, partial block is stored word by word through a uint view of
+// the same binding (TAIL), so that nothing past the output's size is
+// written; each 16-bit word still has one writer and the padding half past
+// an odd n is zeroed, as in ewise.glsl. lavapipe runs both sides of a
+// branch whatever the lanes take, so the full blocks take a path without
+// the tail's code (full is a constant where the calls are inlined), the
+// tail is done once after the loop, and the grid is kept small (tensor's
+// texGroups) so that each invocation loops over many blocks.
 #ifndef VKAMP_TEXELS_GLSL
 #define VKAMP_TEXELS_GLSL
 
 #include "ewise.glsl"
 
+// f16_to_f32_flat and f32_to_f16_flat are fp16.glsl's conversions, bit for
+// bit, with every case computed and one picked by selects: lavapipe runs
+// every side of a branch anyway, and pays for the masking.
+float f16_to_f32_flat(uint h) {
+    uint s = (h & 0x8000u) << 16;
+    uint e = (h >> 10) & 31u;
+    uint m = h & 0x3FFu;
+    uint sub_ = floatBitsToUint(float(m) * 5.9604644775390625e-8) | s;
+    uint inf_ = s | 0x7F800000u | (m != 0u ? 0x400000u : 0u) | (m << 13);
+    uint norm = s | ((e + 112u) << 23) | (m << 13);
+    return uintBitsToFloat(mix(mix(norm, inf_, e == 31u), sub_, e == 0u));
+}
+
+uint f32_to_f16_flat(float f) {
+    uint x = floatBitsToUint(f);
+    uint s = (x >> 16) & 0x8000u;
+    uint a = x & 0x7FFFFFFFu;
+    uint r = a - 0x38000000u; // a normal half: rebias, round to nearest even
+    uint norm = (r + 0x0FFFu + ((r >> 13) & 1u)) >> 13;
+    uint sh = uint(clamp(126 - int(a >> 23), 14, 24)); // a subnormal half
+    uint m = (a & 0x7FFFFFu) | 0x800000u;
+    uint q = m >> sh;
+    uint rem = m & ((1u << sh) - 1u);
+    uint half_ = 1u << (sh - 1u);
+    bool up = rem > half_ || (rem == half_ && (q & 1u) != 0u);
+    q += up ? 1u : 0u;
+    uint special = 0x7C00u | mix(0u, 0x0200u | ((a & 0x7FFFFFu) >> 13), a > 0x7F800000u); // inf or NaN
+    uint res = mix(q, 0u, a <= 0x33000000u);
+    res = mix(res, norm, a >= 0x38800000u);
+    res = mix(res, 0x7C00u, a >= 0x477FF000u);
+    res = mix(res, special, a >= 0x7F800000u);
+    return s | res;
+}
+
+// half_to_f32_flat and f32_to_half_flat are dtype.glsl's half_to_f32 and
+// f32_to_half with the flat fp16 conversions.
+float half_to_f32_flat(uint h, uint dt) { return dt == DT_BF16 ? bf16_to_f32(h) : f16_to_f32_flat(h); }
+uint f32_to_half_flat(float f, uint dt) { return dt == DT_BF16 ? f32_to_bf16(f) : f32_to_f16_flat(f); }
+
 // unpack_half2 decodes the two 16-bit elements of word w.
-vec2 unpack_half2(uint w, uint dt) { return vec2(half_to_f32(w & 0xFFFFu, dt), half_to_f32(w >> 16, dt)); }
+vec2 unpack_half2(uint w, uint dt) { return vec2(half_to_f32_flat(w & 0xFFFFu, dt), half_to_f32_flat(w >> 16, dt)); }
 
 // DEFINE_TEX_LOADS(NAME, TEX, DT) defines NAME_oct(q, n, full, lo, hi):
 // elements 8q..8q+7 of TEX as fp32 (full: all below n). A texel that
@@ -38,25 +82,29 @@ vec2 unpack_half2(uint w, uint dt) { return vec2(half_to_f32(w & 0xFFFFu, dt), h
     }
 
 // pack_half2 encodes a and b as the two 16-bit elements of a word.
-uint pack_half2(float a, float b, uint dt) { return f32_to_half(a, dt) | (f32_to_half(b, dt) << 16); }
+uint pack_half2(float a, float b, uint dt) { return f32_to_half_flat(a, dt) | (f32_to_half_flat(b, dt) << 16); }
 
-// DEFINE_TEX_STORE(NAME, BUF, DT) defines NAME_oct(q, n, full, lo, hi),
-// storing elements 8q..8q+7 (those below n) into BUF, an array of uvec4.
-#define DEFINE_TEX_STORE(NAME, BUF, DT)                                       \
-    void NAME##_oct(uint q, uint n, bool full, vec4 lo, vec4 hi) {                       \
+// wide2 packs a texel's four words as two 64-bit words, low word first.
+u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw)); }
+
+// DEFINE_TEX_STORE(NAME, BUF, TAIL, DT) defines NAME_oct(q, n, full, lo, hi),
+// storing elements 8q..8q+7 (those below n) into BUF, an array of u64vec2
+// (16 bytes, a texel's size); TAIL is the same binding as an array of uint.
+#define DEFINE_TEX_STORE(NAME, BUF, TAIL, DT)                                 \
+    void NAME##_oct(uint q, uint n, bool full, vec4 lo, vec4 hi) {           \
         if (!dt_wide(DT)) {                                                   \
             uvec4 w = uvec4(pack_half2(lo.x, lo.y, DT), pack_half2(lo.z, lo.w, DT), \
                             pack_half2(hi.x, hi.y, DT), pack_half2(hi.z, hi.w, DT)); \
-            if (full) { BUF[q] = w; return; }                     \
+            if (full) { BUF[q] = wide2(w); return; }                          \
             for (uint j = 0u; j < 4u && 8u * q + 2u * j < n; j++)             \
-                BUF[q][j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
+                TAIL[4u * q + j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
             return;                                                           \
         }                                                                     \
         uvec4 x = uvec4(f32_to_word(lo.x, DT), f32_to_word(lo.y, DT), f32_to_word(lo.z, DT), f32_to_word(lo.w, DT)); \
         uvec4 y = uvec4(f32_to_word(hi.x, DT), f32_to_word(hi.y, DT), f32_to_word(hi.z, DT), f32_to_word(hi.w, DT)); \
-        if (full) { BUF[2u * q] = x; BUF[2u * q + 1u] = y; return; } \
-        for (uint j = 0u; j < 4u && 8u * q + j < n; j++) BUF[2u * q][j] = x[j]; \
-        for (uint j = 0u; j < 4u && 8u * q + 4u + j < n; j++) BUF[2u * q + 1u][j] = y[j]; \
+        if (full) { BUF[2u * q] = wide2(x); BUF[2u * q + 1u] = wide2(y); return; } \
+        for (uint j = 0u; j < 4u && 8u * q + j < n; j++) TAIL[8u * q + j] = x[j]; \
+        for (uint j = 0u; j < 4u && 8u * q + 4u + j < n; j++) TAIL[8u * q + 4u + j] = y[j]; \
     }
 
 // TEX_MAIN(BLOCK) is the main of a texel form: BLOCK(q, full) makes block

@@ -12,10 +12,11 @@ layout(push_constant) uniform EwisePush { uint n; float alpha; } p;
 // The texel form (texels.glsl): a block of 8 elements per invocation.
 #include "texels.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer a;
-layout(set = 0, binding = 1) writeonly buffer D { uvec4 d[]; };
+layout(set = 0, binding = 1) writeonly buffer D { u64vec2 d[]; };
+layout(set = 0, binding = 1) writeonly buffer DWords { uint d_words[]; }; // d, word by word
 
 DEFINE_TEX_LOADS(a, a, IN0_DT)
-DEFINE_TEX_STORE(d, d, OUT_DT)
+DEFINE_TEX_STORE(d, d, d_words, OUT_DT)
 
 void block(uint q, bool full) {
     vec4 lo, hi;

@@ -153,7 +153,9 @@ func reflectNames(b []byte) (names, error) {
 		if name == "" {
 			return n, fmt.Errorf("binding %d has no name", bind[0])
 		}
-		binds[bind[0]] = name
+		if prev, dup := binds[bind[0]]; !dup || name < prev {
+			binds[bind[0]] = name // an alias takes the smallest of its names: stable
+		}
 	}
 	sort.Slice(n.push, func(i, j int) bool { return n.push[i].off < n.push[j].off })
 	n.binds = make([]string, len(binds))

@@ -227,7 +227,8 @@ func reflectSPV(b []byte) (kernel, error) {
 		if set != 0 {
 			return k, fmt.Errorf("binding %d is in descriptor set %d; only set 0 is supported", bind, set)
 		}
-		if _, dup := binds[bind]; dup {
+		prev, dup := binds[bind]
+		if dup && prev&accTexels != 0 {
 			return k, fmt.Errorf("binding %d declared twice", bind)
 		}
 		// glslang puts `readonly`/`writeonly` on every member, not the variable.
@@ -241,7 +242,9 @@ func reflectSPV(b []byte) (kernel, error) {
 		if acc == 0 {
 			return k, fmt.Errorf("binding %d is both readonly and writeonly", bind)
 		}
-		binds[bind] = acc
+		// A storage buffer declared twice is one binding seen through two
+		// element types (an alias): it needs what both views need.
+		binds[bind] = prev | acc
 	}
 	k.bindings = make([]uint8, len(binds))
 	for i := range k.bindings {

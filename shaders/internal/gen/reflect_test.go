@@ -90,6 +90,15 @@ layout(push_constant) uniform P { uint16_t h; } p;
 layout(binding = 0) writeonly buffer A { uint a[]; };
 void main() { a[0] = uint(p.h); }`,
 		want: kernel{bindings: []uint8{accWrite}, push: 4, local: [3]uint32{1, 1, 1}},
+	}, {
+		name: "a storage buffer aliased: one binding, both views' access",
+		src: `#version 450
+layout(local_size_x = 1) in;
+layout(binding = 0) readonly buffer A { uvec4 a[]; };
+layout(binding = 1) writeonly buffer B { uvec4 b[]; };
+layout(binding = 1) readonly buffer BWords { uint b_words[]; };
+void main() { b[0] = a[0] + uvec4(b_words[7]); }`,
+		want: kernel{bindings: []uint8{accRead, rw}, local: [3]uint32{1, 1, 1}},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -136,6 +145,14 @@ layout(local_size_x = 1, local_size_y_id = 1) in;
 layout(binding = 0) buffer A { float a[]; };
 void main() { a[0] = 1.0; }`,
 		want: "local size y",
+	}, {
+		name: "texels and a storage buffer on one binding",
+		src: `#version 450
+layout(local_size_x = 1) in;
+layout(binding = 0) uniform usamplerBuffer t;
+layout(binding = 0) buffer A { uvec4 a[]; };
+void main() { a[0] = texelFetch(t, 0); }`,
+		want: "declared twice",
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
