@@ -180,12 +180,11 @@ func Open(opts Options) (*Device, error) {
 	for range numSlots {
 		s := &slot{}
 		r := C.vkamp_create_slot(d.dev, C.uint32_t(info.drv.queueFamily), C.uint32_t(d.batchSize),
-			C.uint32_t(d.batchSize*maxBindings), C.uint32_t(d.queries()), &s.c)
+			C.uint32_t(d.batchSize*maxBindings), C.uint32_t(d.queries()), cbool(d.info.PushDescriptors), &s.c)
 		if err := check(int32(r), "create command buffer"); err != nil {
 			d.destroy()
 			return nil, err
 		}
-		s.c.push_desc = C.uint32_t(cbool(d.info.PushDescriptors))
 		d.slots = append(d.slots, s)
 	}
 	return d, nil
@@ -309,6 +308,7 @@ func (d *Device) destroy() {
 	}
 	d.graphs, d.capture = nil, nil
 	for _, s := range d.slots {
+		s.resetting.Wait()
 		C.vkamp_destroy_slot(d.dev, &s.c)
 	}
 	d.slots, d.cur = nil, nil

@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 )
 
@@ -41,7 +42,23 @@ type slot struct {
 	commands   int
 	dispatches int
 	timed      []string // kernel name per timestamp pair
+
+	// The pools of a finished batch are reset in the background (lavapipe
+	// takes some 100 us to reset a step's commands), off the path that
+	// records: resetting is held while that runs, and dirty is the
+	// resetting goroutine's until it is done.
+	resetting sync.WaitGroup
+	dirty     bool // the pools hold a batch's commands: reset before begin
 }
+
+// retireKind says why a finished batch is collected.
+type retireKind int
+
+const (
+	retireWait  retireKind = iota // the host waits for a result (Stats.Waits)
+	retireStall                   // the host waits for a free slot (Stats.Stalls)
+	retireReap                    // seen finished in passing: no wait
+)
 
 // hazards remembers the byte ranges read and written since the last barrier.
 // A new command that reads what is unsynced-written, or writes what is
@@ -94,12 +111,21 @@ func (d *Device) begin() (*slot, error) {
 	if s.submitted {
 		// Every command buffer is in flight: the host is ahead of the
 		// device and waits for the oldest (a stall, not a read).
-		if err := d.retire(s, true); err != nil {
+		if err := d.retire(s, retireStall); err != nil {
 			return nil, err
 		}
 	}
+	s.resetting.Wait()
+	if s.dirty { // not reset in the background: a stall, or a failed reset
+		r := C.vkamp_reset_slot(d.dev, &s.c)
+		if err := check(int32(r), "reset command pool"); err != nil {
+			return nil, d.fail(err)
+		}
+		s.dirty = false
+	}
 	d.nextSlot = (d.nextSlot + 1) % len(d.slots)
 	r := C.vkamp_begin(d.dev, &s.c, C.uint32_t(d.queries()))
+	s.dirty = true
 	if err := check(int32(r), "begin command buffer"); err != nil {
 		return nil, d.fail(err)
 	}
@@ -168,25 +194,60 @@ func (d *Device) submit() error {
 	}
 	s.submitted = true
 	d.stats.Submits++
-	return nil
+	return d.reap()
 }
 
-// retire waits for a submitted slot and collects what it finished. A stall
-// is a wait for a free command buffer rather than for a result.
-func (d *Device) retire(s *slot, stall bool) error {
-	if stall {
-		d.stats.Stalls++
-	} else {
-		d.stats.Waits++
+// reap collects the slot to be recorded next if the device has finished it,
+// so that its pools are reset in the background before the host needs it.
+func (d *Device) reap() error {
+	s := d.slots[d.nextSlot]
+	if !s.submitted {
+		return nil
 	}
-	r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
-	if d.faults.hit(&d.faults.WaitN, &d.faults.waits) {
-		r = C.VK_ERROR_DEVICE_LOST
+	switch r := C.vkamp_fence_status(d.dev, &s.c); r {
+	case C.VK_NOT_READY:
+		return nil
+	case C.VK_SUCCESS:
+		return d.retire(s, retireReap)
+	default:
+		return d.fail(check(int32(r), "fence status of batch %d", s.serial))
 	}
-	if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
-		return d.fail(err)
+}
+
+// resetLater resets s's pools on another goroutine; begin waits for it.
+func (d *Device) resetLater(s *slot) {
+	s.resetting.Add(1)
+	go func(dev C.VkDevice) {
+		defer s.resetting.Done()
+		if C.vkamp_reset_slot(dev, &s.c) == C.VK_SUCCESS {
+			s.dirty = false // else begin tries again and reports it
+		}
+	}(d.dev)
+}
+
+// retire waits for a submitted slot (unless reaped: seen finished) and
+// collects what it finished. A stall is a wait for a free command buffer
+// rather than for a result; the stalled begin resets the slot itself, any
+// other retired slot is reset in the background.
+func (d *Device) retire(s *slot, how retireKind) error {
+	if how != retireReap {
+		if how == retireStall {
+			d.stats.Stalls++
+		} else {
+			d.stats.Waits++
+		}
+		r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
+		if d.faults.hit(&d.faults.WaitN, &d.faults.waits) {
+			r = C.VK_ERROR_DEVICE_LOST
+		}
+		if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
+			return d.fail(err)
+		}
 	}
 	s.submitted = false
+	if how != retireStall {
+		d.resetLater(s)
+	}
 	if len(s.timed) > 0 {
 		ticks := make([]uint64, 2*len(s.timed))
 		r := C.vkamp_query_results(d.dev, &s.c, C.uint32_t(len(ticks)), (*C.uint64_t)(unsafe.Pointer(&ticks[0])))
@@ -233,7 +294,7 @@ func (d *Device) waitSerial(serial uint64) error {
 			d.completed = serial
 			break
 		}
-		if err := d.retire(oldest, false); err != nil {
+		if err := d.retire(oldest, retireWait); err != nil {
 			return err
 		}
 	}
