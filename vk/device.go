@@ -55,6 +55,7 @@ type Device struct {
 	lastSerial uint64
 	completed  uint64
 	hz         hazards
+	resets     *resetter // resets finished slots' pools (reset.go)
 	scratch    scratch
 	capture    *Graph   // the open capture (capture.go)
 	graphs     []*Graph // captured graphs not yet closed
@@ -307,8 +308,9 @@ func (d *Device) destroy() {
 		d.capture.destroy()
 	}
 	d.graphs, d.capture = nil, nil
+	d.resets.stop()
+	d.resets = nil
 	for _, s := range d.slots {
-		s.resetting.Wait()
 		C.vkamp_destroy_slot(d.dev, &s.c)
 	}
 	d.slots, d.cur = nil, nil

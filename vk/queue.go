@@ -10,7 +10,6 @@ import "C"
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 )
 
@@ -43,12 +42,7 @@ type slot struct {
 	dispatches int
 	timed      []string // kernel name per timestamp pair
 
-	// The pools of a finished batch are reset in the background (lavapipe
-	// takes some 100 us to reset a step's commands), off the path that
-	// records: resetting is held while that runs, and dirty is the
-	// resetting goroutine's until it is done.
-	resetting sync.WaitGroup
-	dirty     bool // the pools hold a batch's commands: reset before begin
+	slotReset // its pools' reset (reset.go)
 }
 
 // retireKind says why a finished batch is collected.
@@ -115,17 +109,12 @@ func (d *Device) begin() (*slot, error) {
 			return nil, err
 		}
 	}
-	s.resetting.Wait()
-	if s.dirty { // not reset in the background: a stall, or a failed reset
-		r := C.vkamp_reset_slot(d.dev, &s.c)
-		if err := check(int32(r), "reset command pool"); err != nil {
-			return nil, d.fail(err)
-		}
-		s.dirty = false
+	if err := check(int32(d.claim(s)), "reset command pool"); err != nil {
+		return nil, d.fail(err)
 	}
 	d.nextSlot = (d.nextSlot + 1) % len(d.slots)
+	s.pools.Store(poolsDirty)
 	r := C.vkamp_begin(d.dev, &s.c, C.uint32_t(d.queries()))
-	s.dirty = true
 	if err := check(int32(r), "begin command buffer"); err != nil {
 		return nil, d.fail(err)
 	}
@@ -214,21 +203,10 @@ func (d *Device) reap() error {
 	}
 }
 
-// resetLater resets s's pools on another goroutine; begin waits for it.
-func (d *Device) resetLater(s *slot) {
-	s.resetting.Add(1)
-	go func(dev C.VkDevice) {
-		defer s.resetting.Done()
-		if C.vkamp_reset_slot(dev, &s.c) == C.VK_SUCCESS {
-			s.dirty = false // else begin tries again and reports it
-		}
-	}(d.dev)
-}
-
 // retire waits for a submitted slot (unless reaped: seen finished) and
 // collects what it finished. A stall is a wait for a free command buffer
 // rather than for a result; the stalled begin resets the slot itself, any
-// other retired slot is reset in the background.
+// other retired slot is queued for the resetter (reset.go).
 func (d *Device) retire(s *slot, how retireKind) error {
 	if how != retireReap {
 		if how == retireStall {
