@@ -81,14 +81,13 @@ func (g *Graph) grow() error {
 		}
 	}
 	var c C.vkamp_slot
+	// Captured dispatches bind as the batch's do: a kernel's set layout is
+	// a push-descriptor layout where the device has the extension.
 	r := C.vkamp_create_secondary(d.dev, C.uint32_t(d.info.drv.queueFamily), C.uint32_t(d.batchSize),
-		C.uint32_t(d.batchSize*maxBindings), &c)
+		C.uint32_t(d.batchSize*maxBindings), cbool(d.info.PushDescriptors), &c)
 	if err := check(int32(r), "create a captured command buffer"); err != nil {
 		return d.fail(err)
 	}
-	// Captured dispatches bind as the batch's do: a kernel's set layout is
-	// a push-descriptor layout where the device has the extension.
-	c.push_desc = C.uint32_t(cbool(d.info.PushDescriptors))
 	g.secs = append(g.secs, c)
 	g.cmds = append(g.cmds, c.cmd)
 	// The serial is the last one handed out, so that marking a buffer used

@@ -55,6 +55,7 @@ type Device struct {
 	lastSerial uint64
 	completed  uint64
 	hz         hazards
+	resets     *resetter // resets finished slots' pools (reset.go)
 	scratch    scratch
 	capture    *Graph   // the open capture (capture.go)
 	graphs     []*Graph // captured graphs not yet closed
@@ -180,12 +181,11 @@ func Open(opts Options) (*Device, error) {
 	for range numSlots {
 		s := &slot{}
 		r := C.vkamp_create_slot(d.dev, C.uint32_t(info.drv.queueFamily), C.uint32_t(d.batchSize),
-			C.uint32_t(d.batchSize*maxBindings), C.uint32_t(d.queries()), &s.c)
+			C.uint32_t(d.batchSize*maxBindings), C.uint32_t(d.queries()), cbool(d.info.PushDescriptors), &s.c)
 		if err := check(int32(r), "create command buffer"); err != nil {
 			d.destroy()
 			return nil, err
 		}
-		s.c.push_desc = C.uint32_t(cbool(d.info.PushDescriptors))
 		d.slots = append(d.slots, s)
 	}
 	return d, nil
@@ -308,6 +308,8 @@ func (d *Device) destroy() {
 		d.capture.destroy()
 	}
 	d.graphs, d.capture = nil, nil
+	d.resets.stop()
+	d.resets = nil
 	for _, s := range d.slots {
 		C.vkamp_destroy_slot(d.dev, &s.c)
 	}

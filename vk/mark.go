@@ -56,7 +56,7 @@ func (d *Device) Reached(mark uint64) (bool, error) {
 		case C.VK_NOT_READY:
 			return false, nil
 		case C.VK_SUCCESS:
-			if err := d.retire(oldest, false); err != nil {
+			if err := d.retire(oldest, retireWait); err != nil {
 				return false, err
 			}
 		default:

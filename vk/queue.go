@@ -41,7 +41,18 @@ type slot struct {
 	commands   int
 	dispatches int
 	timed      []string // kernel name per timestamp pair
+
+	slotReset // its pools' reset (reset.go)
 }
+
+// retireKind says why a finished batch is collected.
+type retireKind int
+
+const (
+	retireWait  retireKind = iota // the host waits for a result (Stats.Waits)
+	retireStall                   // the host waits for a free slot (Stats.Stalls)
+	retireReap                    // seen finished in passing: no wait
+)
 
 // hazards remembers the byte ranges read and written since the last barrier.
 // A new command that reads what is unsynced-written, or writes what is
@@ -94,11 +105,15 @@ func (d *Device) begin() (*slot, error) {
 	if s.submitted {
 		// Every command buffer is in flight: the host is ahead of the
 		// device and waits for the oldest (a stall, not a read).
-		if err := d.retire(s, true); err != nil {
+		if err := d.retire(s, retireStall); err != nil {
 			return nil, err
 		}
 	}
+	if err := check(int32(d.claim(s)), "reset command pool"); err != nil {
+		return nil, d.fail(err)
+	}
 	d.nextSlot = (d.nextSlot + 1) % len(d.slots)
+	s.pools.Store(poolsDirty)
 	r := C.vkamp_begin(d.dev, &s.c, C.uint32_t(d.queries()))
 	if err := check(int32(r), "begin command buffer"); err != nil {
 		return nil, d.fail(err)
@@ -168,25 +183,49 @@ func (d *Device) submit() error {
 	}
 	s.submitted = true
 	d.stats.Submits++
-	return nil
+	return d.reap()
 }
 
-// retire waits for a submitted slot and collects what it finished. A stall
-// is a wait for a free command buffer rather than for a result.
-func (d *Device) retire(s *slot, stall bool) error {
-	if stall {
-		d.stats.Stalls++
-	} else {
-		d.stats.Waits++
+// reap collects the slot to be recorded next if the device has finished it,
+// so that its pools are reset in the background before the host needs it.
+func (d *Device) reap() error {
+	s := d.slots[d.nextSlot]
+	if !s.submitted {
+		return nil
 	}
-	r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
-	if d.faults.hit(&d.faults.WaitN, &d.faults.waits) {
-		r = C.VK_ERROR_DEVICE_LOST
+	switch r := C.vkamp_fence_status(d.dev, &s.c); r {
+	case C.VK_NOT_READY:
+		return nil
+	case C.VK_SUCCESS:
+		return d.retire(s, retireReap)
+	default:
+		return d.fail(check(int32(r), "fence status of batch %d", s.serial))
 	}
-	if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
-		return d.fail(err)
+}
+
+// retire waits for a submitted slot (unless reaped: seen finished) and
+// collects what it finished. A stall is a wait for a free command buffer
+// rather than for a result; the stalled begin resets the slot itself, any
+// other retired slot is queued for the resetter (reset.go).
+func (d *Device) retire(s *slot, how retireKind) error {
+	if how != retireReap {
+		if how == retireStall {
+			d.stats.Stalls++
+		} else {
+			d.stats.Waits++
+		}
+		r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
+		if d.faults.hit(&d.faults.WaitN, &d.faults.waits) {
+			r = C.VK_ERROR_DEVICE_LOST
+		}
+		if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
+			return d.fail(err)
+		}
 	}
 	s.submitted = false
+	if how != retireStall {
+		d.resetLater(s)
+	}
 	if len(s.timed) > 0 {
 		ticks := make([]uint64, 2*len(s.timed))
 		r := C.vkamp_query_results(d.dev, &s.c, C.uint32_t(len(ticks)), (*C.uint64_t)(unsafe.Pointer(&ticks[0])))
@@ -233,7 +272,7 @@ func (d *Device) waitSerial(serial uint64) error {
 			d.completed = serial
 			break
 		}
-		if err := d.retire(oldest, false); err != nil {
+		if err := d.retire(oldest, retireWait); err != nil {
 			return err
 		}
 	}

@@ -473,15 +473,18 @@ static VkResult create_desc_pool(VkDevice dev, uint32_t max_sets, uint32_t max_d
 }
 
 VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
-	uint32_t queries, vkamp_slot *s) {
+	uint32_t queries, int push_desc, vkamp_slot *s) {
 	memset(s, 0, sizeof *s);
+	s->push_desc = push_desc ? 1 : 0;
 	VkResult r = create_cmd(dev, family, VK_COMMAND_POOL_CREATE_TRANSIENT_BIT, VK_COMMAND_BUFFER_LEVEL_PRIMARY, s);
 	if (r != VK_SUCCESS) goto fail;
 	VkFenceCreateInfo fi = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
 	r = p_vkCreateFence(dev, &fi, NULL, &s->fence);
 	if (r != VK_SUCCESS) goto fail;
-	r = create_desc_pool(dev, max_sets, max_descriptors, &s->desc_pool);
-	if (r != VK_SUCCESS) goto fail;
+	if (!push_desc) { // pushed descriptors need no pool
+		r = create_desc_pool(dev, max_sets, max_descriptors, &s->desc_pool);
+		if (r != VK_SUCCESS) goto fail;
+	}
 	if (queries) {
 		VkQueryPoolCreateInfo qi = {VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
 		qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
@@ -503,15 +506,16 @@ void vkamp_destroy_slot(VkDevice dev, vkamp_slot *s) {
 	memset(s, 0, sizeof *s);
 }
 
-VkResult vkamp_begin(VkDevice dev, vkamp_slot *s, uint32_t queries) {
+VkResult vkamp_reset_slot(VkDevice dev, vkamp_slot *s) {
 	VkResult r = p_vkResetCommandPool(dev, s->cmd_pool, 0);
 	if (r != VK_SUCCESS) return r;
+	if (s->desc_pool) r = p_vkResetDescriptorPool(dev, s->desc_pool, 0);
+	return r;
+}
+
+VkResult vkamp_begin(VkDevice dev, vkamp_slot *s, uint32_t queries) {
 	s->bound = 0;
-	if (!s->push_desc) {
-		r = p_vkResetDescriptorPool(dev, s->desc_pool, 0);
-		if (r != VK_SUCCESS) return r;
-	}
-	r = p_vkResetFences(dev, 1, &s->fence);
+	VkResult r = p_vkResetFences(dev, 1, &s->fence);
 	if (r != VK_SUCCESS) return r;
 	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
 	bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -622,12 +626,15 @@ void vkamp_cmd_fill(vkamp_slot *s, VkBuffer dst, uint64_t off, uint64_t size, ui
 // Captured command sequences (capture.go): secondary command buffers that
 // may be executed again while an earlier execution is pending.
 VkResult vkamp_create_secondary(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
-	vkamp_slot *s) {
+	int push_desc, vkamp_slot *s) {
 	memset(s, 0, sizeof *s);
+	s->push_desc = push_desc ? 1 : 0;
 	VkResult r = create_cmd(dev, family, 0, VK_COMMAND_BUFFER_LEVEL_SECONDARY, s);
 	if (r != VK_SUCCESS) goto fail;
-	r = create_desc_pool(dev, max_sets, max_descriptors, &s->desc_pool);
-	if (r != VK_SUCCESS) goto fail;
+	if (!push_desc) {
+		r = create_desc_pool(dev, max_sets, max_descriptors, &s->desc_pool);
+		if (r != VK_SUCCESS) goto fail;
+	}
 	VkCommandBufferInheritanceInfo inh = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
 	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
 	bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;

@@ -78,7 +78,8 @@ VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t
 	int push_desc, VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout, VkPipeline *pipeline);
 void vkamp_destroy_kernel(VkDevice dev, VkDescriptorSetLayout set_layout, VkPipelineLayout layout, VkPipeline pipeline);
 
-// A batch slot: command pool and buffer, fence, descriptor pool, query pool.
+// A batch slot: command pool and buffer, fence, descriptor pool (none with
+// push descriptors), query pool.
 typedef struct {
 	VkCommandPool cmd_pool;
 	VkCommandBuffer cmd;
@@ -87,14 +88,20 @@ typedef struct {
 	VkQueryPool query_pool;
 	// push_desc: the device's kernels take their buffers as push
 	// descriptors (VK_KHR_push_descriptor), so that a dispatch allocates no
-	// descriptor set; set by the caller after vkamp_create_slot.
+	// descriptor set and the slot has no descriptor pool.
 	uint32_t push_desc;
 	VkPipeline bound; // the pipeline last bound in cmd, to skip rebinding it
 } vkamp_slot;
 
 VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
-	uint32_t queries, vkamp_slot *s);
+	uint32_t queries, int push_desc, vkamp_slot *s);
 void vkamp_destroy_slot(VkDevice dev, vkamp_slot *s);
+// vkamp_reset_slot resets the slot's command and descriptor pools for the
+// next vkamp_begin. The pools are the slot's alone (a pool per slot), so it
+// may run on another thread while other slots record or wait.
+VkResult vkamp_reset_slot(VkDevice dev, vkamp_slot *s);
+// vkamp_begin resets the fence and begins the command buffer of a slot
+// whose pools vkamp_reset_slot has reset (or that is new).
 VkResult vkamp_begin(VkDevice dev, vkamp_slot *s, uint32_t queries);
 VkResult vkamp_submit(VkQueue q, vkamp_slot *s);
 VkResult vkamp_wait(VkDevice dev, vkamp_slot *s, uint64_t timeout_ns);
@@ -125,7 +132,7 @@ void vkamp_cmd_fill(vkamp_slot *s, VkBuffer dst, uint64_t off, uint64_t size, ui
 // A secondary command buffer (no fence, no queries), begun for recording
 // with simultaneous use: capture.go's graphs.
 VkResult vkamp_create_secondary(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
-	vkamp_slot *s);
+	int push_desc, vkamp_slot *s);
 VkResult vkamp_end_secondary(vkamp_slot *s);
 void vkamp_cmd_execute(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds);
 

@@ -10,6 +10,7 @@
 //	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-conv-only] [-json]
 //	go run ./tools/bench -sizes= -thin= -conv=false -step=   # streaming kernels, steps, host time
 //	go run ./tools/bench -host-only [-step-n 100]             # host time per dispatch of an AMP step
+//	go run ./tools/bench -run 'dispatch/host-us|stream/adam'  # only the results whose names match
 //	go run ./tools/bench -autotune [-sizes 1024]   # store this device's fastest matmul tiles
 package main
 
@@ -49,7 +50,13 @@ func main() {
 	detOnly := flag.Bool("deterministic-only", false, "measure only the deterministic mode's cost")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	hostOnly := flag.Bool("host-only", false, "measure only the host time per dispatch of an AMP step at batch 64 (-step-n samples)")
+	run := flag.String("run", "", "measure and print only the results whose names match this regular expression (conv2d and deterministic ones run when it matches \"conv2d\" or \"deterministic\")")
 	flag.Parse()
+	sel, err := newSelection(*run)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -run:", err)
+		os.Exit(2)
+	}
 	ns, err := ints(*sizes, 16384)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -sizes:", err)
@@ -102,6 +109,9 @@ func main() {
 		fmt.Fprintln(tw, "benchmark\tvalue\tunit\tratio\tdetail")
 	}
 	emit := func(r bench.Result) {
+		if !sel.match(r.Name) {
+			return
+		}
 		if *asJSON {
 			enc.Encode(r)
 			return
@@ -122,12 +132,35 @@ func main() {
 			*detN = 256
 		}
 	}
+	runData, runHost := *data, false
+	if sel.re != nil { // skip what cannot match
+		if !sel.any(matmulNames(ns)) {
+			ns = nil
+		}
+		if !sel.any(thinNames(thins)) {
+			thins = nil
+		}
+		if !sel.any(bench.StreamNames) {
+			*elements = 0
+		}
+		if !sel.any(trainNames()) {
+			runData, runHost = "", sel.any(hostNames()) && *data != ""
+		}
+		*conv = *conv && sel.match("conv2d")
+		if !sel.match("deterministic") {
+			*detN = 0
+		}
+		batches = slices.DeleteFunc(batches, func(b int) bool { return !sel.any(stepShareNames(b)) })
+	}
 	if *hostOnly {
 		*stepOnly, *conv, batches = true, false, nil
 		err = host(d, *data, *stepN, emit)
 	}
 	if !*stepOnly {
-		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: *data}, emit)
+		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: runData}, emit)
+		if err == nil && runHost {
+			err = host(d, *data, *stepN, emit)
+		}
 	}
 	if err == nil && *conv {
 		err = bench.Conv(d, bench.MNISTConv2, *minTime, emit)

@@ -14,6 +14,12 @@ import (
 // softmax, layer norm): a row of a transformer's hidden size.
 const streamCols = 1024
 
+// StreamNames are the names of Stream's results, in order (tools/bench's
+// -run chooses by them).
+var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32",
+	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/unscale-f32",
+	"stream/gelu-f16", "stream/accumulate-f32"}
+
 // streamOp is one streaming kernel to measure: run records it once and
 // waits; bytes is what it reads plus what it writes.
 type streamOp struct {

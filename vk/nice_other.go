@@ -1,0 +1,5 @@
+//go:build cgo && !linux
+
+package vk
+
+func lowerThreadPriority() {}
