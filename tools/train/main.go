@@ -23,6 +23,11 @@
 // set, and exits; -resume continues from it to the same result as an
 // uninterrupted run.
 //
+// -replay (the default) captures the MLP's training step once and replays
+// it (tensor.Replayer), with the same results; the CNN, whose dropout draws
+// a seed every step, and data-parallel runs record every step. The run ends
+// with the counts of steps replayed, captured and recorded.
+//
 // bf16 runs autocast in bfloat16 without a loss scaler (bf16 has fp32's
 // range), as torch.autocast(dtype=torch.bfloat16) is used.
 //

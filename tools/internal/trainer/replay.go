@@ -26,6 +26,17 @@ type stepIO struct {
 	rp       *tensor.Replayer // nil without Options.Replay
 	fallback string           // why steps are recorded, not replayed; "" if they are replayed
 	direct   int              // steps recorded outside rp
+	lr       float64          // the learning rate of the graphs rp holds
+}
+
+// newLR drops the graphs of another learning rate, which no later step
+// replays, so that they do not hold their memory or fill the Replayer.
+func (io *stepIO) newLR(lr float64) error {
+	if io.rp == nil || lr == io.lr {
+		return nil
+	}
+	io.lr = lr
+	return io.rp.Close()
 }
 
 // ReplayStats counts the training steps run each way.
