@@ -2,7 +2,8 @@
 // gonum on the CPU), conv2d (beside matmul of the same size), the streaming
 // kernels (casts, elementwise, reductions, softmax, layer norm, Adam, the
 // fused unscale) in GB/s beside vkCmdCopyBuffer (copy/buffer), AMP and fp32
-// training steps (train-step/amp-vs-fp32), the host time per recorded
+// training steps (train-step/amp-vs-fp32), the AMP step replayed from a
+// captured graph (train-step/amp-replay-vs-amp), the host time per recorded
 // dispatch (dispatch/host-us) and per dispatch of the same step replayed
 // from a captured graph (dispatch/replay-us), and the share of an AMP step's wall time spent
 // in kernels (by the runtime's timestamps) at each -step batch.

@@ -23,6 +23,11 @@
 // set, and exits; -resume continues from it to the same result as an
 // uninterrupted run.
 //
+// -replay (the default) captures the MLP's training step once and replays
+// it (tensor.Replayer), with the same results; the CNN, whose dropout draws
+// a seed every step, and data-parallel runs record every step. The run ends
+// with the counts of steps replayed, captured and recorded.
+//
 // bf16 runs autocast in bfloat16 without a loss scaler (bf16 has fp32's
 // range), as torch.autocast(dtype=torch.bfloat16) is used.
 //
@@ -72,7 +77,7 @@ type config struct {
 	epochs, batch, logEvery, checkpointEvery                 int
 	lr, initScale                                            float64
 	seed                                                     uint64
-	resume, compare                                          bool
+	resume, compare, replay                                  bool
 	model                                                    string
 	gamma                                                    float64
 	json                                                     bool
@@ -102,6 +107,7 @@ func main() {
 	flag.IntVar(&c.trainSamples, "train-samples", 0, "train on the first this many training digits only (0: all), for short runs")
 	flag.IntVar(&c.testSamples, "test-samples", 0, "test on the first this many test digits only (0: all)")
 	flag.BoolVar(&c.compare, "compare", false, "also train in the other precision and compare in the report")
+	flag.BoolVar(&c.replay, "replay", true, "capture a training step's command buffers once and replay them for the following steps (same results; the CNN's dropout and data-parallel runs record every step)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -242,7 +248,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 	inRow := 0 // steps skipped in a row, up to the last one read
 	var tr *trainer.Trainer
 	tr, err := trainer.New(trainer.Options{Device: d, Group: g, Train: train, Test: test, Model: c.model, Batch: c.batch, LR: c.lr, Gamma: c.gamma, FP16: fp16, BF16: precision == "bf16",
-		Seed: c.seed, LossEvery: c.logEvery, Scaler: scaler.Options{InitScale: c.initScale},
+		Seed: c.seed, LossEvery: c.logEvery, Replay: c.replay, Scaler: scaler.Options{InitScale: c.initScale},
 		OnStep: func(s trainer.Step) {
 			step := tr.StepsDone()
 			pending = append(pending, s)
@@ -347,7 +353,17 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 			return hist, err
 		}
 	}
+	rs := tr.ReplayStats()
+	fmt.Fprintf(out, "%s steps: %d replayed, %d captured, %d recorded%s\n", hist.Name, rs.Replayed, rs.Captured, rs.Recorded, fallbackNote(rs.Fallback))
 	return hist, nil
+}
+
+// fallbackNote says why steps were recorded rather than replayed.
+func fallbackNote(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (replay " + map[bool]string{true: why, false: "off: " + why}[why == "off"] + ")"
 }
 
 // epochJSON is the object -json writes per epoch.

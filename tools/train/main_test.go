@@ -17,7 +17,7 @@ import (
 )
 
 func base() config {
-	return config{precision: "f16", data: "../../testdata/mnist", epochs: 1, batch: 1000, logEvery: 2, lr: 1e-3, initScale: 65536, seed: 1}
+	return config{precision: "f16", data: "../../testdata/mnist", epochs: 1, batch: 1000, logEvery: 2, lr: 1e-3, initScale: 65536, seed: 1, replay: true}
 }
 
 func TestBadInput(t *testing.T) {

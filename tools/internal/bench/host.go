@@ -101,14 +101,15 @@ func HostPerDispatch(d *vk.Device, train, test *mnist.Set, o StepOptions) (HostR
 }
 
 // TrainSteps measures, on d, the wall time of fp16 AMP and fp32 training
-// steps of the MNIST MLP at batch (StepWall, rounds times each, taking turns,
-// keeping the fastest of each) and the host time per dispatch of an AMP step
+// steps of the MNIST MLP at batch, and of the AMP step replayed from a
+// captured graph (StepWall, rounds times each, taking turns, keeping the
+// fastest of each) and the host time per dispatch of an AMP step
 // (HostPerDispatch).
 func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) ([]Result, error) {
-	var best [2]time.Duration // AMP, fp32
+	var best [3]time.Duration // AMP, fp32, AMP replayed
 	for r := 0; r < rounds; r++ {
 		for i := range best {
-			w, err := StepWall(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3, FP32: i == 1})
+			w, err := StepWall(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3, FP32: i == 1, Replay: i == 2})
 			if err != nil {
 				return nil, err
 			}
@@ -126,6 +127,10 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 			Detail: fmt.Sprintf("MNIST MLP 784-256-10, fp32, Adam, no loss read; fastest of %d runs of %d steps", rounds, steps)},
 		{Name: "train-step/amp-vs-fp32", Value: float64(best[1]) / float64(best[0]), Unit: "x",
 			Detail: fmt.Sprintf("fp32 step time over AMP step time, batch %d, measured in turns (above 1: AMP faster)", batch)},
+		{Name: fmt.Sprintf("train-step/amp-replay/%d", batch), Value: ms(best[2]), Unit: "ms per step",
+			Detail: fmt.Sprintf("the AMP step captured once and replayed (trainer.Options.Replay); fastest of %d runs of %d steps", rounds, steps)},
+		{Name: "train-step/amp-replay-vs-amp", Value: float64(best[0]) / float64(best[2]), Unit: "x",
+			Detail: fmt.Sprintf("recorded AMP step time over replayed AMP step time, batch %d, measured in turns (above 1: replay faster)", batch)},
 	}
 	for i := range out {
 		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()

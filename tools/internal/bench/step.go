@@ -19,6 +19,9 @@ type StepOptions struct {
 	Steps  int  // measured steps
 	Warmup int  // steps run first and not measured (pipelines, memory)
 	FP32   bool // fp32 steps instead of fp16 AMP ones (StepWall)
+	// Replay replays the captured step (trainer.Options.Replay, StepWall):
+	// with Warmup 3 or more, every measured step is replayed.
+	Replay bool
 }
 
 // StepReport is what StepShare measured, per step unless named otherwise.
@@ -89,7 +92,7 @@ func measureSteps(d *vk.Device, train, test *mnist.Set, o StepOptions) (*stepMet
 	n := o.Warmup + o.Steps
 	m := &stepMeter{}
 	tr, err := trainer.New(trainer.Options{Device: d, Train: tile(train, n*o.Batch), Test: test.Subset(o.Batch),
-		Batch: o.Batch, FP16: !o.FP32, Seed: 1,
+		Batch: o.Batch, FP16: !o.FP32, Seed: 1, Replay: o.Replay,
 		OnStep: func(s trainer.Step) {
 			switch s.Index {
 			case o.Warmup - 1:

@@ -113,6 +113,10 @@ func TestTrainSteps(t *testing.T) {
 	if math.Abs(ratio.Value-fp32.Value/amp.Value) > 1e-6*ratio.Value {
 		t.Errorf("amp-vs-fp32 %g, want fp32 %g over AMP %g", ratio.Value, fp32.Value, amp.Value)
 	}
+	replay, rratio := byName["train-step/amp-replay/64"], byName["train-step/amp-replay-vs-amp"]
+	if math.Abs(rratio.Value-amp.Value/replay.Value) > 1e-6*rratio.Value {
+		t.Errorf("amp-replay-vs-amp %g, want AMP %g over replayed %g", rratio.Value, amp.Value, replay.Value)
+	}
 	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: 64, Steps: 2, Warmup: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ package trainer
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,12 @@ type Options struct {
 	// rank must make the same calls (Epoch, Evaluate, Save through
 	// dist.Root).
 	Group dist.Group
+	// Replay captures a training step's command buffers once and replays
+	// them for the following steps (tensor.Replayer), as CUDA graphs do,
+	// with the same results. Steps are recorded instead with a Group of
+	// several ranks, with AfterBackward, and once a step draws a dropout
+	// seed (the CNN): ReplayStats says which.
+	Replay bool
 }
 
 // Step describes one training step.
@@ -62,7 +69,7 @@ type Step struct {
 	Epoch, Index, Steps int     // Index of Steps in the epoch
 	Loss                float64 // NaN unless read this step
 	Scale               float64 // NaN unless read this step
-	Skipped             scaler.Skipped
+	Skipped             Skipped
 }
 
 // Epoch summarises an epoch.
@@ -95,6 +102,7 @@ type Trainer struct {
 	// checkpoint, if set, is called after every every-th step.
 	every      int
 	checkpoint func() error
+	io         stepIO // the step's persistent tensors, and its Replayer
 }
 
 // New builds the model and optimizer on the device.
@@ -122,6 +130,10 @@ func New(o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t.zero = tensor.Zeros(o.Device, tensor.Float32, 1)
+	if err := t.initIO(); err != nil {
+		t.Close()
+		return nil, err
+	}
 	so := o.Scaler
 	so.Disabled = !o.FP16
 	if t.sc, err = scaler.New(so); err != nil {
@@ -141,6 +153,7 @@ func autocastDType(o Options) tensor.DType {
 
 // Close releases everything on the device.
 func (t *Trainer) Close() error {
+	t.io.close() // first: its graphs wait for their last replay
 	if t.sc != nil {
 		t.sc.Close()
 	}
@@ -170,15 +183,19 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	if err := t.opt.SetLR(t.lr()); err != nil {
 		return Epoch{}, err
 	}
+	if err := t.io.newLR(t.lr()); err != nil {
+		return Epoch{}, err
+	}
 	setTraining(t.model, true)
 	steps := o.Train.N / o.Batch
 	order := rand.New(rand.NewPCG(o.Seed, uint64(t.epoch)+2)).Perm(o.Train.N)
 	lo, hi := dist.Shard(o.Batch, o.Group.Rank(), o.Group.Size())
-	x := make([]float32, (hi-lo)*o.Train.Rows*o.Train.Cols)
-	y := make([]int32, hi-lo)
-	// The running loss sum stays on the device: no wait per step.
-	sum := tensor.FromFloat32(o.Device, []float32{t.partialSum}, 1)
-	defer sum.Release()
+	// The running loss sum stays on the device: no wait per step. It is
+	// the same tensor every epoch, so that a captured step stays valid.
+	sum := t.io.sum
+	if err := sum.SetBytes(binary.LittleEndian.AppendUint32(nil, math.Float32bits(t.partialSum))); err != nil {
+		return Epoch{}, err
+	}
 	overflows, err := t.sc.Overflows()
 	if err != nil {
 		return Epoch{}, err
@@ -190,11 +207,13 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 			t.partialSum, _ = sum.Item()
 			return Epoch{}, err
 		}
-		fillBatch(o.Train, order[i*o.Batch+lo:i*o.Batch+hi], x, y)
+		if err := t.io.load(o.Train.Rows*o.Train.Cols, o.Train.Images, o.Train.Labels, order[i*o.Batch+lo:i*o.Batch+hi]); err != nil {
+			return Epoch{}, err
+		}
 		// The loss is read on the steps OnStep reports it for, counted in
 		// the epoch (the run's step count differs after a resume).
 		read := o.LossEvery > 0 && (i+1)%o.LossEvery == 0
-		loss, skipped, err := t.step(x, y, sum, read)
+		loss, skipped, err := t.step(read)
 		if err != nil {
 			return Epoch{}, err
 		}
@@ -263,24 +282,37 @@ func normalized(s *mnist.Set) *mnist.Set {
 	return &c
 }
 
-func fillBatch(s *mnist.Set, idx []int, x []float32, y []int32) {
-	px := s.Rows * s.Cols
-	for j, k := range idx {
-		copy(x[j*px:(j+1)*px], s.Images[k*px:(k+1)*px])
-		y[j] = int32(s.Labels[k])
+// step runs one AMP (or fp32) training step on the batch loaded into the
+// input tensors, replayed where it can be, and adds the loss into the
+// running sum on the device. It reads nothing back unless read is set; the
+// returned loss is valid only then.
+func (t *Trainer) step(read bool) (float32, Skipped, error) {
+	if err := t.run(t.record); err != nil {
+		return 0, Skipped{}, err
 	}
+	skipped := Skipped{t: t, step: t.steps}
+	if t.o.FP16 {
+		// The flag of each of the last 8 steps, for Skipped.Value.
+		skipped.flag = t.io.skips[t.steps%len(t.io.skips)]
+		if err := skipped.flag.CopyFrom(t.io.found); err != nil {
+			return 0, skipped, err
+		}
+	}
+	t.steps++
+	if !read {
+		return 0, skipped, nil
+	}
+	v, err := t.io.last.Item()
+	return v, skipped, err
 }
 
-// step runs one AMP (or fp32) training step and adds the loss into sum on
-// the device. It reads nothing back unless read is set; the returned loss
-// is valid only then.
-func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor, read bool) (float32, scaler.Skipped, error) {
+// record records the step: what a captured graph replays. Every tensor it
+// reads or writes outside its own temporaries stays alive between steps,
+// and it reads nothing on the host.
+func (t *Trainer) record() error {
 	o := t.o
 	d := o.Device
-	var scope tensor.Scope
-	defer scope.Release()
-	xb := scope.Track(tensor.FromFloat32(d, x, t.inputShape(len(y))...))
-	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
+	xb, yb := t.io.x, t.io.y
 	opts := nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds}
 	if o.AfterBackward == nil && t.dp.Group().Size() > 1 {
 		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
@@ -289,36 +321,39 @@ func (t *Trainer) step(x []float32, y []int32, sum *tensor.Tensor, read bool) (f
 	defer g.Release()
 	loss := t.loss(g, t.model.Forward(g, g.Input(xb)), yb)
 	if err := t.opt.ZeroGrad(); err != nil {
-		return 0, scaler.Skipped{}, err
+		return err
 	}
 	if err := g.Backward(loss, t.sc.Seed(loss.Value())); err != nil {
-		return 0, scaler.Skipped{}, err
+		return err
 	}
 	if o.AfterBackward != nil {
 		o.AfterBackward(t.steps, t.params)
 	}
 	if err := t.dp.AllReduceGrads(); err != nil {
-		return 0, scaler.Skipped{}, err
+		return err
 	}
 	if err := t.dp.Unscale(t.sc, t.opt); err != nil {
-		return 0, scaler.Skipped{}, err
+		return err
 	}
 	skipped, err := t.sc.Step(t.opt)
 	if err != nil {
-		return 0, skipped, err
+		return err
 	}
 	if err := t.sc.Update(); err != nil {
-		return 0, skipped, err
+		return err
 	}
-	if err := tensor.AxpyUnless(1, loss.Value(), sum, t.zero); err != nil {
-		return 0, skipped, err
+	if err := tensor.AxpyUnless(1, loss.Value(), t.io.sum, t.zero); err != nil {
+		return err
 	}
-	t.steps++
-	var v float32
-	if read {
-		v, err = loss.Value().Item()
+	// The loss and the skip flag go into tensors of the trainer's, which a
+	// replay writes again.
+	if err := t.io.last.CopyFrom(loss.Value()); err != nil {
+		return err
 	}
-	return v, skipped, err
+	if f := skipped.Flag(); f != nil {
+		return t.io.found.CopyFrom(f)
+	}
+	return nil
 }
 
 // Evaluate returns the accuracy on the test set, in batches, with no graph

@@ -1,0 +1,147 @@
+package trainer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
+)
+
+// A step reads its batch from input tensors that stay alive between steps
+// and leaves its loss and skip flag in others, so that it can be captured
+// once and replayed (tensor.Replayer): what changes per step is written
+// into those tensors before the step, and read from them after it.
+type stepIO struct {
+	x, y  *tensor.Tensor // the batch, written (SetBytes) before each step
+	xb    []byte
+	yb    []byte
+	sum   *tensor.Tensor    // the epoch's running loss sum
+	last  *tensor.Tensor    // the last step's loss
+	found *tensor.Tensor    // the last step's skip flag (fp16)
+	skips [8]*tensor.Tensor // the skip flags of the last 8 steps, by step mod 8
+
+	rp       *tensor.Replayer // nil without Options.Replay
+	fallback string           // why steps are recorded, not replayed; "" if they are replayed
+	direct   int              // steps recorded outside rp
+	lr       float64          // the learning rate of the graphs rp holds
+}
+
+// newLR drops the graphs of another learning rate, which no later step
+// replays, so that they do not hold their memory or fill the Replayer.
+func (io *stepIO) newLR(lr float64) error {
+	if io.rp == nil || lr == io.lr {
+		return nil
+	}
+	io.lr = lr
+	return io.rp.Close()
+}
+
+// ReplayStats counts the training steps run each way.
+type ReplayStats struct {
+	Recorded, Captured, Replayed int
+	// Fallback says why every step is recorded ("" when steps replay).
+	Fallback string
+}
+
+// ReplayStats returns how many steps were recorded, captured and replayed.
+func (t *Trainer) ReplayStats() ReplayStats {
+	s := ReplayStats{Recorded: t.io.direct, Fallback: t.io.fallback}
+	if t.io.rp != nil {
+		s.Recorded += t.io.rp.Recorded
+		s.Captured, s.Replayed = t.io.rp.Captured, t.io.rp.Replayed
+	}
+	return s
+}
+
+// initIO makes the persistent tensors of the step, and the Replayer if the
+// step can be replayed.
+func (t *Trainer) initIO() error {
+	o, d := t.o, t.o.Device
+	io := &t.io
+	n := o.Batch / o.Group.Size()
+	io.x, io.y = tensor.New(d, tensor.Float32, t.inputShape(n)...), tensor.New(d, tensor.Int32, n)
+	io.xb, io.yb = make([]byte, 4*io.x.Len()), make([]byte, 4*n)
+	io.sum, io.last, io.found = tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1)
+	errs := []error{io.x.Err(), io.y.Err(), io.sum.Err(), io.last.Err(), io.found.Err()}
+	for i := range io.skips {
+		io.skips[i] = tensor.Zeros(d, tensor.Float32, 1)
+		errs = append(errs, io.skips[i].Err())
+	}
+	switch {
+	case !o.Replay:
+		io.fallback = "off"
+	case o.Group.Size() > 1:
+		io.fallback = "data-parallel: the all-reduce runs on the host"
+	case o.AfterBackward != nil:
+		io.fallback = "AfterBackward runs on the host"
+	default:
+		io.rp = tensor.NewReplayer(d)
+	}
+	return errors.Join(errs...)
+}
+
+func (io *stepIO) close() {
+	if io.rp != nil {
+		io.rp.Close()
+	}
+	for _, x := range append([]*tensor.Tensor{io.x, io.y, io.sum, io.last, io.found}, io.skips[:]...) {
+		if x != nil {
+			x.Release()
+		}
+	}
+}
+
+// load writes the samples idx of s into the step's input tensors.
+func (io *stepIO) load(px int, images []float32, labels []uint8, idx []int) error {
+	for j, k := range idx {
+		row := images[k*px : (k+1)*px]
+		for i, v := range row {
+			binary.LittleEndian.PutUint32(io.xb[4*(j*px+i):], math.Float32bits(v))
+		}
+		binary.LittleEndian.PutUint32(io.yb[4*j:], uint32(labels[k]))
+	}
+	return errors.Join(io.x.SetBytes(io.xb), io.y.SetBytes(io.yb))
+}
+
+// run runs one step: replayed where it can be, recorded otherwise. The key
+// names what the recorded work depends on besides the tensors: the batch
+// shape and the learning rate (a push constant).
+func (t *Trainer) run(step func() error) error {
+	io := &t.io
+	if io.rp == nil || io.fallback != "" {
+		io.direct++
+		return step()
+	}
+	drawn := t.seeds.Step()
+	err := io.rp.Step(fmt.Sprintf("%v lr %g", io.x.Shape(), t.lr()), step)
+	if t.seeds.Step() != drawn {
+		// The step drew a dropout seed, a push constant that changes every
+		// step: a replay would repeat the mask. The Replayer records a
+		// key's first step, so no step with a seed was captured.
+		io.fallback = "dropout draws a seed per step"
+	}
+	return err
+}
+
+// Skipped tells whether a step was skipped for an inf or NaN gradient.
+type Skipped struct {
+	t    *Trainer
+	step int // the run's step count when it ran
+	flag *tensor.Tensor
+}
+
+// Value waits for the step and reports whether it was skipped. It must be
+// read within 8 steps; later it returns scaler.ErrStale.
+func (k Skipped) Value() (bool, error) {
+	if k.flag == nil {
+		return false, nil
+	}
+	if k.t.steps-k.step > len(k.t.io.skips) {
+		return false, scaler.ErrStale
+	}
+	v, err := k.flag.Item()
+	return v != 0, err
+}
