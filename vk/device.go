@@ -188,6 +188,7 @@ func Open(opts Options) (*Device, error) {
 		}
 		d.slots = append(d.slots, s)
 	}
+	d.startResetter()
 	return d, nil
 }
 

@@ -32,12 +32,19 @@ type resetter struct {
 	done  chan struct{}
 }
 
-// resetLater queues s's pools for the resetter, starting it on first use.
+// startResetter starts the device's resetter; Open calls it, so that the
+// goroutine lives exactly as long as the device (a caller counting
+// goroutines around its own work sees none appear).
+func (d *Device) startResetter() {
+	d.resets = &resetter{queue: make(chan *slot, 2*numSlots), done: make(chan struct{})}
+	go d.resets.run(d.dev)
+}
+
+// resetLater queues s's pools for the resetter.
 func (d *Device) resetLater(s *slot) {
 	s.pools.Store(poolsQueued)
-	if d.resets == nil {
-		d.resets = &resetter{queue: make(chan *slot, 2*numSlots), done: make(chan struct{})}
-		go d.resets.run(d.dev)
+	if d.resets == nil { // closed: begin would reset them
+		return
 	}
 	select {
 	case d.resets.queue <- s:
