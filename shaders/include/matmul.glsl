@@ -231,13 +231,12 @@ void fmaRow(uint i, float av[KK]) {
 // beta is 0, as in BLAS, so a NaN there does not leak into the result.
 float finish(float v, uint e, float biasv) {
     if (DETERMINISTIC) {
-        precise float r = det_ftz(v * p.alpha);
+        float r = det_mul(v, p.alpha);
         if ((p.flags & FLAG_C) != 0u) {
             uint dt = FLAG_DT(FLAG_C_DT_SHIFT);
             r = det_mad(p.beta, elem_value(cin[elem_word(e, dt)], e, dt), r);
         }
-        precise float o = r + biasv;
-        return o;
+        return det_add(r, biasv);
     }
     v *= p.alpha;
     if ((p.flags & FLAG_C) != 0u) {
