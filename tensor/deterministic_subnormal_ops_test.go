@@ -19,6 +19,13 @@ import (
 // every operation, SwiftShader (which reads subnormals as zero) differed
 // from lavapipe here.
 var detSubOpHashes = map[string]string{
+	"Max/0/tiny":           "840971d2f2e63551d625210c69a160a97dff714ee7231de46a8d3c301347d2b1",
+	"Max/tiny":             "5971e89ebf968c36f627b287003011ed0170149bdbd10cbca7bcd8a8a06d93d5",
+	"MeanAxis/1/tiny":      "1e75ae3b6b7df4e367096caa82059571c20718fe846cf8c2c742cbb92ffd47ff",
+	"Sum/tiny":             "80904b49f2b5e5066f3ef5f2b900f81da23d1f9001f63c4cc28ebdd516be1317",
+	"SumAxis/0/tiny":       "b63c7c6123608d65e3b90f4807cf5a12d81ca6d66cb09afc7e0df0405d45f96d",
+	"SumAxis/1/tiny":       "aea45c7f4f3bae0ea6233802f8dac0ae0de6cf15e999df03c21576b62e7e6ff4",
+	"SumSquares/tiny":      "e552b7e3c3086861ccdd0e02fde463e570facf2fa6da8fb3d120c4ccf7d6e64c",
 	"Adam":                 "de87cd85a0661a5de8801ecb8e550a5c8529fe7e0712e49c5bdb3a7ff12b38a2",
 	"Cast/bf16":            "ac81286b9ee0a51db635bd8b8af0335bb913129f40ae375ec1bcf9fc05c205d6",
 	"Cast/bf16/f32":        "75d4b36119fc4895e2368a4086770657da9499dd63cdbcc259b261af64074672",
@@ -148,6 +155,22 @@ func detSubnormalOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 	}
 	get("MatMul/bias", tensor.MatMul(x, up(small, cols, 24), tensor.MatMulOpts{Bias: bias, Beta: 1, C: c}))
 
+	// Reductions of tiny values only (subnormal or near 2^-126), where
+	// flushed inputs change sums and which subnormal is the largest.
+	tv := detSubVals(14, rows*cols)
+	for i := range tv {
+		if math.Abs(float64(tv[i])) > 0x1p-100 {
+			tv[i] *= 0x1p-134
+		}
+	}
+	tiny := up(tv, rows, cols)
+	get("Sum/tiny", tensor.Sum(tiny))
+	get("SumAxis/0/tiny", tensor.SumAxis(tiny, 0))
+	get("SumAxis/1/tiny", tensor.SumAxis(tiny, 1))
+	get("MeanAxis/1/tiny", tensor.MeanAxis(tiny, 1))
+	get("SumSquares/tiny", tensor.SumSquares(up(detSubVals(15, 300), 300)))
+	get("Max/tiny", tensor.MaxAxis(tiny, 1))
+	get("Max/0/tiny", tensor.MaxAxis(tiny, 0))
 	get("Sum", tensor.Sum(x))
 	get("SumAxis/0", tensor.SumAxis(x, 0))
 	get("SumAxis/1", tensor.SumAxis(x, 1))
