@@ -41,16 +41,18 @@ import "github.com/vkamp/vkamp/vk"
 // Subnormal fp32 values are zero in deterministic mode, as SwiftShader
 // reads and writes them on x86: every det_* operation (det.glsl) flushes
 // its inputs and its result, a product's flush decided as x86 does
-// (tininess after rounding: det_prod), and relu, relu_backward, scale and
-// clamping by value (grad_clamp) compare flushed values.
+// (tininess after rounding: det_prod); sums, means, max and min
+// reductions, max pooling, accumulate, relu, relu_backward, scale and
+// clamping by value (grad_clamp) compare and add flushed values.
 // TestDeterministicSubnormals and TestDeterministicClampValues check the
 // elementwise add, sub, mul and clamping bit for bit against Go on inputs
 // where lavapipe and SwiftShader differed; TestDeterministicSubnormalOps
-// pins by hash matmul (with its epilogue), the sums, max, softmax,
-// log_softmax, cross_entropy_backward, layer norm and its backward, gelu,
-// tanh, exp, div, scale, relu and its backward, the casts and adam on
-// subnormal-rich inputs (before the inputs were flushed, lavapipe
-// differed from those hashes in seven of them, SwiftShader in three).
+// pins by hash matmul (with its epilogue), the reductions, max pooling,
+// accumulate, softmax, log_softmax, cross_entropy_backward, layer norm and
+// its backward, gelu, tanh, exp, div, scale, relu and its backward, the
+// casts and adam on subnormal-rich inputs (before the inputs were flushed,
+// lavapipe differed from those hashes in fifteen of them, SwiftShader in
+// three).
 // NaN payloads are not part of the promise: drivers may make a NaN input's
 // result any NaN.
 //
@@ -67,13 +69,14 @@ import "github.com/vkamp/vkamp/vk"
 // (`// spirv-opt: off`, shaders/internal/gen): its inliner drops
 // NoContraction from the copies and fuses them into fma.
 //
-// Not covered: the kernels outside this list (a new deterministic kernel
-// includes shaders/include/det.glsl and takes its DETERMINISTIC path, its
-// arithmetic and comparisons on det_* results or det_ftz-flushed loads),
-// and comparisons a kernel makes on raw loaded values without det_ftz
-// (max reductions and max pooling pick among subnormals as the driver
-// compares them; the value picked is flushed by the next det_*
-// operation, not when it is stored as it is).
+// Not covered: kernels outside these lists. A new deterministic kernel
+// includes shaders/include/det.glsl, takes its DETERMINISTIC path and
+// compares or stores fp32 values it loads only through det_* operations
+// or det_ftz. The scaler's scale_by and unscale_check multiply fp32
+// values by the scale without det_mul: a subnormal fp32 gradient or
+// product there can still differ (fp16 gradients cannot: fp16 values are
+// normal in fp32). The casts and copies gave the same bits on subnormal
+// inputs on both drivers already; they keep them.
 
 // detReduceLocal is the workgroup size of tree reductions in deterministic
 // mode: 128, the least maxComputeWorkGroupInvocations Vulkan allows.

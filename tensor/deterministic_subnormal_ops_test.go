@@ -19,6 +19,8 @@ import (
 // every operation, SwiftShader (which reads subnormals as zero) differed
 // from lavapipe here.
 var detSubOpHashes = map[string]string{
+	"Accumulate":           "fb4856c8db833e48ae16f22862b0013532a40bc918b106331bb4b9b7492b9557",
+	"MaxPool2d/tiny":       "0cc1ef75be9e877c2a99ee086a7a33cd7d73b7af7e37cd85038a2ba7cde95b3d",
 	"Max/0/tiny":           "840971d2f2e63551d625210c69a160a97dff714ee7231de46a8d3c301347d2b1",
 	"Max/tiny":             "5971e89ebf968c36f627b287003011ed0170149bdbd10cbca7bcd8a8a06d93d5",
 	"MeanAxis/1/tiny":      "1e75ae3b6b7df4e367096caa82059571c20718fe846cf8c2c742cbb92ffd47ff",
@@ -171,6 +173,10 @@ func detSubnormalOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 	get("SumSquares/tiny", tensor.SumSquares(up(detSubVals(15, 300), 300)))
 	get("Max/tiny", tensor.MaxAxis(tiny, 1))
 	get("Max/0/tiny", tensor.MaxAxis(tiny, 0))
+	rt := tensor.Reshape(tiny, 1, 4, 8, 20)
+	keep = append(keep, rt)
+	ym, am := tensor.MaxPool2d(rt, [2]int{3, 3}, [2]int{2, 2}, [2]int{1, 1})
+	get("MaxPool2d/tiny", ym, am)
 	get("Sum", tensor.Sum(x))
 	get("SumAxis/0", tensor.SumAxis(x, 0))
 	get("SumAxis/1", tensor.SumAxis(x, 1))
@@ -205,6 +211,10 @@ func detSubnormalOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 	bx := tensor.Cast(x, tensor.BFloat16)
 	keep = append(keep, bx)
 	get("Cast/bf16/f32", tensor.Cast(bx, f32))
+
+	acc := tensor.FromFloat32(d, detSubVals(16, rows*cols), rows, cols)
+	require.NoError(t, tensor.Accumulate(acc, x))
+	get("Accumulate", acc)
 
 	// Adam: subnormal parameters and gradients, three steps.
 	vs := []*tensor.Tensor{up(detSubVals(11, 500), 500)}
