@@ -2,6 +2,7 @@
 // accumulate adds a gradient into an fp32 one in place: dst += src, src in
 // of dtype IN0_DT. Autograd accumulates parameter gradients so.
 #include "ewise.glsl"
+#include "det_extra.glsl" // xadd: subnormals flushed in deterministic mode
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
@@ -14,7 +15,7 @@ DEFINE_LOADS(src, src, IN0_DT)
 void main() {
     GRID_STRIDE(w, (p.n + 1u) / 2u) {
         vec2 s = src_pair(w, p.n);
-        dst[2u * w] = floatBitsToUint(uintBitsToFloat(dst[2u * w]) + s.x);
-        if (2u * w + 1u < p.n) dst[2u * w + 1u] = floatBitsToUint(uintBitsToFloat(dst[2u * w + 1u]) + s.y);
+        dst[2u * w] = floatBitsToUint(xadd(uintBitsToFloat(dst[2u * w]), s.x));
+        if (2u * w + 1u < p.n) dst[2u * w + 1u] = floatBitsToUint(xadd(uintBitsToFloat(dst[2u * w + 1u]), s.y));
     }
 }

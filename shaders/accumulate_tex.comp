@@ -4,6 +4,8 @@
 // dst (fp32) loaded and stored as uvec4s.
 #define TEXELS
 #include "texels.glsl"
+#include "det_extra.glsl" // xadd: subnormals flushed in deterministic mode
+vec4 xadd4(vec4 a, vec4 b) { return vec4(xadd(a.x, b.x), xadd(a.y, b.y), xadd(a.z, b.z), xadd(a.w, b.w)); }
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
@@ -17,14 +19,14 @@ void block(uint q, bool full) {
     vec4 lo, hi;
     src_oct(q, p.n, full, lo, hi);
     if (full) {
-        dst[2u * q] = floatBitsToUint(uintBitsToFloat(dst[2u * q]) + lo);
-        dst[2u * q + 1u] = floatBitsToUint(uintBitsToFloat(dst[2u * q + 1u]) + hi);
+        dst[2u * q] = floatBitsToUint(xadd4(uintBitsToFloat(dst[2u * q]), lo));
+        dst[2u * q + 1u] = floatBitsToUint(xadd4(uintBitsToFloat(dst[2u * q + 1u]), hi));
         return;
     }
     for (uint j = 0u; j < 8u && 8u * q + j < p.n; j++) {
         uint i = 8u * q + j;
         float s = j < 4u ? lo[j] : hi[j - 4u];
-        dst[i >> 2][i & 3u] = floatBitsToUint(uintBitsToFloat(dst[i >> 2][i & 3u]) + s);
+        dst[i >> 2][i & 3u] = floatBitsToUint(xadd(uintBitsToFloat(dst[i >> 2][i & 3u]), s));
     }
 }
 

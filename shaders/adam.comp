@@ -42,11 +42,11 @@ float one_minus_pow(float b, uint t) {
 
 // det_one_minus_pow is one_minus_pow with every rounding fixed.
 float det_one_minus_pow(float b, uint t) {
-    precise float acc = 0.0;
-    precise float c = 1.0 - b;
+    float acc = 0.0;
+    float c = det_sub(1.0, b);
     for (; t != 0u; t >>= 1) {
-        if ((t & 1u) != 0u) acc = det_ftz(acc + det_ftz(c * (1.0 - acc)));
-        c = det_ftz(c * (2.0 - c));
+        if ((t & 1u) != 0u) acc = det_add(acc, det_mul(c, det_sub(1.0, acc)));
+        c = det_mul(c, det_sub(2.0, c));
     }
     return acc;
 }
@@ -55,17 +55,16 @@ float det_one_minus_pow(float b, uint t) {
 // operation rounded once, division and sqrt correctly rounded.
 float det_elem(uvec4 at, uint e, float bc2, float step_size) {
     uint ip = at.x + e, ig = at.y + e, im = at.z + e, iv = at.w + e;
-    precise float decay = 1.0 - p.lr * p.weight_decay;
-    precise float w = param[ip];
-    precise float g = grad[ig];
-    if (p.decoupled != 0u) w = det_ftz(w * decay);
+    float w = det_ftz(param[ip]);
+    float g = det_ftz(grad[ig]);
+    if (p.decoupled != 0u) w = det_mul(w, det_sub(1.0, det_mul(p.lr, p.weight_decay)));
     else g = det_mad(p.weight_decay, w, g);
-    precise float m = det_mad(1.0 - p.beta1, g, det_ftz(p.beta1 * m1[im]));
-    precise float v = det_mad(1.0 - p.beta2, det_ftz(g * g), det_ftz(p.beta2 * m2[iv]));
+    float m = det_mad(det_sub(1.0, p.beta1), g, det_mul(p.beta1, m1[im]));
+    float v = det_mad(det_sub(1.0, p.beta2), det_mul(g, g), det_mul(p.beta2, m2[iv]));
     m1[im] = m;
     m2[iv] = v;
-    precise float den = det_div(det_sqrt(v), bc2) + p.eps;
-    precise float nw = det_ftz(w - det_div(det_ftz(step_size * m), den));
+    float den = det_add(det_div(det_sqrt(v), bc2), p.eps);
+    float nw = det_sub(w, det_div(det_mul(step_size, m), den));
     param[ip] = nw;
     return nw;
 }

@@ -28,9 +28,9 @@ float grad(uint i, float k) {
         return uintBitsToFloat(0x7FC00000u);
     }
     if (DETERMINISTIC) {
-        precise float g = det_exp(logp[i]);
-        if (c == uint(y)) g -= 1.0;
-        return det_ftz(g * k);
+        float g = det_exp(logp[i]);
+        if (c == uint(y)) g = det_sub(g, 1.0);
+        return det_mul(g, k);
     }
     float g = exp(logp[i]);
     if (c == uint(y)) g -= 1.0;
@@ -38,7 +38,7 @@ float grad(uint i, float k) {
 }
 
 void main() {
-    float k = p.alpha * s[0];
+    float k = DETERMINISTIC ? det_mul(p.alpha, s[0]) : p.alpha * s[0];
     uint n = p.rows * p.cols;
     GRID_STRIDE(w, (n + 1u) / 2u) {
         vec2 v = vec2(grad(2u * w, k), 0.0);

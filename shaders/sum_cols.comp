@@ -1,6 +1,6 @@
 #version 450
 // sum_cols: the sum over a middle axis, scaled (for means).
 #include "reduce.glsl"
-#define COMB ADD
+#define COMB DADD
 #define IDENTITY 0.0
 #include "cols.glsl"

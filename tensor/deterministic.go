@@ -38,12 +38,21 @@ import "github.com/vkamp/vkamp/vk"
 // batch_norm (forward, backward, running statistics, evaluation), sgd,
 // adadelta, adam with decoupled decay (adamw), gradient clipping
 // (grad_sumsq, clip_coef; the scaling is scale_by) and embedding_backward.
-// The elementwise add, sub and mul (their plain, texel and broadcasting
-// kernels) flush subnormal inputs and results as SwiftShader does on x86
-// (det_fadd, det_fsub, det_fmul), and clamping by value (grad_clamp)
-// compares flushed values: TestDeterministicSubnormals and
-// TestDeterministicClampValues check them bit for bit against Go on inputs
-// where lavapipe and SwiftShader differed.
+// Subnormal fp32 values are zero in deterministic mode, as SwiftShader
+// reads and writes them on x86: every det_* operation (det.glsl) flushes
+// its inputs and its result, a product's flush decided as x86 does
+// (tininess after rounding: det_prod); sums, means, max and min
+// reductions, max pooling, accumulate, relu, relu_backward, scale and
+// clamping by value (grad_clamp) compare and add flushed values.
+// TestDeterministicSubnormals and TestDeterministicClampValues check the
+// elementwise add, sub, mul and clamping bit for bit against Go on inputs
+// where lavapipe and SwiftShader differed; TestDeterministicSubnormalOps
+// pins by hash matmul (with its epilogue), the reductions, max pooling,
+// accumulate, softmax, log_softmax, cross_entropy_backward, layer norm and
+// its backward, gelu, tanh, exp, div, scale, relu and its backward, the
+// casts and adam on subnormal-rich inputs (before the inputs were flushed,
+// lavapipe differed from those hashes in fifteen of them, SwiftShader in
+// three).
 // NaN payloads are not part of the promise: drivers may make a NaN input's
 // result any NaN.
 //
@@ -60,12 +69,14 @@ import "github.com/vkamp/vkamp/vk"
 // (`// spirv-opt: off`, shaders/internal/gen): its inliner drops
 // NoContraction from the copies and fuses them into fma.
 //
-// Not covered yet: subnormal inputs read from memory are flushed by those
-// kernels and the layer norm's forward pass only; elsewhere det.glsl
-// flushes results, and a subnormal input beside a normal operand (x + s
-// near 2^-126, x * s with |x| large) can still round differently, since
-// SwiftShader reads it as zero. A new deterministic kernel includes
-// shaders/include/det.glsl and takes its DETERMINISTIC path.
+// Not covered: kernels outside these lists. A new deterministic kernel
+// includes shaders/include/det.glsl, takes its DETERMINISTIC path and
+// compares or stores fp32 values it loads only through det_* operations
+// or det_ftz. The scaler's scale_by and unscale_check multiply fp32
+// values by the scale without det_mul: a subnormal fp32 gradient or
+// product there can still differ (fp16 gradients cannot: fp16 values are
+// normal in fp32). The casts and copies gave the same bits on subnormal
+// inputs on both drivers already; they keep them.
 
 // detReduceLocal is the workgroup size of tree reductions in deterministic
 // mode: 128, the least maxComputeWorkGroupInvocations Vulkan allows.

@@ -17,7 +17,7 @@ void main() {
         uint q = o / p.inner;
         uint i = q * p.k * p.inner + (o - q * p.inner);
         float acc = IDENTITY;
-        for (uint j = 0u; j < p.k; j++, i += p.inner) acc = COMB(acc, x_at(i));
-        y[o] = acc * p.scale;
+        for (uint j = 0u; j < p.k; j++, i += p.inner) acc = COMB(acc, det_in(x_at(i)));
+        y[o] = DETERMINISTIC ? det_mul(acc, p.scale) : acc * p.scale;
     }
 }

@@ -42,10 +42,31 @@ float det_ftz(float x) {
 #endif
 }
 
-// det_mad is a * b + c with two roundings, no subnormal product or result.
+// det_prod is a * b for a and b already flushed, rounded once, the result
+// flushed as x86 does (tininess after rounding): a driver that keeps
+// subnormals rounds a product just below 2^-126 up to 2^-126 where x86
+// flushes it, so a product of at most 2^-126 is recomputed scaled by 2^64
+// (exact when both factors are nonzero: both are then normal and below 2)
+// and gives 2^-126 only if that lies at or above 2^-62 (and is finite: a
+// zero times a large factor gives NaN there). Integer code, no
+// select (see det_ftz).
+float det_prod(float a, float b) {
+    precise float r = a * b;
+    precise float s = (a * uintBitsToFloat(0x5F800000u)) * b; // a * 2^64 * b
+    uint ur = floatBitsToUint(r), us = floatBitsToUint(s);
+    uint keep = ((ur & 0x7FFFFFFFu) + 0x7F7FFFFFu) >> 31;    // |r| > 2^-126, inf, NaN
+    uint xs = us & 0x7FFFFFFFu;
+    // |s| >= 2^-62, and not inf or NaN (a zero times a large factor)
+    uint up = ((xs + 0x5F800000u) >> 31) & (1u - ((xs + 0x00800000u) >> 31));
+    uint sign = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
+    return uintBitsToFloat(ur * keep + (sign | (0x00800000u * up)) * (1u - keep));
+}
+
+// det_mad is a * b + c with two roundings, subnormal inputs taken as zero,
+// no subnormal product or result.
 float det_mad(float a, float b, float c) {
-    precise float p = a * b;
-    precise float r = det_ftz(p) + c;
+    float p = det_prod(det_ftz(a), det_ftz(b));
+    precise float r = p + det_ftz(c);
     return det_ftz(r);
 }
 
@@ -182,44 +203,26 @@ float det_log(float x) {
 }
 
 // det_add, det_sub and det_mul are one correctly rounded operation each,
-// a subnormal result flushed: the building blocks of the functions below
-// and of kernels' deterministic paths.
+// subnormal inputs taken as zero and a subnormal result flushed, as
+// SwiftShader does on x86 (det_prod says how a product's flush is
+// decided): the building blocks of the functions below and of kernels'
+// deterministic paths. Sums of flushed inputs are exact in the subnormal
+// range, so det_ftz serves for them.
 float det_add(float a, float b) {
-    precise float r = a + b;
+    precise float r = det_ftz(a) + det_ftz(b);
     return det_ftz(r);
 }
 float det_sub(float a, float b) {
-    precise float r = a - b;
+    precise float r = det_ftz(a) - det_ftz(b);
     return det_ftz(r);
 }
-float det_mul(float a, float b) {
-    precise float r = a * b;
-    return det_ftz(r);
-}
+float det_mul(float a, float b) { return det_prod(det_ftz(a), det_ftz(b)); }
 
 // det_fadd, det_fsub and det_fmul are the elementwise add, sub and mul in
-// deterministic mode: what SwiftShader does on x86 (subnormal inputs taken
-// as zero, a result flushed when it lies below 2^-126 once rounded to 24
-// bits as if the exponent had no lower bound), done the same way on every
-// device. Sums of flushed inputs are exact in the subnormal range, so
-// det_ftz serves; a product is recomputed scaled by 2^64 (exact, and far
-// from the subnormals) when it is tiny, since a driver that keeps
-// subnormals rounds 2^-126 - 2^-150 up to 2^-126 where x86 flushes it.
-float det_fadd(float a, float b) { return det_add(det_ftz(a), det_ftz(b)); }
-float det_fsub(float a, float b) { return det_sub(det_ftz(a), det_ftz(b)); }
-float det_fmul(float a_, float b_) {
-    float a = det_ftz(a_), b = det_ftz(b_);
-    precise float r = a * b;
-    // |r| < 2^-63 means the smaller factor is below 1: times 2^64 it stays
-    // finite (zero times inf is NaN in r too).
-    bool aLo = abs(a) < abs(b);
-    float lo = aLo ? a : b, hi = aLo ? b : a;
-    precise float s = (lo * uintBitsToFloat(0x5F800000u)) * hi; // lo * 2^64 * hi
-    precise float t = s * uintBitsToFloat(0x1F800000u);          // s * 2^-64, exact when used
-    uint zero = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
-    float tiny = abs(s) < uintBitsToFloat(0x20800000u) ? uintBitsToFloat(zero) : t; // 2^-62
-    return abs(r) < uintBitsToFloat(0x20000000u) ? tiny : r;    // 2^-63; NaN, inf: r
-}
+// deterministic mode: det_add, det_sub and det_mul.
+float det_fadd(float a, float b) { return det_add(a, b); }
+float det_fsub(float a, float b) { return det_sub(a, b); }
+float det_fmul(float a, float b) { return det_mul(a, b); }
 
 // det_rsqrt is 1/sqrt(x), two correct roundings: ±inf for ±0 (and
 // subnormals), 0 for +inf, NaN below zero.
@@ -228,7 +231,8 @@ float det_rsqrt(float x) { return det_div(1.0, det_sqrt(x)); }
 // det_tanh is tanh(x) as mathx.glsl's tanh_x (Cephes' tanhf): an odd
 // polynomial below 0.625, 1 - 2/(e^2|x| + 1) up to 9, 1 past it; ±0 and NaN
 // themselves, ±inf give ±1.
-float det_tanh(float x) {
+float det_tanh(float x_) {
+    float x = det_ftz(x_); // SwiftShader's x == 0.0 holds for subnormals
     if (x != x || x == 0.0) return x;
     float a = abs(x);
     if (a < 0.625) {
@@ -284,7 +288,8 @@ float det_normal_cdf(float x) {
 // det_erf is erf(x): its Taylor series to x^13 below 0.5 (no cancellation
 // near 0), 1 - erfc(|x|) = 1 - 2 Phi(-|x| sqrt 2) above, sign restored; NaN
 // stays NaN, ±inf give ±1.
-float det_erf(float x) {
+float det_erf(float x_) {
+    float x = det_ftz(x_);
     if (x != x || x == 0.0) return x;
     float a = abs(x), r;
     if (a < 0.5) {

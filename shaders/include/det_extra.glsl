@@ -3,35 +3,18 @@
 // (attention, pooling, convolution, embedding, dropout). DETERMINISTIC is a
 // specialization constant, so a pipeline keeps one of the two branches.
 // On the deterministic path every result is rounded once, with no
-// contraction, and subnormal results are flushed (det.glsl says why).
+// contraction, and subnormal inputs and results are flushed (det.glsl says
+// why).
 #ifndef VKAMP_DET_EXTRA_GLSL
 #define VKAMP_DET_EXTRA_GLSL
 
 #include "det.glsl"
 
-float xadd(float a, float b) {
-    if (DETERMINISTIC) {
-        precise float r = a + b;
-        return det_ftz(r);
-    }
-    return a + b;
-}
+float xadd(float a, float b) { return DETERMINISTIC ? det_add(a, b) : a + b; }
 
-float xsub(float a, float b) {
-    if (DETERMINISTIC) {
-        precise float r = a - b;
-        return det_ftz(r);
-    }
-    return a - b;
-}
+float xsub(float a, float b) { return DETERMINISTIC ? det_sub(a, b) : a - b; }
 
-float xmul(float a, float b) {
-    if (DETERMINISTIC) {
-        precise float r = a * b;
-        return det_ftz(r);
-    }
-    return a * b;
-}
+float xmul(float a, float b) { return DETERMINISTIC ? det_mul(a, b) : a * b; }
 
 vec4 xmul4(vec4 a, float b) { return vec4(xmul(a.x, b), xmul(a.y, b), xmul(a.z, b), xmul(a.w, b)); }
 

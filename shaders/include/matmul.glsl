@@ -207,16 +207,28 @@ void loadB(uint k) {
             [[unroll]] for (uint j = 0; j < TN; j++) bv[kk][j] = loadB1(bElem(j, k + kk));
         }
     }
+    if (DETERMINISTIC) { // flushed once here rather than in every product
+        [[unroll]] for (uint kk = 0; kk < KK; kk++) {
+            [[unroll]] for (uint j = 0; j < TN; j++) bv[kk][j] = det_ftz(bv[kk][j]);
+        }
+    }
 }
 
 // fmaRow adds the products of av (one row of A over the k block) and bv to
 // row i. Keeping each accumulator live across the whole k block cuts the
 // stack traffic on CPU drivers, where the tile never fits in registers.
 void fmaRow(uint i, float av[KK]) {
+    float af[KK]; // av flushed in deterministic mode (bv is, by loadB)
+    if (DETERMINISTIC) {
+        [[unroll]] for (uint kk = 0; kk < KK; kk++) af[kk] = det_ftz(av[kk]);
+    }
     [[unroll]] for (uint j = 0; j < TN; j++) {
         float s = acc[i][j];
-        if (DETERMINISTIC) { // the same roundings on every driver, k in order
-            [[unroll]] for (uint kk = 0; kk < KK; kk++) s = det_mad(av[kk], bv[kk][j], s);
+        if (DETERMINISTIC) { // det_mad, k in order, its inputs flushed already
+            [[unroll]] for (uint kk = 0; kk < KK; kk++) {
+                precise float r = det_prod(af[kk], bv[kk][j]) + s;
+                s = det_ftz(r);
+            }
         } else {
             [[unroll]] for (uint kk = 0; kk < KK; kk++) s = fma(av[kk], bv[kk][j], s);
         }
@@ -231,13 +243,12 @@ void fmaRow(uint i, float av[KK]) {
 // beta is 0, as in BLAS, so a NaN there does not leak into the result.
 float finish(float v, uint e, float biasv) {
     if (DETERMINISTIC) {
-        precise float r = det_ftz(v * p.alpha);
+        float r = det_mul(v, p.alpha);
         if ((p.flags & FLAG_C) != 0u) {
             uint dt = FLAG_DT(FLAG_C_DT_SHIFT);
             r = det_mad(p.beta, elem_value(cin[elem_word(e, dt)], e, dt), r);
         }
-        precise float o = r + biasv;
-        return o;
+        return det_add(r, biasv);
     }
     v *= p.alpha;
     if ((p.flags & FLAG_C) != 0u) {

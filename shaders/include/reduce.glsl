@@ -11,6 +11,13 @@
 #define NEG_INF uintBitsToFloat(0xFF800000u)
 #define ADD(a, b) ((a) + (b))
 
+#include "det.glsl"
+// DADD is ADD, det_add in deterministic mode. det_in is a loaded value,
+// flushed in deterministic mode: SwiftShader compares and adds subnormals
+// as zero, lavapipe does not.
+#define DADD(a, b) (DETERMINISTIC ? det_add(a, b) : (a) + (b))
+float det_in(float v) { return DETERMINISTIC ? det_ftz(v) : v; }
+
 shared float red[gl_WorkGroupSize.x];
 
 // DEFINE_TREE(NAME, COMB) defines NAME(v, seg): COMB over the values of each

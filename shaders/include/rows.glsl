@@ -25,9 +25,9 @@ void main() {
         if (row < p.rows) {
             uint lo = row * p.cols;
             uint hi = min(lo + p.cols, p.n);
-            for (uint i = lo + lane; i < hi; i += p.seg) acc = COMB(acc, PRE(x_at(i)));
+            for (uint i = lo + lane; i < hi; i += p.seg) acc = COMB(acc, PRE(det_in(x_at(i))));
         }
         acc = tree(acc, p.seg);
-        if (row < p.rows && lane == 0u) y[row] = acc * p.scale;
+        if (row < p.rows && lane == 0u) y[row] = DETERMINISTIC ? det_mul(acc, p.scale) : acc * p.scale;
     }
 }

@@ -26,7 +26,7 @@ float exp_(float d) {
 float log_(float s) { return is_nan(s) ? s : DETERMINISTIC ? det_log(s) : log(s); }
 
 // sub_ is a - b, with a subnormal difference flushed on the deterministic path.
-float sub_(float a, float b) { return DETERMINISTIC ? det_ftz(a - b) : a - b; }
+float sub_(float a, float b) { return DETERMINISTIC ? det_sub(a, b) : a - b; }
 
 void main() {
     uint t = gl_LocalInvocationID.x;
