@@ -51,7 +51,6 @@ type retireKind int
 const (
 	retireWait  retireKind = iota // the host waits for a result (Stats.Waits)
 	retireStall                   // the host waits for a free slot (Stats.Stalls)
-	retireReap                    // seen finished in passing: no wait
 )
 
 // hazards remembers the byte ranges read and written since the last barrier.
@@ -183,44 +182,27 @@ func (d *Device) submit() error {
 	}
 	s.submitted = true
 	d.stats.Submits++
-	return d.reap()
+	return nil
 }
 
-// reap collects the slot to be recorded next if the device has finished it,
-// so that its pools are reset in the background before the host needs it.
-func (d *Device) reap() error {
-	s := d.slots[d.nextSlot]
-	if !s.submitted {
-		return nil
-	}
-	switch r := C.vkamp_fence_status(d.dev, &s.c); r {
-	case C.VK_NOT_READY:
-		return nil
-	case C.VK_SUCCESS:
-		return d.retire(s, retireReap)
-	default:
-		return d.fail(check(int32(r), "fence status of batch %d", s.serial))
-	}
-}
-
-// retire waits for a submitted slot (unless reaped: seen finished) and
-// collects what it finished. A stall is a wait for a free command buffer
+// retire waits for a submitted slot and collects what it finished. Only a
+// wait retires a slot, never a look at its fence in passing: the host's
+// events (waits, frees) then do not depend on the device's timing, which
+// the fault-injection tests count on. A stall is a wait for a free command buffer
 // rather than for a result; the stalled begin resets the slot itself, any
 // other retired slot is queued for the resetter (reset.go).
 func (d *Device) retire(s *slot, how retireKind) error {
-	if how != retireReap {
-		if how == retireStall {
-			d.stats.Stalls++
-		} else {
-			d.stats.Waits++
-		}
-		r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
-		if d.faults.hit(&d.faults.WaitN, &d.faults.waits) {
-			r = C.VK_ERROR_DEVICE_LOST
-		}
-		if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
-			return d.fail(err)
-		}
+	if how == retireStall {
+		d.stats.Stalls++
+	} else {
+		d.stats.Waits++
+	}
+	r := C.vkamp_wait(d.dev, &s.c, C.uint64_t(d.opts.waitTimeout()))
+	if d.faults.hit(&d.faults.WaitN, &d.faults.waits) {
+		r = C.VK_ERROR_DEVICE_LOST
+	}
+	if err := check(int32(r), "wait for batch %d", s.serial); err != nil {
+		return d.fail(err)
 	}
 	s.submitted = false
 	if how != retireStall {
