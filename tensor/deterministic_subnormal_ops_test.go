@@ -3,7 +3,6 @@ package tensor_test
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,26 +84,7 @@ func detSubVals(seed uint64, n int) []float32 {
 func TestDeterministicSubnormalOps(t *testing.T) {
 	d := devtest.Open(t, vk.Options{Deterministic: true})
 	outs := detSubnormalOutputs(t, d)
-	names := make([]string, 0, len(outs))
-	for name := range outs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		h := detHash(outs[name])
-		want, ok := detSubOpHashes[name]
-		switch {
-		case !ok:
-			t.Errorf("%s: no pinned hash (got %q)", name, h)
-		case h != want:
-			t.Errorf("%s: hash %s, pinned %s", name, h, want)
-		}
-	}
-	for name := range detSubOpHashes {
-		if _, ok := outs[name]; !ok {
-			t.Errorf("%s: pinned but not computed", name)
-		}
-	}
+	checkPinnedHashes(t, outs, detSubOpHashes)
 }
 
 // detSubnormalOutputs computes each op on subnormal-rich inputs on d and
