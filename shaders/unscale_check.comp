@@ -10,8 +10,11 @@
 // binding of their memory block and a table of chunks, so one dispatch
 // covers them all. One workgroup per chunk; each raises the flags at most
 // once, with plain stores of 1.0 (every writer stores the same value).
+// Deterministic mode: subnormal gradients, reciprocals and products are
+// flushed (det.glsl), as SwiftShader computes them.
 #include "common.glsl"
 #include "fp16.glsl"
+#include "det.glsl"
 
 layout(push_constant) uniform Push { uint nchunks; } p;
 layout(set = 0, binding = 0) buffer Data { uint data[]; };
@@ -26,7 +29,8 @@ shared uint wg_bad;
 
 bool nonfinite32(uint w) { return (w & 0x7F800000u) == 0x7F800000u; }
 bool nonfinite16(uint h) { return (h & 0x7C00u) == 0x7C00u; }
-uint unscale16(uint h, float inv) { return f32_to_f16(f16_to_f32(h) * inv); }
+float unscale(float x, float inv) { return DETERMINISTIC ? det_mul(x, inv) : x * inv; }
+uint unscale16(uint h, float inv) { return f32_to_f16(unscale(f16_to_f32(h), inv)); }
 
 void main() {
     uint c = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -42,7 +46,7 @@ void main() {
                 uint w = data[e.x + i];
                 bad = bad || nonfinite32(w);
                 if (scale) {
-                    uint r = floatBitsToUint(uintBitsToFloat(w) * inv);
+                    uint r = floatBitsToUint(unscale(uintBitsToFloat(w), inv));
                     bad = bad || nonfinite32(r);
                     data[e.x + i] = r;
                 }

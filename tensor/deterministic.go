@@ -24,9 +24,10 @@ import "github.com/vkamp/vkamp/vk"
 // on lavapipe at every tier and on SwiftShader): matmul with its epilogue
 // (bias, beta * C), sum_rows and sum_cols, log_softmax and softmax, nll,
 // cross_entropy_backward, relu and relu_backward, accumulate, adam,
-// axpy_unless, the casts, fill and copy, and the scaler's scale_by,
-// unscale_check, scale_update and step_count (exact, or integer code, on
-// every driver already).
+// axpy_unless, the casts, fill and copy, the scaler's scale_by and
+// unscale_check (their products through det_mul), scale_update and
+// step_count (integer code), and broadcast_scale (the backward of sums,
+// means and losses).
 //
 // Covered too, each op's outputs pinned by hash on fixed inputs in
 // TestDeterministicOps (lavapipe at every tier, SwiftShader), their
@@ -37,7 +38,7 @@ import "github.com/vkamp/vkamp/vk"
 // log_softmax_backward, nll_backward, layer_norm and layer_norm_backward,
 // batch_norm (forward, backward, running statistics, evaluation), sgd,
 // adadelta, adam with decoupled decay (adamw), gradient clipping
-// (grad_sumsq, clip_coef; the scaling is scale_by) and embedding_backward.
+// (grad_sumsq, clip_coef, grad_scale) and embedding_backward.
 // Subnormal fp32 values are zero in deterministic mode, as SwiftShader
 // reads and writes them on x86: every det_* operation (det.glsl) flushes
 // its inputs and its result, a product's flush decided as x86 does
@@ -50,9 +51,11 @@ import "github.com/vkamp/vkamp/vk"
 // pins by hash matmul (with its epilogue), the reductions, max pooling,
 // accumulate, softmax, log_softmax, cross_entropy_backward, layer norm and
 // its backward, gelu, tanh, exp, div, scale, relu and its backward, the
-// casts and adam on subnormal-rich inputs (before the inputs were flushed,
-// lavapipe differed from those hashes in fifteen of them, SwiftShader in
-// three).
+// casts, adam, the scaler's scale and unscale (fp32 and fp16 gradients; a
+// scale of 2^127, whose reciprocal is subnormal), clipping's scaling and
+// broadcast_scale on subnormal-rich inputs (before the inputs were
+// flushed, lavapipe differed from those hashes in twenty-two of them,
+// SwiftShader in three).
 // NaN payloads are not part of the promise: drivers may make a NaN input's
 // result any NaN.
 //
@@ -72,10 +75,7 @@ import "github.com/vkamp/vkamp/vk"
 // Not covered: kernels outside these lists. A new deterministic kernel
 // includes shaders/include/det.glsl, takes its DETERMINISTIC path and
 // compares or stores fp32 values it loads only through det_* operations
-// or det_ftz. The scaler's scale_by and unscale_check multiply fp32
-// values by the scale without det_mul: a subnormal fp32 gradient or
-// product there can still differ (fp16 gradients cannot: fp16 values are
-// normal in fp32). The casts and copies gave the same bits on subnormal
+// or det_ftz. The casts and copies gave the same bits on subnormal
 // inputs on both drivers already; they keep them.
 
 // detReduceLocal is the workgroup size of tree reductions in deterministic
