@@ -1,6 +1,8 @@
 #version 450
 // add_bias: dst = x + bias[i % cols], bias broadcast over the rows of x.
+// Deterministic mode: subnormal inputs and sums flushed (det.glsl).
 #include "ewise.glsl"
+#include "det.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 2) const uint IN1_DT = DT_F32;
@@ -20,6 +22,7 @@ void main() {
         uint j = (2u * w) % p.cols;
         uint k = j + 1u == p.cols ? 0u : j + 1u;
         vec2 v = x_pair(w, p.n);
-        d_pair(w, p.n, v + vec2(bias_at(j), bias_at(k)));
+        vec2 b = vec2(bias_at(j), bias_at(k));
+        d_pair(w, p.n, DETERMINISTIC ? vec2(det_add(v.x, b.x), det_add(v.y, b.y)) : v + b);
     }
 }

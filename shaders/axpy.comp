@@ -1,4 +1,6 @@
 #version 450
-// axpy: dst = alpha*x + y, in fp32 whatever the dtypes.
-#define OP(x, y) (p.alpha * (x) + (y))
+// axpy: dst = alpha*x + y, in fp32 whatever the dtypes. Deterministic mode:
+// the product and the sum rounded apart, subnormals flushed (det.glsl).
+#define OP(x, y) (DETERMINISTIC ? det_mad(p.alpha, x, y) : p.alpha * (x) + (y))
+#include "det.glsl"
 #include "binary.glsl"

@@ -27,7 +27,7 @@ import "github.com/vkamp/vkamp/vk"
 // axpy_unless, the casts, fill and copy, the scaler's scale_by and
 // unscale_check (their products through det_mul), scale_update and
 // step_count (integer code), and broadcast_scale (the backward of sums,
-// means and losses).
+// means and losses), add_bias and axpy.
 //
 // Covered too, each op's outputs pinned by hash on fixed inputs in
 // TestDeterministicOps (lavapipe at every tier, SwiftShader), their
@@ -51,10 +51,10 @@ import "github.com/vkamp/vkamp/vk"
 // pins by hash matmul (with its epilogue), the reductions, max pooling,
 // accumulate, softmax, log_softmax, cross_entropy_backward, layer norm and
 // its backward, gelu, tanh, exp, div, scale, relu and its backward, the
-// casts, adam, the scaler's scale and unscale (fp32 and fp16 gradients; a
+// casts, adam, add_bias, axpy, the scaler's scale and unscale (fp32 and fp16 gradients; a
 // scale of 2^127, whose reciprocal is subnormal), clipping's scaling and
 // broadcast_scale on subnormal-rich inputs (before the inputs were
-// flushed, lavapipe differed from those hashes in twenty-two of them,
+// flushed, lavapipe differed from those hashes in twenty-four of them,
 // SwiftShader in three).
 // NaN payloads are not part of the promise: drivers may make a NaN input's
 // result any NaN.

@@ -18,6 +18,8 @@ import (
 // every operation, SwiftShader (which reads subnormals as zero) differed
 // from lavapipe here.
 var detSubOpHashes = map[string]string{
+	"AddBias":                 "6ecc85d709f11840d026a2143e48255edd4c0676d5b7f4c46c95e6e96c7f8263",
+	"Axpy":                    "9f8c04ab525648ba0c6c39e8f3f332a1ef205899c75814b7c9254205febb974c",
 	"BroadcastItem":           "3addfb141cd7c9c4c6543a82191a3707ac29c7a041217782e61d4d91c691aee8",
 	"ClipNorm/tiny":           "baed30feef4590701372ccd993cc120b41242efd951cd3064ae9607ea2435671",
 	"LossScale/2^127/Scale":   "ca82fe0a8e9b2f5800e7bef7fbb3feeb88008e81ab2c7dd88ca4beae4e29c941",
@@ -228,6 +230,8 @@ func detSubnormalOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 		get("ClipNorm/tiny", append([]*tensor.Tensor{norm}, xs...)...)
 		require.NoError(t, tab.Close())
 	}
+	get("AddBias", tensor.AddBias(x, up(detSubVals(21, cols), cols), f32))
+	get("Axpy", tensor.Axpy(0x1p-3, x, y, f32))
 	item := up([]float32{0x1p-20}, 1)
 	get("ScaleByItem", tensor.ScaleByItem(x, item, 3, f32))
 	get("BroadcastItem", tensor.BroadcastItem(up([]float32{0x1p-120}, 1), 0x1p-10, f32, 7))
