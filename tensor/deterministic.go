@@ -51,11 +51,11 @@ import "github.com/vkamp/vkamp/vk"
 // pins by hash matmul (with its epilogue), the reductions, max pooling,
 // accumulate, softmax, log_softmax, cross_entropy_backward, layer norm and
 // its backward, gelu, tanh, exp, div, scale, relu and its backward, the
-// casts, adam, add_bias, axpy, the scaler's scale and unscale (fp32 and fp16 gradients; a
-// scale of 2^127, whose reciprocal is subnormal), clipping's scaling and
-// broadcast_scale on subnormal-rich inputs (before the inputs were
-// flushed, lavapipe differed from those hashes in twenty-four of them,
-// SwiftShader in three).
+// casts, adam, add_bias, axpy, the scaler's scale and unscale (fp32 and
+// fp16 gradients; a scale of 2^127, whose reciprocal is subnormal),
+// clipping's scaling and broadcast_scale on subnormal-rich inputs (before
+// the inputs were flushed, lavapipe differed from those hashes in
+// twenty-four of them, SwiftShader in three).
 // NaN payloads are not part of the promise: drivers may make a NaN input's
 // result any NaN.
 //
