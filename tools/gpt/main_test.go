@@ -226,3 +226,22 @@ func latestState(t *testing.T, dir string) map[string]json.RawMessage {
 	}
 	return st.Extra
 }
+
+// TestJSONNonFinite: a NaN or infinite loss still prints its line, the
+// value as a string that a reader of numbers refuses.
+func TestJSONNonFinite(t *testing.T) {
+	tr := &trainer{c: config{json: true}}
+	var out bytes.Buffer
+	tr.report(evaluation{Iter: 7, TrainLoss: jsonFloat(math.NaN()), ValLoss: jsonFloat(math.Inf(1)), Scale: 1}, &out, io.Discard)
+	var e map[string]any
+	if err := json.Unmarshal(out.Bytes(), &e); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	if e["iter"] != 7.0 || e["train_loss"] != "NaN" || e["val_loss"] != "Infinity" {
+		t.Errorf("got %v, want iteration 7, train loss \"NaN\", val loss \"Infinity\"", e)
+	}
+	var nums map[string]float64
+	if json.Unmarshal(out.Bytes(), &nums) == nil {
+		t.Errorf("%q read as numbers only", out.String())
+	}
+}

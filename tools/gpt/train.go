@@ -92,17 +92,35 @@ func (p progressState) precision() string {
 
 // evaluation is one JSON line of -json.
 type evaluation struct {
-	Iter      int     `json:"iter"`
-	TrainLoss float64 `json:"train_loss"`
-	ValLoss   float64 `json:"val_loss"`
-	TokensPS  float64 `json:"tokens_per_s"`
-	Scale     float64 `json:"scale"` // 1 in fp32, as a disabled GradScaler's get_scale
-	MSPerIter float64 `json:"ms_per_iter"`
-	LR        float64 `json:"lr"`
-	Skipped   int     `json:"skipped"` // iterations skipped so far
+	Iter      int       `json:"iter"`
+	TrainLoss jsonFloat `json:"train_loss"`
+	ValLoss   jsonFloat `json:"val_loss"`
+	TokensPS  float64   `json:"tokens_per_s"`
+	Scale     float64   `json:"scale"` // 1 in fp32, as a disabled GradScaler's get_scale
+	MSPerIter float64   `json:"ms_per_iter"`
+	LR        float64   `json:"lr"`
+	Skipped   int       `json:"skipped"` // iterations skipped so far
 	// The standard errors of the losses, with -eval-only (0: not measured).
-	TrainSE float64 `json:"train_loss_se,omitempty"`
-	ValSE   float64 `json:"val_loss_se,omitempty"`
+	TrainSE jsonFloat `json:"train_loss_se,omitempty"`
+	ValSE   jsonFloat `json:"val_loss_se,omitempty"`
+}
+
+// jsonFloat is a loss in -json's lines: a number, or the string "NaN",
+// "Infinity" or "-Infinity" (encoding/json refuses those values, and a
+// line that vanished would hide the divergence it reports).
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	return json.Marshal(v)
 }
 
 func (c config) modelName() string {
@@ -506,9 +524,9 @@ func (t *trainer) evaluate(spread bool) (evaluation, error) {
 			return e, err
 		}
 		if i == 0 {
-			e.TrainLoss, e.TrainSE = mean, se
+			e.TrainLoss, e.TrainSE = jsonFloat(mean), jsonFloat(se)
 		} else {
-			e.ValLoss, e.ValSE = mean, se
+			e.ValLoss, e.ValSE = jsonFloat(mean), jsonFloat(se)
 		}
 	}
 	if t.sc.Enabled() {
@@ -519,8 +537,8 @@ func (t *trainer) evaluate(spread bool) (evaluation, error) {
 		e.Scale = s
 	}
 	t.hist.EvalIter = append(t.hist.EvalIter, e.Iter)
-	t.hist.EvalTrain = append(t.hist.EvalTrain, e.TrainLoss)
-	t.hist.EvalVal = append(t.hist.EvalVal, e.ValLoss)
+	t.hist.EvalTrain = append(t.hist.EvalTrain, float64(e.TrainLoss))
+	t.hist.EvalVal = append(t.hist.EvalVal, float64(e.ValLoss))
 	return e, nil
 }
 
@@ -589,7 +607,10 @@ func (t *trainer) evalBatch(sum *tensor.Tensor) error {
 
 func (t *trainer) report(e evaluation, out, log io.Writer) {
 	if t.c.json {
-		b, _ := json.Marshal(e)
+		b, err := json.Marshal(e)
+		if err != nil { // not expected: every float field is finite or a jsonFloat
+			b = []byte(fmt.Sprintf(`{"iter":%d,"error":%q}`, e.Iter, err.Error()))
+		}
 		fmt.Fprintf(out, "%s\n", b)
 		return
 	}
