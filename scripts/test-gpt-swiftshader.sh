@@ -28,9 +28,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/gpt" ./tools/gpt
 
-# The JSON lines go to a file as they come (a NaN loss prints as the
-# string "NaN", which the check below refuses); the progress lines go to
-# stderr.
+# The JSON lines go to a file as they come (a NaN loss prints as null,
+# which the check below refuses); the progress lines go to stderr.
 status=0
 VK_ICD_FILENAMES="$SWIFTSHADER" VK_DRIVER_FILES="$SWIFTSHADER" "$work/gpt" -recipe cpu -precision f16 \
 	-iters "$ITERS" -eval-every $((ITERS / 2)) -eval-iters "$EVAL_ITERS" -json "$@" | tee "$work/evals.jsonl" || status=$?

@@ -26,8 +26,8 @@
 // step (skipped on an inf or NaN gradient), update the scale.
 //
 // With -json, stdout gets one JSON object per evaluation, the last line
-// being the final one (a non-finite loss as the string "NaN", "Infinity"
-// or "-Infinity"), and everything else goes to stderr. Ctrl-C finishes
+// being the final one (a non-finite loss as null), and everything else
+// goes to stderr. Ctrl-C finishes
 // the current iteration, writes a checkpoint if -checkpoint is set, and
 // exits; -resume continues from the latest checkpoint to the same result
 // as an uninterrupted run, bit for bit. -eval-only (nanoGPT's eval_only)

@@ -17,6 +17,7 @@ import (
 	"github.com/vkamp/vkamp/nn/gpt"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/tools/internal/jsonnum"
 	"github.com/vkamp/vkamp/tools/internal/progress"
 	"github.com/vkamp/vkamp/tools/internal/ranks"
 	"github.com/vkamp/vkamp/tools/internal/report"
@@ -92,35 +93,17 @@ func (p progressState) precision() string {
 
 // evaluation is one JSON line of -json.
 type evaluation struct {
-	Iter      int       `json:"iter"`
-	TrainLoss jsonFloat `json:"train_loss"`
-	ValLoss   jsonFloat `json:"val_loss"`
-	TokensPS  float64   `json:"tokens_per_s"`
-	Scale     float64   `json:"scale"` // 1 in fp32, as a disabled GradScaler's get_scale
-	MSPerIter float64   `json:"ms_per_iter"`
-	LR        float64   `json:"lr"`
-	Skipped   int       `json:"skipped"` // iterations skipped so far
+	Iter      int           `json:"iter"`
+	TrainLoss jsonnum.Float `json:"train_loss"`
+	ValLoss   jsonnum.Float `json:"val_loss"`
+	TokensPS  float64       `json:"tokens_per_s"`
+	Scale     float64       `json:"scale"` // 1 in fp32, as a disabled GradScaler's get_scale
+	MSPerIter float64       `json:"ms_per_iter"`
+	LR        float64       `json:"lr"`
+	Skipped   int           `json:"skipped"` // iterations skipped so far
 	// The standard errors of the losses, with -eval-only (0: not measured).
-	TrainSE jsonFloat `json:"train_loss_se,omitempty"`
-	ValSE   jsonFloat `json:"val_loss_se,omitempty"`
-}
-
-// jsonFloat is a loss in -json's lines: a number, or the string "NaN",
-// "Infinity" or "-Infinity" (encoding/json refuses those values, and a
-// line that vanished would hide the divergence it reports).
-type jsonFloat float64
-
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	switch {
-	case math.IsNaN(v):
-		return []byte(`"NaN"`), nil
-	case math.IsInf(v, 1):
-		return []byte(`"Infinity"`), nil
-	case math.IsInf(v, -1):
-		return []byte(`"-Infinity"`), nil
-	}
-	return json.Marshal(v)
+	TrainSE jsonnum.Float `json:"train_loss_se,omitempty"`
+	ValSE   jsonnum.Float `json:"val_loss_se,omitempty"`
 }
 
 func (c config) modelName() string {
@@ -524,9 +507,9 @@ func (t *trainer) evaluate(spread bool) (evaluation, error) {
 			return e, err
 		}
 		if i == 0 {
-			e.TrainLoss, e.TrainSE = jsonFloat(mean), jsonFloat(se)
+			e.TrainLoss, e.TrainSE = jsonnum.Float(mean), jsonnum.Float(se)
 		} else {
-			e.ValLoss, e.ValSE = jsonFloat(mean), jsonFloat(se)
+			e.ValLoss, e.ValSE = jsonnum.Float(mean), jsonnum.Float(se)
 		}
 	}
 	if t.sc.Enabled() {
@@ -608,7 +591,7 @@ func (t *trainer) evalBatch(sum *tensor.Tensor) error {
 func (t *trainer) report(e evaluation, out, log io.Writer) {
 	if t.c.json {
 		b, err := json.Marshal(e)
-		if err != nil { // not expected: every float field is finite or a jsonFloat
+		if err != nil { // not expected: every float field is finite or a jsonnum.Float
 			b = []byte(fmt.Sprintf(`{"iter":%d,"error":%q}`, e.Iter, err.Error()))
 		}
 		fmt.Fprintf(out, "%s\n", b)

@@ -64,6 +64,7 @@ import (
 	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tools/internal/jsonnum"
 	"github.com/vkamp/vkamp/tools/internal/progress"
 	"github.com/vkamp/vkamp/tools/internal/ranks"
 	"github.com/vkamp/vkamp/tools/internal/report"
@@ -368,27 +369,16 @@ func fallbackNote(why string) string {
 
 // epochJSON is the object -json writes per epoch.
 type epochJSON struct {
-	Epoch        int       `json:"epoch"` // from 1
-	TrainLoss    jsonFloat `json:"train_loss"`
-	TestAccuracy float64   `json:"test_accuracy"`
-	SamplesPerS  float64   `json:"samples_per_s"`
-	Scale        jsonFloat `json:"scale"` // the loss scale; 1 in fp32
-}
-
-// jsonFloat is a number, or null for NaN and the infinities, which JSON
-// cannot hold (the loss of a diverged run).
-type jsonFloat float64
-
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(f))
+	Epoch        int           `json:"epoch"` // from 1
+	TrainLoss    jsonnum.Float `json:"train_loss"`
+	TestAccuracy float64       `json:"test_accuracy"`
+	SamplesPerS  float64       `json:"samples_per_s"`
+	Scale        jsonnum.Float `json:"scale"` // the loss scale; 1 in fp32
 }
 
 func writeEpochJSON(w io.Writer, e trainer.Epoch) error {
-	b, err := json.Marshal(epochJSON{Epoch: e.Epoch + 1, TrainLoss: jsonFloat(e.TrainLoss), TestAccuracy: e.TestAccuracy,
-		SamplesPerS: float64(e.Samples) / e.Duration.Seconds(), Scale: jsonFloat(e.Scale)})
+	b, err := json.Marshal(epochJSON{Epoch: e.Epoch + 1, TrainLoss: jsonnum.Float(e.TrainLoss), TestAccuracy: e.TestAccuracy,
+		SamplesPerS: float64(e.Samples) / e.Duration.Seconds(), Scale: jsonnum.Float(e.Scale)})
 	if err != nil {
 		return err
 	}
