@@ -274,6 +274,7 @@ func newTrainer(c config, d *vk.Device, g dist.Group, data *corpus) (*trainer, e
 		t.close()
 		return nil, err
 	}
+	t.opt.KeepHalfWeights(c.precision != "f32") // the step writes autocast's weight casts
 	if t.sc, err = scaler.New(scaler.Options{Disabled: !fp16}); err != nil {
 		t.close()
 		return nil, err
