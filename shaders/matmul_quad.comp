@@ -26,17 +26,19 @@
 // The driver's unpackHalf2x16 is exact for fp16 inputs; the deterministic
 // mode, which decodes in integer code, never runs this kernel (its integer
 // decoder inlined at every load made SwiftShader's compile take minutes).
-// elemA and elemB read element e of A or B, fp32 or fp16 (pairs are read a
-// half at a time), with one load whatever the encoding. Written so that
-// glslc emits selects, not branches (which SwiftShader
-// compiles slowly): one load at a computed index, both decodings.
-float word_elem(uint w, uint e, bool f16) {
-    float h = unpackHalf2x16(w >> ((e & 1u) << 4)).x;
+// elemA and elemB read element e of A or B, fp32, fp16 (pairs are read a
+// half at a time) or bf16, with one load whatever the encoding. Written so
+// that glslc emits selects, not branches (which SwiftShader compiles
+// slowly): one load at a computed index, every decoding.
+float word_elem(uint w, uint e, uint mode) {
+    uint hw = w >> ((e & 1u) << 4);
+    float h = unpackHalf2x16(hw).x;
+    float bf = uintBitsToFloat(hw << 16);
     float f = uintBitsToFloat(w);
-    return f16 ? h : f;
+    return mode == MODE_F32 ? f : mode == MODE_BF16 ? bf : h;
 }
-float elemA(uint e, bool f16) { return word_elem(a[e >> (f16 ? 1u : 0u)], e, f16); }
-float elemB(uint e, bool f16) { return word_elem(b[e >> (f16 ? 1u : 0u)], e, f16); }
+float elemA(uint e, uint mode) { return word_elem(a[e >> (mode != MODE_F32 ? 1u : 0u)], e, mode); }
+float elemB(uint e, uint mode) { return word_elem(b[e >> (mode != MODE_F32 ? 1u : 0u)], e, mode); }
 
 // storeElems is storeTile one element at a time in a loop that is not
 // unrolled: storeTile's unrolled rows took SwiftShader minutes to compile.
@@ -87,7 +89,7 @@ void main() {
     clearAcc();
     // A(r, k) is element r*sar + k*sak of its batch, B(k, c) k*sbk + c*sbc.
     // The layout is read once: DYN's flags are a branch per use.
-    bool fa = AMODE != MODE_F32, fb = BMODE != MODE_F32;
+    uint fa = AMODE, fb = BMODE;
     uint sar = TA ? 1u : p.K, sak = TA ? p.M : 1u;
     uint sbk = TB ? 1u : p.N, sbc = TB ? p.K : 1u;
     uint ao[TM], bo[TN];
