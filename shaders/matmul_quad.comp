@@ -26,17 +26,22 @@
 // The driver's unpackHalf2x16 is exact for fp16 inputs; the deterministic
 // mode, which decodes in integer code, never runs this kernel (its integer
 // decoder inlined at every load made SwiftShader's compile take minutes).
-// elemA and elemB read element e of A or B, fp32 or fp16 (pairs are read a
-// half at a time), with one load whatever the encoding. Written so that
-// glslc emits selects, not branches (which SwiftShader
-// compiles slowly): one load at a computed index, both decodings.
-float word_elem(uint w, uint e, bool f16) {
-    float h = unpackHalf2x16(w >> ((e & 1u) << 4)).x;
+// elemA and elemB read element e of A or B, fp32, fp16 (pairs are read a
+// half at a time) or bf16, with one load whatever the encoding. Written so
+// that glslc emits selects, not branches (which SwiftShader compiles
+// slowly; a nested ?: on the mode became branches and took its compile
+// from a second to minutes): one load at a computed index, every decoding,
+// and plain selects on booleans worked out once.
+float word_elem(uint w, uint e, bool half_, bool bf) {
+    uint hw = w >> ((e & 1u) << 4);
+    float h = unpackHalf2x16(hw).x;
+    float b16 = uintBitsToFloat(hw << 16);
     float f = uintBitsToFloat(w);
-    return f16 ? h : f;
+    float v = bf ? b16 : h;
+    return half_ ? v : f;
 }
-float elemA(uint e, bool f16) { return word_elem(a[e >> (f16 ? 1u : 0u)], e, f16); }
-float elemB(uint e, bool f16) { return word_elem(b[e >> (f16 ? 1u : 0u)], e, f16); }
+float elemA(uint e, bool half_, bool bf) { return word_elem(a[e >> (half_ ? 1u : 0u)], e, half_, bf); }
+float elemB(uint e, bool half_, bool bf) { return word_elem(b[e >> (half_ ? 1u : 0u)], e, half_, bf); }
 
 // storeElems is storeTile one element at a time in a loop that is not
 // unrolled: storeTile's unrolled rows took SwiftShader minutes to compile.
@@ -88,6 +93,7 @@ void main() {
     // A(r, k) is element r*sar + k*sak of its batch, B(k, c) k*sbk + c*sbc.
     // The layout is read once: DYN's flags are a branch per use.
     bool fa = AMODE != MODE_F32, fb = BMODE != MODE_F32;
+    bool bfa = AMODE == MODE_BF16, bfb = BMODE == MODE_BF16;
     uint sar = TA ? 1u : p.K, sak = TA ? p.M : 1u;
     uint sbk = TB ? 1u : p.N, sbc = TB ? p.K : 1u;
     uint ao[TM], bo[TN];
@@ -98,11 +104,11 @@ void main() {
     for (; k + 4u <= p.K; k += 4u) {
         float al[TM]; // A(r0+i, k+lane)
         uint ka = (k + lane) * sak;
-        [[unroll]] for (uint i = 0; i < TM; i++) al[i] = elemA(ao[i] + ka, fa);
+        [[unroll]] for (uint i = 0; i < TM; i++) al[i] = elemA(ao[i] + ka, fa, bfa);
 // STEP adds the products of k+kk: kk must be a constant.
 #define STEP(kk) { \
             float bk[TN]; \
-            [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + (k + kk) * sbk, fb); \
+            [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + (k + kk) * sbk, fb, bfb); \
             [[unroll]] for (uint i = 0; i < TM; i++) { \
                 float x = subgroupQuadBroadcast(al[i], kk); \
                 [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = fma(x, bk[j], acc[i][j]); \
@@ -113,9 +119,9 @@ void main() {
     }
     for (; k < p.K; k++) { // the last K % 4 steps, each lane on its own
         float bk[TN];
-        [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + k * sbk, fb);
+        [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + k * sbk, fb, bfb);
         [[unroll]] for (uint i = 0; i < TM; i++) {
-            float x = elemA(ao[i] + k * sak, fa);
+            float x = elemA(ao[i] + k * sak, fa, bfa);
             [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = fma(x, bk[j], acc[i][j]);
         }
     }

@@ -4,8 +4,8 @@
 // lane by lane, each 32-bit component in a loop with a bounds check (about
 // 20 cycles a lane), but fetches texels with SIMD gathers: a uvec4 texel
 // costs about a twentieth per byte. So A and B are read as uniform texel
-// buffers, 8 fp16 or 4 fp32 elements per fetch, and the kernel is shaped to
-// fetch as few texels per FMA as the registers allow.
+// buffers, 8 fp16 or bf16 or 4 fp32 elements per fetch, and the kernel is
+// shaped to fetch as few texels per FMA as the registers allow.
 //
 // The WG invocations of a workgroup share TM rows and take TN columns each
 // (TN a multiple of 8). Every invocation fetches the rows' A values itself: the
@@ -33,19 +33,23 @@ uvec4 aw[A16 ? TM : 2u * TM];
 uvec4 bw[B16 ? TN : 2u * TN];
 
 float comp(uvec4 t, uint w) { return uintBitsToFloat(t[w]); }
-float half_of(uvec4 t, uint h) { return unpackHalf2x16(t[h >> 1] >> ((h & 1u) << 4)).x; }
+// half_of is 16-bit element h of texel t, fp16 or bf16 (mode).
+float half_of(uvec4 t, uint h, uint mode) {
+    uint w = t[h >> 1];
+    return mode == MODE_BF16 ? bf16_at(w, h) : unpackHalf2x16(w >> ((h & 1u) << 4)).x;
+}
 
 // aAt is A(r0+i, k+kk) of the fetched block. Untransposed, a texel holds
 // consecutive k of one row; transposed, consecutive rows at one k.
 float aAt(uint i, uint kk) {
-    if (A16) return TRANS_A ? half_of(aw[kk * (TM / 8u) + i / 8u], i % 8u) : half_of(aw[i], kk);
+    if (A16) return TRANS_A ? half_of(aw[kk * (TM / 8u) + i / 8u], i % 8u, A_MODE) : half_of(aw[i], kk, A_MODE);
     return TRANS_A ? comp(aw[kk * (TM / 4u) + i / 4u], i % 4u) : comp(aw[2u * i + kk / 4u], kk % 4u);
 }
 
 // bAt is B(k+kk, c0+j): untransposed a texel holds consecutive columns at
 // one k, transposed consecutive k of one column.
 float bAt(uint kk, uint j) {
-    if (B16) return TRANS_B ? half_of(bw[j], kk) : half_of(bw[kk * (TN / 8u) + j / 8u], j % 8u);
+    if (B16) return TRANS_B ? half_of(bw[j], kk, B_MODE) : half_of(bw[kk * (TN / 8u) + j / 8u], j % 8u, B_MODE);
     return TRANS_B ? comp(bw[2u * j + kk / 4u], kk % 4u) : comp(bw[kk * (TN / 4u) + j / 4u], j % 4u);
 }
 

@@ -90,7 +90,9 @@ func convCheck(op string, xs, ws []int, o Conv2dOpts) convGeom {
 func (g convGeom) yShape() []int { return []int{g.n, g.cout, g.ho, g.wo} }
 
 // gemmDType is the dtype a convolution hands MatMul for operands of dtype
-// dt: fp16 stays fp16, bf16 (which MatMul does not read) widens to fp32.
+// dt: fp16 stays fp16, bf16 widens to fp32 (exactly). MatMul reads bf16,
+// but conv_tex, which the forward takes for operands of one dtype, does
+// not: widened weights keep bf16 away from it.
 func gemmDType(dt DType) DType {
 	if dt == Float16 {
 		return Float16

@@ -43,8 +43,10 @@ type MatMulOpts struct {
 // result is [batch..., M, N] in dtype o.Out, and C, when read, has that
 // shape.
 //
-// A and B may each be fp16, bf16 or fp32 (a bf16 operand is read through an
-// exact fp32 copy: no kernel loads bf16 tiles yet). Products are always accumulated in fp32;
+// A and B may each be fp16, bf16 or fp32; every kernel but matmul_coop
+// reads each dtype as it lies (bf16 -> fp32 is exact), and a bf16 operand
+// sends GPUs with cooperative matrices to matmul_shared. Products are
+// always accumulated in fp32;
 // alpha, C and the bias are applied in fp32 and the sum is rounded once to
 // the output dtype (to nearest even, overflowing to inf). Infinities and NaNs
 // propagate as in IEEE arithmetic: a NaN in row i of op(A) makes row i of
@@ -59,7 +61,7 @@ type MatMulOpts struct {
 // names it, its size and the limit; nothing is allocated or recorded).
 //
 // The kernel depends on the device: GPUs with cooperative matrices
-// (VK_KHR_cooperative_matrix) use them for fp16 A and B; GPUs otherwise
+// (VK_KHR_cooperative_matrix) use them when A and B are fp16; GPUs otherwise
 // stage tiles in shared memory;
 // lavapipe reads A and B as texels (when K and the operands' contiguous
 // dimensions are multiples of 8); CPU drivers otherwise use register tiles
@@ -71,14 +73,6 @@ type MatMulOpts struct {
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
-	if a.dtype == BFloat16 || b.dtype == BFloat16 {
-		// bf16 -> fp32 is exact and the kernels accumulate in fp32, so fp32
-		// copies of bf16 operands give the bf16 product bit for bit.
-		a, b = mmWidenBF16(a), mmWidenBF16(b)
-		defer releaseWidened(m.a, a)
-		defer releaseWidened(m.b, b)
-		m.a, m.b = a, b
-	}
 	defer m.expand()()
 	info := a.dev.Info()
 	for _, in := range m.inputs() {
@@ -113,22 +107,6 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m.g = g
 	m.launch(out, pl)
 	return out
-}
-
-// mmWidenBF16 returns a bf16 operand as an fp32 copy, others as they are.
-func mmWidenBF16(t *Tensor) *Tensor {
-	if t.dtype != BFloat16 {
-		return t
-	}
-	return Cast(t, Float32)
-}
-
-// releaseWidened releases w if it is a copy made of t; the device keeps it
-// until the product has run.
-func releaseWidened(t, w *Tensor) {
-	if w != t {
-		w.Release()
-	}
 }
 
 // mmCall is a checked MatMul call: out = alpha·op(a)·op(b) + beta·c + bias,
@@ -223,7 +201,7 @@ func (m mmCall) inputs() []*Tensor {
 }
 
 // mmCheckDTypes panics with a *DTypeError unless A and B are fp32, fp16 or
-// bf16 (MatMul widens bf16 to fp32 before the kernel) and C (when read), the bias and the
+// bf16 (the kernels' operand encodings) and C (when read), the bias and the
 // output are fp32, fp16 or bf16 (the epilogue converts by dtype code).
 func mmCheckDTypes(op string, m mmCall, out DType) {
 	for _, t := range []*Tensor{m.a, m.b} {
@@ -338,7 +316,7 @@ func mmChooseRule(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) 
 		if pl, ok := mmCoopPlan(info, g); ok {
 			return g, pl, nil
 		}
-		kind = mmShared // an fp32 operand, or tiles the device's limits refuse
+		kind = mmShared // an fp32 or bf16 operand, or tiles the device's limits refuse
 	}
 	return g, mmPlanFor(info, kind, g), nil
 }
@@ -364,16 +342,21 @@ const (
 	mmModeF32   = 0
 	mmModeF16   = 1 // one fp16 value per load
 	mmModeF16x2 = 2 // two neighbours along the contiguous dimension per load
+	mmModeBF16  = 3 // one bf16 value per load; not matmul_coop's (its 3 is mmModeF16x8)
 )
 
 // mmMode picks an operand's encoding. Pairs need the two halves of every
 // word to be neighbours along the dimension the kernel walks: the operand's
 // contiguous dimension must have even length (outer for A stored [M, K]
-// transposed, or B stored [K, N]; K otherwise).
+// transposed, or B stored [K, N]; K otherwise). bf16 is read one element
+// at a time by every kernel that takes it (not matmul_coop: mmCoopPlan
+// refuses it).
 func mmMode(d DType, kind mmKind, outerContiguous bool, outer, k int) uint32 {
 	switch {
 	case d == Float32:
 		return mmModeF32
+	case d == BFloat16:
+		return mmModeBF16
 	case kind == mmShared, kind == mmTexel, kind == mmCoop: // element by element, or by texel
 		return mmModeF16
 	case outerContiguous && outer%2 == 0, !outerContiguous && k%2 == 0:

@@ -34,8 +34,8 @@ func mmCoopPlan(info vk.Info, g mmGeom) (mmPlan, bool) {
 	if !info.CooperativeMatrixUsable || info.CooperativeMatrixShape != [3]uint32{16, 16, 16} {
 		return mmPlan{}, false
 	}
-	if g.aMode == mmModeF32 || g.bMode == mmModeF32 {
-		return mmPlan{}, false
+	if g.aMode == mmModeF32 || g.bMode == mmModeF32 || g.aMode == mmModeBF16 || g.bMode == mmModeBF16 {
+		return mmPlan{}, false // matmul_coop reads fp16 only
 	}
 	sg := int(info.SubgroupSize)
 	if sg != 16 && sg != 32 && sg != 64 {

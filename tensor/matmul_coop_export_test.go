@@ -50,7 +50,7 @@ func MatMulCoop(a, b *Tensor, o MatMulOpts, variant string) *Tensor {
 	g := m.g
 	g.aMode = mmMode(a.dtype, mmShared, g.transA, g.m, g.k)
 	g.bMode = mmMode(b.dtype, mmShared, !g.transB, g.n, g.k)
-	if g.aMode == mmModeF32 || g.bMode == mmModeF32 {
+	if a.dtype != Float16 || b.dtype != Float16 {
 		out.fail(fmt.Errorf("tensor: MatMulCoop: A and B must be fp16"))
 		return out
 	}

@@ -14,7 +14,7 @@ import (
 
 // Tests of MatMul's epilogue dtypes: C, the bias and the result may each be
 // fp32, fp16 or bf16 (the kernels take their dtype codes), and so may A and
-// B (bf16 through an exact fp32 copy).
+// B (matmul_bf16_test.go covers bf16 operands on every kernel).
 
 // mmBF16Bits rounds f to bfloat16 bits, to nearest even (overflowing to inf;
 // NaN stays NaN, quiet): the nearer of the two bf16 values around f, by

@@ -81,7 +81,8 @@ func (t mmTile) String() string {
 }
 
 // mmClass names the problems that share a tile: thin ones (M <= 16, a
-// batch of a few rows) and the rest, by operand dtypes.
+// batch of a few rows) and the rest, by operand dtypes (bf16 takes fp16's
+// tiles: both are 16-bit, read alike).
 func mmClass(g mmGeom) string {
 	c := "wide"
 	if g.m <= 16 {

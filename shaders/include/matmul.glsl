@@ -6,7 +6,8 @@
 // Operands are read as 32-bit words in every tier: fp16 A and B come two per
 // load. On lavapipe every load instruction costs the same whatever its width,
 // so pairs halve the kernel's dominant cost. unpackHalf2x16 is exact for the
-// inputs (fp16 -> fp32 loses nothing). C, the bias and the output may each
+// inputs (fp16 -> fp32 loses nothing); bf16 operands are read one element per
+// load, their bits shifted into the top of an fp32 (exact too). C, the bias and the output may each
 // be any dtype of dtype.glsl: their codes come in the push constants' flags,
 // and the epilogue converts with dtype.glsl's integer code (outputs rounded
 // to nearest even). The tiers differ in the output: storage16 stores 16-bit
@@ -26,6 +27,8 @@
 #define MODE_F16 1u   // fp16, one element per load
 #define MODE_F16X2 2u // fp16, the two halves of a word are neighbours along
                       // the operand's contiguous dimension
+#define MODE_BF16 3u  // bf16, one element per load (matmul_coop's 3 is
+                      // MODE_F16X8: it never takes bf16)
 
 // Per-invocation tile and k step: spec constants, or compile-time constants
 // where the kernel defines MATMUL_TM (matmul_quad: loops over them must be
@@ -94,7 +97,7 @@ layout(push_constant) uniform MatmulPush {
 } p;
 
 #if defined(MATMUL_TEXELS)
-// A and B as uniform texel buffers of uvec4: 8 fp16 or 4 fp32 elements per
+// A and B as uniform texel buffers of uvec4: 8 16-bit or 4 fp32 elements per
 // fetch.
 layout(set = 0, binding = 0) uniform usamplerBuffer ta;
 layout(set = 0, binding = 1) uniform usamplerBuffer tb;
@@ -120,10 +123,17 @@ layout(set = 0, binding = 4) writeonly buffer BufOut { uint16_t o16[]; };
 vec2 unpack2(uint w) { return DETERMINISTIC ? vec2(f16_to_f32(w & 0xFFFFu), f16_to_f32(w >> 16)) : unpackHalf2x16(w); }
 float half_at(uint w, uint e) { return unpack2(w >> ((e & 1u) << 4)).x; }
 
-// loadA1 and loadB1 read element e with one load whatever the dtype (on CPU
-// drivers every load site costs compile time); loadA2 and loadB2 read the
-// elements e and e+1 (e even) of an fp16 operand.
-float word_value(uint w, uint e, bool f16) { return f16 ? half_at(w, e) : uintBitsToFloat(w); }
+// bf16_at is bf16 element e of word w (its half e & 1) as an fp32: the bits
+// shifted into the top half, exact, the same in integer code everywhere.
+float bf16_at(uint w, uint e) { return uintBitsToFloat((e & 1u) != 0u ? w & 0xFFFF0000u : w << 16); }
+
+// loadA1 and loadB1 read element e with one load whatever the encoding (on
+// CPU drivers every load site costs compile time); loadA2 and loadB2 read
+// the elements e and e+1 (e even) of an fp16 operand.
+float word_value(uint w, uint e, uint mode) {
+    if (mode == MODE_F32) return uintBitsToFloat(w);
+    return mode == MODE_BF16 ? bf16_at(w, e) : half_at(w, e);
+}
 
 // The epilogue's dtypes (C, the bias, the output) are DT_F32, DT_F16 and
 // DT_BF16; tensor.MatMul refuses others, so no integer code is compiled in.
@@ -145,12 +155,12 @@ void clearAcc() {
 
 #if !defined(MATMUL_TEXELS) && !defined(MATMUL_VEC4)
 float loadA1(uint e) {
-    bool f16 = AMODE != MODE_F32;
-    return word_value(a[f16 ? e >> 1 : e], e, f16);
+    uint mode = AMODE;
+    return word_value(a[mode != MODE_F32 ? e >> 1 : e], e, mode);
 }
 float loadB1(uint e) {
-    bool f16 = BMODE != MODE_F32;
-    return word_value(b[f16 ? e >> 1 : e], e, f16);
+    uint mode = BMODE;
+    return word_value(b[mode != MODE_F32 ? e >> 1 : e], e, mode);
 }
 vec2 loadA2(uint e) { return unpack2(a[e >> 1]); }
 vec2 loadB2(uint e) { return unpack2(b[e >> 1]); }

@@ -1,4 +1,4 @@
-// Command bench measures vkamp on a device: matmul (fp16 and fp32, beside
+// Command bench measures vkamp on a device: matmul (fp16, fp32 and bf16, beside
 // gonum on the CPU), conv2d (beside matmul of the same size), the streaming
 // kernels (casts, elementwise, reductions, softmax, layer norm, Adam, the
 // fused unscale) in GB/s beside vkCmdCopyBuffer (copy/buffer), AMP and fp32

@@ -37,7 +37,7 @@ func matmulNames(sizes []int) []string {
 	var out []string
 	for _, n := range sizes {
 		out = append(out, fmt.Sprintf("matmul/gonum-f32/%d", n))
-		for _, dt := range []tensor.DType{tensor.Float16, tensor.Float32} {
+		for _, dt := range []tensor.DType{tensor.Float16, tensor.Float32, tensor.BFloat16} {
 			out = append(out, fmt.Sprintf("matmul/%s/%d", dt, n))
 		}
 	}

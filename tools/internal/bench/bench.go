@@ -55,7 +55,7 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 			return err
 		}
 		emit(stamp(Result{Name: fmt.Sprintf("matmul/gonum-f32/%d", n), Value: cpu, Unit: "GFLOP/s", Detail: "CPU, float32"}))
-		for _, dt := range []tensor.DType{tensor.Float16, tensor.Float32} {
+		for _, dt := range []tensor.DType{tensor.Float16, tensor.Float32, tensor.BFloat16} {
 			v, err := matmulGFLOPS(d, n, dt, o.MinTime)
 			if err != nil {
 				return err
