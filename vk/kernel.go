@@ -92,6 +92,7 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 	// Copy the code into 4-byte-aligned memory.
 	code := make([]uint32, len(src.SPIRV)/4)
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&code[0])), len(src.SPIRV)), src.SPIRV)
+	code = freezeBoolSpecs(code, src.Spec) // SwiftShader folds no spec-constant branch (specfreeze.go)
 	spec := make([]C.uint32_t, 0, 2*len(src.Spec))
 	for id, v := range src.Spec {
 		spec = append(spec, C.uint32_t(id), C.uint32_t(v))
@@ -110,7 +111,7 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 		}
 	}
 	k := &Kernel{d: d, name: src.Name, access: append([]Access(nil), src.Bindings...), pushSize: src.PushSize}
-	r := C.vkamp_create_kernel(d.dev, d.cache, (*C.uint32_t)(unsafe.Pointer(&code[0])), C.size_t(len(src.SPIRV)),
+	r := C.vkamp_create_kernel(d.dev, d.cache, (*C.uint32_t)(unsafe.Pointer(&code[0])), C.size_t(4*len(code)),
 		C.uint32_t(len(src.Bindings)), &texel[0], C.uint32_t(src.PushSize), specPtr, C.uint32_t(len(src.Spec)),
 		cbool(d.info.PushDescriptors), &k.setLayout, &k.layout, &k.pipeline)
 	if err := check(int32(r), "create pipeline %s", src.Name); err != nil {
