@@ -592,6 +592,16 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 	return VK_SUCCESS;
 }
 
+VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
+	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
+	uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n) {
+	for (uint32_t i = 0; i < n; i++) {
+		VkResult r = vkamp_cmd_dispatch(dev, s, pipeline, layout, set_layout, nbind, a, push_size, gx, gy, gz, -1);
+		if (r != VK_SUCCESS) return r;
+	}
+	return VK_SUCCESS;
+}
+
 // vkamp_cmd_barrier orders all earlier compute and transfer work before all
 // later: one global memory barrier, as ggml does, placed only where the
 // hazard tracker finds a dependency.

@@ -124,6 +124,11 @@ typedef struct {
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
 	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
 	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts);
+// vkamp_record_dispatches records n times what vkamp_cmd_dispatch records
+// (no timestamps), in one call: the driver's floor of a launch's host cost.
+VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
+	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
+	uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n);
 void vkamp_cmd_barrier(vkamp_slot *s);
 void vkamp_cmd_host_barrier(vkamp_slot *s);
 void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size);

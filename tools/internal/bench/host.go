@@ -141,7 +141,9 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 
 // Host measures the host time per dispatch of an AMP training step at
 // batch (HostPerDispatch over steps samples): dispatch/host-us, and of the
-// same step replayed from a captured graph (Replay): dispatch/replay-us.
+// same step replayed from a captured graph (Replay): dispatch/replay-us;
+// and beside them the driver's floor and vk's own launch (Driver):
+// dispatch/driver-us, dispatch/vk-us.
 func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, error) {
 	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
 	if err != nil {
@@ -158,5 +160,13 @@ func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, err
 		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
 	}
 	rs, err := Replay(d, train, batch, steps)
-	return append(out, rs...), err
+	if err != nil {
+		return append(out, rs...), err
+	}
+	ds, err := Driver(d, 1000, 20)
+	if err == nil && len(ds) > 0 && ds[0].Value > 0 {
+		// vkamp's share of a step's launch: the host time over the driver's floor.
+		out[0].Ratio, out[0].Versus = out[0].Value/ds[0].Value, "driver-us"
+	}
+	return append(append(out, rs...), ds...), err
 }
