@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/vkamp/vkamp/amp"
@@ -496,7 +495,7 @@ func (g *Graph) checkGrads(n *node, grads []*tensor.Tensor) {
 			continue
 		}
 		g.keep(gr)
-		if !slices.Equal(gr.Shape(), in.Shape()) {
+		if !tensor.SameShape(gr, in.t) {
 			panic(&tensor.ShapeError{Op: n.name() + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
 		}
 		if gr.DType() != in.DType() {
