@@ -24,6 +24,7 @@ type Graph struct {
 	amp      *amp.Region
 	noGrad   bool
 	nodes    []*node
+	nodeBuf  [16]*node       // nodes' first storage: a small step's graph grows no slice
 	params   map[*Param]*Var // the var of each parameter used
 	temps    tensor.Scope
 	drops    uint32 // dropout masks made, for distinct seeds per op
@@ -79,6 +80,20 @@ type node struct {
 	out    *Var
 	saved  []*tensor.Tensor
 	attr   attrs
+	in     [2]*Var // inputs' storage up to two
+}
+
+// newNode copies inputs into the node (up to two into its own array), so
+// that the callers' argument lists need not live on the heap.
+func newNode(op tensor.Op, inputs []*Var, out *Var, saved []*tensor.Tensor, a attrs) *node {
+	n := &node{op: op, out: out, saved: saved, attr: a}
+	if len(inputs) <= len(n.in) {
+		n.inputs = n.in[:len(inputs):len(inputs)]
+		copy(n.inputs, inputs)
+	} else {
+		n.inputs = slices.Clone(inputs)
+	}
+	return n
 }
 
 // attrs are the scalar arguments an op's backward rule may need.
@@ -141,7 +156,9 @@ func NewGraph(d *vk.Device, o Options) *Graph {
 	if dt == tensor.Float32 {
 		dt = tensor.Float16
 	}
-	return &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph, ready: o.GradReady}
+	g := &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph, ready: o.GradReady}
+	g.nodes = g.nodeBuf[:0]
+	return g
 }
 
 // claim marks g busy for the method op until done, and panics if another
@@ -247,7 +264,7 @@ func (g *Graph) Release() {
 		g.amp = g.amp.Exit()
 	}
 	g.temps.Release()
-	g.nodes = nil
+	g.nodes, g.nodeBuf = nil, [16]*node{}
 }
 
 // Input returns a var for data that needs no gradient, such as a batch.
@@ -320,7 +337,7 @@ func (g *Graph) record(op tensor.Op, out *tensor.Tensor, a attrs, saved []*tenso
 		if _, ok := rules[op]; !ok {
 			panic(&tensor.UsageError{Op: op.String(), Msg: "no backward rule"})
 		}
-		g.nodes = append(g.nodes, &node{op: op, inputs: inputs, out: v, saved: saved, attr: a})
+		g.nodes = append(g.nodes, newNode(op, inputs, v, saved, a))
 	}
 	return v
 }
@@ -344,7 +361,7 @@ func (g *Graph) cast(v *Var, dt tensor.DType) *Var {
 		out := &Var{g: g, t: t}
 		if !g.noGrad && v.needsGrad {
 			out.needsGrad = true
-			g.nodes = append(g.nodes, &node{op: tensor.OpCast, inputs: []*Var{v}, out: out})
+			g.nodes = append(g.nodes, newNode(tensor.OpCast, []*Var{v}, out, nil, attrs{}))
 		}
 		return out
 	}
@@ -496,7 +513,7 @@ func (g *Graph) checkGrads(n *node, grads []*tensor.Tensor) {
 			continue
 		}
 		g.keep(gr)
-		if !slices.Equal(gr.Shape(), in.Shape()) {
+		if !tensor.SameShape(gr, in.t) {
 			panic(&tensor.ShapeError{Op: n.name() + " backward", A: gr.Shape(), B: in.Shape(), Msg: fmt.Sprintf("gradient %d has the wrong shape", i)})
 		}
 		if gr.DType() != in.DType() {

@@ -78,7 +78,7 @@ func (g *Graph) Add(a, b *Var) *Var {
 // widensExactly reports whether a and b have one shape and each is dt or
 // widens to it exactly: dt is fp32 and they are floating.
 func widensExactly(dt tensor.DType, a, b *Var) bool {
-	if dt != tensor.Float32 || !slices.Equal(a.Shape(), b.Shape()) {
+	if dt != tensor.Float32 || !tensor.SameShape(a.t, b.t) {
 		return false
 	}
 	for _, v := range []*Var{a, b} {

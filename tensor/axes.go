@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
@@ -189,7 +188,7 @@ func colsPass(op string, out *Tensor, k colsKernel, x *Tensor, outer, kk, inner 
 	}
 	grid := groups1D(out, outer*inner)
 	per := ceilDiv(outer*inner, int(grid[0])*int(kernels.LocalSize(out.dev))) // outputs per invocation
-	if checkLoops(out, op, per*(kk+1), fmt.Sprintf("reducing an axis of %d", kk)) {
+	if checkLoopsN(out, op, per*(kk+1), "reducing an axis of %d", kk) {
 		p := kernels.ColsPush{Outer: uint32(outer), K: uint32(kk), Inner: uint32(inner), Scale: scale}
 		launched(out, k(out.dev, grid, xSpec{In0DT: x.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
 	}

@@ -337,7 +337,7 @@ func GatherBackward(dy, idx *Tensor, axis int, xShape ...int) *Tensor {
 	out := newOut(dy.dev, Float32, xShape, dy, idx)
 	grid := groups1D(out, out.n)
 	per := ceilDiv(out.n, int(grid[0])*int(kernels.LocalSize(out.dev)))
-	if !checkLoops(out, op, per*(idx.shape[axis]+1), fmt.Sprintf("an index axis of %d", idx.shape[axis])) {
+	if !checkLoopsN(out, op, per*(idx.shape[axis]+1), "an index axis of %d", idx.shape[axis]) {
 		return out
 	}
 	xd, _, pad := padded(xShape, make([]int, r))

@@ -51,3 +51,15 @@ func checkLoops(out *Tensor, op string, iters int, what string) bool {
 	}
 	return true
 }
+
+// checkLoopsN is checkLoops whose what is format with n, formatted only on
+// failure: ops check on every launch, and rarely fail.
+func checkLoopsN(out *Tensor, op string, iters int, format string, n int) bool {
+	if out.err != nil {
+		return false
+	}
+	if limit := loopLimit(out.dev); limit != 0 && iters > limit {
+		return checkLoops(out, op, iters, fmt.Sprintf(format, n))
+	}
+	return true
+}

@@ -150,11 +150,18 @@ func mmCheck(op string, a, b *Tensor, o MatMulOpts) mmCall {
 	} else if m.c == nil {
 		usagePanic(op, "Beta is %g but C is nil", o.Beta)
 	}
-	sameDevice(op, m.inputs()...)
+	in := [4]*Tensor{a, b, m.c, m.bias} // on the stack, unlike inputs()
+	n := 2
+	for _, t := range in[2:] {
+		if t != nil {
+			in[n], n = t, n+1
+		}
+	}
+	sameDevice(op, in[:n]...)
 	mmCheckDTypes(op, m, o.Out)
 	m.g = mmShapes(a, b, o)
 	m.bt = mmBroadcast(op, a, b)
-	m.outShape = append(slices.Clone(m.bt.shape), m.g.m, m.g.n)
+	m.outShape = append(append(make([]int, 0, len(m.bt.shape)+2), m.bt.shape...), m.g.m, m.g.n)
 	if m.c != nil && !slices.Equal(m.c.shape, m.outShape) {
 		shapePanic(op, m.c.shape, m.outShape, "C must have the result's shape")
 	}

@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"fmt"
 	"math/bits"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
@@ -127,7 +126,7 @@ func alongAxis(op string, x *Tensor, axis int, rowsK rowsKernel, colsK colsKerne
 	}
 	grid := groups1D(out, outer*inner)
 	per := ceilDiv(outer*inner, int(grid[0])*int(kernels.LocalSize(out.dev))) // outputs per invocation
-	if checkLoops(out, op, per*(k+1), fmt.Sprintf("reducing an axis of %d", k)) {
+	if checkLoopsN(out, op, per*(k+1), "reducing an axis of %d", k) {
 		p := kernels.ColsPush{Outer: uint32(outer), K: uint32(k), Inner: uint32(inner), Scale: scale}
 		launched(out, colsK(out.dev, grid, xSpec{In0DT: x.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
 	}
@@ -148,7 +147,7 @@ func softmax(op string, k softmaxKernel, x *Tensor) *Tensor {
 	r := x.n / cols
 	seg := segment(out, cols)
 	grid := rowGroups(out, r, seg)
-	if !checkLoops(out, op, rowLoops(out, r, seg, grid, 3*ceilDiv(cols, seg)), fmt.Sprintf("a row of %d", cols)) {
+	if !checkLoopsN(out, op, rowLoops(out, r, seg, grid, 3*ceilDiv(cols, seg)), "a row of %d", cols) {
 		return out
 	}
 	p := kernels.SoftmaxPush{Rows: uint32(r), Cols: uint32(cols), Seg: uint32(seg)}
@@ -163,7 +162,7 @@ func rows(op string, out *Tensor, k rowsKernel, x *Tensor, r, cols, n int, scale
 	}
 	seg := segment(out, cols)
 	grid := rowGroups(out, r, seg)
-	if !checkLoops(out, op, rowLoops(out, r, seg, grid, ceilDiv(cols, seg)), fmt.Sprintf("a row of %d", cols)) {
+	if !checkLoopsN(out, op, rowLoops(out, r, seg, grid, ceilDiv(cols, seg)), "a row of %d", cols) {
 		return
 	}
 	p := kernels.RowsPush{Rows: uint32(r), Cols: uint32(cols), N: uint32(n), Seg: uint32(seg), Scale: scale}

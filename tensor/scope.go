@@ -5,13 +5,18 @@ import "sync"
 // Scope releases a group of tensors together, such as the temporaries of one
 // training step. It is safe for concurrent use.
 type Scope struct {
-	mu sync.Mutex
-	ts []*Tensor
+	mu      sync.Mutex
+	ts      []*Tensor
+	buf     [32]*Tensor // ts's first storage: a step's scope grows no slice
+	bufGone bool        // Release handed buf's tensors out; later ones go elsewhere
 }
 
 // Track adds t to the scope and returns it.
 func (s *Scope) Track(t *Tensor) *Tensor {
 	s.mu.Lock()
+	if s.ts == nil && !s.bufGone {
+		s.ts = s.buf[:0]
+	}
 	s.ts = append(s.ts, t)
 	s.mu.Unlock()
 	return t
@@ -51,6 +56,7 @@ func (s *Scope) Release() {
 	s.mu.Lock()
 	ts := s.ts
 	s.ts = nil
+	s.bufGone = s.bufGone || len(ts) > 0 // ts may be buf, read below unlocked
 	s.mu.Unlock()
 	for _, t := range ts {
 		t.Release()

@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
@@ -124,7 +123,7 @@ func softmaxLaunch(op string, out *Tensor, rows, cols int, launch func(grid [3]u
 	}
 	seg := segment(out, cols)
 	grid := rowGroups(out, rows, seg)
-	if !checkLoops(out, op, rowLoops(out, rows, seg, grid, 3*ceilDiv(cols, seg)), fmt.Sprintf("a row of %d", cols)) {
+	if !checkLoopsN(out, op, rowLoops(out, rows, seg, grid, 3*ceilDiv(cols, seg)), "a row of %d", cols) {
 		return
 	}
 	p := kernels.SoftmaxPush{Rows: uint32(rows), Cols: uint32(cols), Seg: uint32(seg)}

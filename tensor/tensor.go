@@ -23,6 +23,7 @@ type Tensor struct {
 	shape []int
 	n     int
 	err   error
+	dims  [4]int // shape's storage up to rank 4: one allocation less per tensor
 
 	mu       sync.Mutex
 	released bool
@@ -55,7 +56,13 @@ func New(d *vk.Device, dt DType, shape ...int) *Tensor {
 		panic(&DTypeError{Op: "New", Got: dt, Want: "float32, float16, bfloat16 or int32"})
 	}
 	n := checkShape("New", shape)
-	t := &Tensor{dev: d, dtype: dt, shape: slices.Clone(shape), n: n}
+	t := &Tensor{dev: d, dtype: dt, n: n}
+	if len(shape) <= len(t.dims) {
+		t.shape = t.dims[:len(shape):len(shape)] // capped: an append copies
+		copy(t.shape, shape)
+	} else {
+		t.shape = slices.Clone(shape)
+	}
 	size := dt.bytes(n)
 	// A binding covers the allocation, rounded up to the alignment. Over the
 	// allocation limit too, the allocation's error comes first.
@@ -125,6 +132,10 @@ func (t *Tensor) DType() DType { return t.dtype }
 
 // Shape returns a copy of the shape.
 func (t *Tensor) Shape() []int { return slices.Clone(t.shape) }
+
+// SameShape reports whether a and b have the same shape, without the copies
+// Shape makes (a check on every op of a step).
+func SameShape(a, b *Tensor) bool { return slices.Equal(a.shape, b.shape) }
 
 // Len returns the number of elements.
 func (t *Tensor) Len() int { return t.n }

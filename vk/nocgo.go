@@ -2,7 +2,10 @@
 
 package vk
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Without cgo vkamp cannot reach Vulkan; everything builds, and Open says why.
 var errNoCgo = fmt.Errorf("%w: vkamp was built without cgo (build with CGO_ENABLED=1, gcc and libvulkan-dev)", ErrNoVulkan)
@@ -59,3 +62,8 @@ func (b *Buffer) Free() error                                                  {
 func (b *Buffer) Close() error                                                 { return nil }
 func (k *Kernel) Name() string                                                 { return "" }
 func (d *Device) Local(key any, create func() any) any                         { return create() }
+
+// RecordingFloor measures the driver's recording cost; without cgo it returns an error.
+func (d *Device) RecordingFloor(*Kernel, int, int, [3]uint32, []byte, ...*Buffer) (time.Duration, error) {
+	return 0, errNoCgo
+}

@@ -135,12 +135,21 @@ func (d *Device) queries() int {
 
 // barrierFor records a barrier if the new command depends on unsynced work.
 func (d *Device) barrierFor(s *slot, reads, writes []access) {
-	if d.hz.need(reads, writes) {
+	if d.needBarrier(reads, writes) {
 		C.vkamp_cmd_barrier(&s.c)
+	}
+}
+
+// needBarrier reports whether the new command depends on unsynced work and
+// counts it as synced from here: the caller records the barrier next.
+func (d *Device) needBarrier(reads, writes []access) bool {
+	need := d.hz.need(reads, writes)
+	if need {
 		d.stats.Barriers++
 		d.hz.clear()
 	}
 	d.hz.add(reads, writes)
+	return need
 }
 
 // recorded updates the bookkeeping after a command and submits a full batch.
@@ -355,7 +364,7 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 			a.views[i] = C.uint64_t(v)
 		}
 	}
-	d.barrierFor(s, reads, writes)
+	barrier := d.needBarrier(reads, writes) // recorded by vkamp_cmd_dispatch
 	ts := C.int32_t(-1)
 	if d.timestamps {
 		ts = C.int32_t(2 * len(s.timed))
@@ -365,7 +374,7 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 	// caller's push block to the heap.
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&a.push[0])), maxPush), push)
 	r := C.vkamp_cmd_dispatch(d.dev, &s.c, k.pipeline, k.layout, k.setLayout, C.uint32_t(len(args)),
-		a, C.uint32_t(len(push)), C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), ts)
+		a, C.uint32_t(len(push)), C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), ts, cbool(barrier))
 	if r != C.VK_SUCCESS { // checked first: formatting's arguments would allocate
 		return check(int32(r), "record dispatch %s", k.name)
 	}

@@ -548,7 +548,8 @@ VkResult vkamp_query_results(VkDevice dev, vkamp_slot *s, uint32_t n, uint64_t *
 
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
 	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
-	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts) {
+	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts, int barrier) {
+	if (barrier) vkamp_cmd_barrier(s); // first, as if recorded on its own: nothing below undoes it
 	if (nbind > VKAMP_MAX_BINDINGS || push_size > VKAMP_MAX_PUSH) return VK_ERROR_INITIALIZATION_FAILED;
 	VkDescriptorSet set = 0;
 	if (!s->push_desc) {
@@ -589,6 +590,16 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 	if (push_size) p_vkCmdPushConstants(s->cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, a->push);
 	p_vkCmdDispatch(s->cmd, gx, gy, gz);
 	if (ts >= 0) p_vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->query_pool, (uint32_t)ts + 1);
+	return VK_SUCCESS;
+}
+
+VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
+	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
+	uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n) {
+	for (uint32_t i = 0; i < n; i++) {
+		VkResult r = vkamp_cmd_dispatch(dev, s, pipeline, layout, set_layout, nbind, a, push_size, gx, gy, gz, -1, 0);
+		if (r != VK_SUCCESS) return r;
+	}
 	return VK_SUCCESS;
 }
 

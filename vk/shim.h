@@ -120,10 +120,16 @@ typedef struct {
 
 // One dispatch: push the buffers as descriptors (or allocate and write a
 // descriptor set), bind the pipeline unless it is bound already, push the
-// constants, dispatch, with timestamps around it when ts >= 0.
+// constants, dispatch, with timestamps around it when ts >= 0; first, when
+// barrier is set, what vkamp_cmd_barrier records (one cgo call, not two).
 VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
 	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
-	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts);
+	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts, int barrier);
+// vkamp_record_dispatches records n times what vkamp_cmd_dispatch records
+// (no timestamps), in one call: the driver's floor of a launch's host cost.
+VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
+	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
+	uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n);
 void vkamp_cmd_barrier(vkamp_slot *s);
 void vkamp_cmd_host_barrier(vkamp_slot *s);
 void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size);

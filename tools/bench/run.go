@@ -63,7 +63,7 @@ func trainNames() []string {
 }
 
 func hostNames() []string {
-	return []string{"dispatch/host-us", "dispatch/replay-us", "dispatch/replay-vs-record"}
+	return append([]string{"dispatch/host-us", "dispatch/replay-us", "dispatch/replay-vs-record"}, bench.DriverNames...)
 }
 
 func stepShareNames(batch int) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/vkamp/vkamp/mnist"
@@ -18,6 +19,7 @@ type HostReport struct {
 	Copies     uint64        // copies and fills it recorded
 	Samples    int           // steps measured
 	Discarded  int           // of those, steps that waited for the device and so were not counted
+	Allocs     uint64        // Go heap allocations of the kept step
 }
 
 // PerDispatch is the host time of a step over its dispatches.
@@ -29,6 +31,7 @@ func (r HostReport) PerDispatch() time.Duration {
 type hostSample struct {
 	host                     time.Duration
 	dispatches, copies, held uint64 // held: waits and stalls during the step
+	allocs                   uint64 // Go heap allocations during the step
 }
 
 // fastestHost keeps the fastest sample per dispatch among those that did not
@@ -41,7 +44,7 @@ func fastestHost(samples []hostSample) (HostReport, error) {
 			continue
 		}
 		if r.Dispatches == 0 || s.host*time.Duration(r.Dispatches) < r.Host*time.Duration(s.dispatches) {
-			r.Host, r.Dispatches, r.Copies = s.host, s.dispatches, s.copies
+			r.Host, r.Dispatches, r.Copies, r.Allocs = s.host, s.dispatches, s.copies, s.allocs
 		}
 	}
 	if r.Dispatches == 0 {
@@ -63,6 +66,8 @@ func HostPerDispatch(d *vk.Device, train, test *mnist.Set, o StepOptions) (HostR
 	n := o.Warmup + 2*o.Steps
 	var (
 		samples []hostSample
+		ms      runtime.MemStats
+		m0      uint64
 		t0      time.Time
 		s0      vk.Stats
 		err     error
@@ -76,13 +81,15 @@ func HostPerDispatch(d *vk.Device, train, test *mnist.Set, o StepOptions) (HostR
 			}
 			if j%2 == 0 {
 				err = d.Wait()
-				s0, t0 = d.Stats(), time.Now()
+				runtime.ReadMemStats(&ms)
+				m0, s0, t0 = ms.Mallocs, d.Stats(), time.Now()
 				return
 			}
 			host := time.Since(t0)
 			s1 := d.Stats()
+			runtime.ReadMemStats(&ms)
 			samples = append(samples, hostSample{host: host, dispatches: s1.Dispatches - s0.Dispatches,
-				copies: s1.Copies - s0.Copies, held: s1.Waits - s0.Waits + s1.Stalls - s0.Stalls})
+				copies: s1.Copies - s0.Copies, held: s1.Waits - s0.Waits + s1.Stalls - s0.Stalls, allocs: ms.Mallocs - m0})
 		}})
 	if err != nil {
 		return HostReport{}, err
@@ -141,7 +148,9 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 
 // Host measures the host time per dispatch of an AMP training step at
 // batch (HostPerDispatch over steps samples): dispatch/host-us, and of the
-// same step replayed from a captured graph (Replay): dispatch/replay-us.
+// same step replayed from a captured graph (Replay): dispatch/replay-us;
+// and beside them the driver's floor and vk's own launch (Driver):
+// dispatch/driver-us, dispatch/vk-us.
 func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, error) {
 	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
 	if err != nil {
@@ -151,12 +160,20 @@ func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, err
 	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
 	out := []Result{
 		{Name: "dispatch/host-us", Value: float64(h.PerDispatch()) / 1e3, Unit: "us per dispatch",
-			Detail: fmt.Sprintf("host time recording an AMP step (batch %d) on a drained device, %.3g ms, over its %d dispatches (and %d copies); fastest of %d steps, %d discarded for waiting",
-				batch, ms(h.Host), h.Dispatches, h.Copies, h.Samples, h.Discarded)},
+			Detail: fmt.Sprintf("host time recording an AMP step (batch %d) on a drained device, %.3g ms, over its %d dispatches (and %d copies), %.3g Go allocations per dispatch; fastest of %d steps, %d discarded for waiting",
+				batch, ms(h.Host), h.Dispatches, h.Copies, float64(h.Allocs)/float64(h.Dispatches), h.Samples, h.Discarded)},
 	}
 	for i := range out {
 		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
 	}
 	rs, err := Replay(d, train, batch, steps)
-	return append(out, rs...), err
+	if err != nil {
+		return append(out, rs...), err
+	}
+	ds, err := Driver(d, 1000, 20)
+	if err == nil && len(ds) > 0 && ds[0].Value > 0 {
+		// vkamp's share of a step's launch: the host time over the driver's floor.
+		out[0].Ratio, out[0].Versus = out[0].Value/ds[0].Value, "driver-us"
+	}
+	return append(append(out, rs...), ds...), err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
@@ -97,10 +98,7 @@ func (io *stepIO) close() {
 // load writes the samples idx of s into the step's input tensors.
 func (io *stepIO) load(px int, images []float32, labels []uint8, idx []int) error {
 	for j, k := range idx {
-		row := images[k*px : (k+1)*px]
-		for i, v := range row {
-			binary.LittleEndian.PutUint32(io.xb[4*(j*px+i):], math.Float32bits(v))
-		}
+		putFloat32s(io.xb[4*j*px:4*(j+1)*px], images[k*px:(k+1)*px])
 		binary.LittleEndian.PutUint32(io.yb[4*j:], uint32(labels[k]))
 	}
 	return errors.Join(io.x.SetBytes(io.xb), io.y.SetBytes(io.yb))
@@ -144,4 +142,20 @@ func (k Skipped) Value() (bool, error) {
 	}
 	v, err := k.flag.Item()
 	return v != 0, err
+}
+
+// hostLE is whether host memory holds a float32 as the device's bytes do.
+var hostLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// putFloat32s writes src into dst as little-endian float32s: one copy on a
+// little-endian host (encoding a batch element by element took about a third
+// of a recorded MNIST step's host time).
+func putFloat32s(dst []byte, src []float32) {
+	if hostLE && len(src) > 0 {
+		copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 4*len(src)))
+		return
+	}
+	for i, v := range src {
+		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+	}
 }

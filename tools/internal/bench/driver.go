@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vkamp/vkamp/shaders"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// DriverNames are the results of Driver.
+var DriverNames = []string{"dispatch/driver-us", "dispatch/vk-us"}
+
+// Driver measures what a launch costs the host below the tensor layer, to set
+// dispatch/host-us beside: the driver's floor (vk.Device.RecordingFloor: n
+// launches of a tiny kernel recorded straight through Vulkan in one call)
+// and the same launches through vk.Device.Dispatch (checks, hazard tracking,
+// one cgo call each), a chain through four buffers in which each launch
+// reads what the one before wrote, so each needs a barrier. Each is the
+// fastest of rounds, per launch.
+func Driver(d *vk.Device, n, rounds int) ([]Result, error) {
+	if n < 1 || rounds < 1 {
+		return nil, fmt.Errorf("bench: driver: count %d and rounds %d must be positive", n, rounds)
+	}
+	src, ok := shaders.Lookup("copy32", d.Tier())
+	if !ok {
+		return nil, errors.New("bench: driver: no copy32 kernel for this tier")
+	}
+	k, err := d.KernelFor("bench copy32", func() (vk.KernelSource, error) {
+		s := vk.KernelSource{Name: "copy32", SPIRV: src.Code(), PushSize: src.PushSize, Bindings: src.Bindings}
+		if src.SpecLocalSizeX {
+			info := d.Info()
+			s.Spec = map[uint32]uint32{0: min(64, info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])}
+		}
+		return s, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	const words = 64
+	var bufs [4]*vk.Buffer
+	for i := range bufs {
+		if bufs[i], err = d.Alloc(4 * words); err != nil {
+			return nil, err
+		}
+		defer bufs[i].Free()
+	}
+	push := binary.LittleEndian.AppendUint32(nil, words)
+	grid := [3]uint32{1, 1, 1}
+	floor, err := d.RecordingFloor(k, n, rounds, grid, push, bufs[0], bufs[1])
+	if err != nil {
+		return nil, err
+	}
+	// Launches go in runs of chunk with the device drained between runs,
+	// outside the time, so that no run fills a batch: a submission, or a
+	// wait for a free command buffer, is not recording (nor in host-us).
+	const chunk = 100
+	var best time.Duration
+	for r := range rounds {
+		var t time.Duration
+		for i := 0; i < n; i++ {
+			if i%chunk == 0 {
+				if err := d.Wait(); err != nil {
+					return nil, err
+				}
+			}
+			t0 := time.Now()
+			err := d.Dispatch(k, grid, push, bufs[i%4], bufs[(i+1)%4])
+			t += time.Since(t0)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if r == 0 || t < best {
+			best = t
+		}
+	}
+	if err := d.Wait(); err != nil {
+		return nil, err
+	}
+	perVK := best / time.Duration(n)
+	info := d.Info()
+	us := func(t time.Duration) float64 { return float64(t) / 1e3 }
+	out := []Result{
+		{Name: "dispatch/driver-us", Value: us(floor), Unit: "us per dispatch",
+			Detail: fmt.Sprintf("the driver's floor: %d launches of a one-workgroup copy recorded straight through Vulkan in one call (pipeline bound once; per launch descriptors pushed or written, push constants, dispatch), not submitted; fastest of %d", n, rounds)},
+		{Name: "dispatch/vk-us", Value: us(perVK), Unit: "us per dispatch", Ratio: float64(perVK) / float64(max(floor, 1)), Versus: "driver-us",
+			Detail: fmt.Sprintf("the same %d launches through vk.Device.Dispatch (checks, hazard tracking, a barrier each), a chain through 4 buffers, drained every 100 outside the time; fastest of %d", n, rounds)},
+	}
+	for i := range out {
+		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
+	}
+	return out, nil
+}

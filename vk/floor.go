@@ -1,0 +1,70 @@
+//go:build cgo
+
+package vk
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+// RecordingFloor measures the driver's own host cost of recording a launch,
+// the floor under Dispatch's: it records n launches of k into a command
+// buffer of its own in one call into the C layer, straight through the
+// Vulkan API (the pipeline bound once, then per launch the buffers pushed as
+// descriptors, or a descriptor set allocated and written where the device
+// lacks push descriptors, the push constants and the dispatch), with no
+// checks, hazard tracking or bookkeeping. It does that rounds times and
+// returns the fastest recording's host time over n. Nothing is submitted: the
+// command buffer, left recording, goes with its pool.
+// k takes storage buffers only (no texel bindings).
+func (d *Device) RecordingFloor(k *Kernel, n, rounds int, groups [3]uint32, push []byte, args ...*Buffer) (time.Duration, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return 0, err
+	}
+	if k == nil || k.d != d || n < 1 || rounds < 1 || len(args) != len(k.access) || len(push) != k.pushSize {
+		return 0, fmt.Errorf("vk: recording floor: %w: kernel, count, rounds, buffers or push constants", ErrInvalidArgument)
+	}
+	var a C.vkamp_dispatch_args
+	for i, b := range args {
+		if b == nil || b.dead() || b.d != d || k.access[i]&Texels != 0 {
+			return 0, fmt.Errorf("vk: recording floor %s: %w: binding %d is nil, freed, from another device or texels", k.name, ErrInvalidArgument, i)
+		}
+		a.bufs[i], a.offs[i], a.ranges[i] = C.uint64_t(b.blk.buf), C.uint64_t(b.off), C.uint64_t(b.alloc)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&a.push[0])), maxPush), push)
+	var s C.vkamp_slot
+	r := C.vkamp_create_slot(d.dev, C.uint32_t(d.info.drv.queueFamily), C.uint32_t(n), C.uint32_t(n*len(args)),
+		0, cbool(d.info.PushDescriptors), &s)
+	if err := check(int32(r), "create command buffer"); err != nil {
+		return 0, d.fail(err)
+	}
+	defer C.vkamp_destroy_slot(d.dev, &s)
+	var best time.Duration
+	for i := range rounds {
+		if r := C.vkamp_reset_slot(d.dev, &s); r != C.VK_SUCCESS {
+			return 0, d.fail(check(int32(r), "reset command pool"))
+		}
+		if r := C.vkamp_begin(d.dev, &s, 0); r != C.VK_SUCCESS {
+			return 0, d.fail(check(int32(r), "begin command buffer"))
+		}
+		t0 := time.Now()
+		r := C.vkamp_record_dispatches(d.dev, &s, k.pipeline, k.layout, k.setLayout, C.uint32_t(len(args)), &a,
+			C.uint32_t(len(push)), C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), C.uint32_t(n))
+		t := time.Since(t0)
+		if r != C.VK_SUCCESS {
+			return 0, d.fail(check(int32(r), "record %d dispatches of %s", n, k.name))
+		}
+		if i == 0 || t < best {
+			best = t
+		}
+	}
+	return best / time.Duration(n), nil
+}

@@ -1,0 +1,37 @@
+package vk_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// TestRecordingFloor records launches outside the device's batches, refuses
+// bad arguments, and leaves the device usable: a copy after it gives the data.
+func TestRecordingFloor(t *testing.T) {
+	for _, sets := range []bool{false, true} {
+		d := devtest.Open(t, vk.Options{DescriptorSets: sets})
+		a, b := alloc(t, d, 4096), alloc(t, d, 4096)
+		k := kernel(t, d, "copy32")
+		per, err := d.RecordingFloor(k, 300, 3, groups(d, 1024), push(1024), a, b)
+		if err != nil || per <= 0 {
+			t.Fatalf("descriptor sets %v: %v per launch, %v", sets, per, err)
+		}
+		t.Logf("descriptor sets %v: %v per launch", sets, per)
+		if _, err := d.RecordingFloor(k, 10, 1, groups(d, 1024), push(1024), a); !errors.Is(err, vk.ErrInvalidArgument) {
+			t.Errorf("one buffer for two bindings: %v, want ErrInvalidArgument", err)
+		}
+		if _, err := d.RecordingFloor(kernel(t, d, "copy_texels"), 10, 1, groups(d, 1024), push(1024), a, b); !errors.Is(err, vk.ErrInvalidArgument) {
+			t.Errorf("texel binding: %v, want ErrInvalidArgument", err)
+		}
+		if s := d.Stats(); s.Dispatches != 0 || s.Submits != 0 {
+			t.Errorf("descriptor sets %v: stats %+v after the floor alone, want no dispatch or submit", sets, s)
+		}
+		want := randBytes(3, 4096)
+		write(t, a, 0, want)
+		copy32(t, d, a, b)
+		checkBytes(t, "copy after the floor", read(t, b, 0, 4096), want)
+	}
+}
