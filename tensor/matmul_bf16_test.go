@@ -100,7 +100,7 @@ func TestMatMulBF16(t *testing.T) {
 					continue // matmul_tex would not run it: the rule's fallback
 				}
 				if want := mmBF16Kernels[v]; want != "" {
-					a, b, o := mmDetOperands(t, d, c, mmRandom(c, 0))
+					a, b, o := mmOperands(t, d, c, mmRandom(c, 0))
 					got, err := tensor.MatMulKernel(d, a, b, o)
 					require.NoError(t, err)
 					require.Equal(t, want, got, "%v", c)
@@ -196,35 +196,11 @@ func TestDeterministicMatMulBF16(t *testing.T) {
 			}
 		}
 		mmStartBits(t, d, c, in, false)() // no reference: the mode takes subnormals as zero
-		got := tensor.MatMul(mmDetOperands(t, d, c, in))
+		got := tensor.MatMul(mmOperands(t, d, c, in))
 		b, err := got.Bytes()
 		got.Release()
 		require.NoError(t, err)
 		outs[fmt.Sprintf("MatMul/bf16/%v", c)] = b
 	}
 	checkPinnedHashes(t, outs, detBF16Hashes)
-}
-
-// mmDetOperands uploads c's operands and options.
-func mmDetOperands(t *testing.T, d *vk.Device, c mmCase, in mmInputs) (a, b *tensor.Tensor, o tensor.MatMulOpts) {
-	t.Helper()
-	sa := append(append([]int{}, c.batch...), c.m, c.k)
-	if c.transA {
-		sa = append(append([]int{}, c.batch...), c.k, c.m)
-	}
-	sb := []int{c.k, c.n}
-	if c.transB {
-		sb = []int{c.n, c.k}
-	}
-	if !c.sharedB {
-		sb = append(append([]int{}, c.batch...), sb...)
-	}
-	o = tensor.MatMulOpts{TransA: c.transA, TransB: c.transB, Alpha: c.alpha, Beta: c.beta, Out: c.out}
-	if c.beta != 0 {
-		o.C = mmUpload(t, d, in.c, c.dc, append(append([]int{}, c.batch...), c.m, c.n)...)
-	}
-	if c.bias {
-		o.Bias = mmUpload(t, d, in.bias, c.dbias, c.n)
-	}
-	return mmUpload(t, d, in.a, c.da, sa...), mmUpload(t, d, in.b, c.db, sb...), o
 }

@@ -146,25 +146,7 @@ type mmRun func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor
 // mmStartWith is mmStart with the matmul given by run.
 func mmStartWith(t *testing.T, d *vk.Device, c mmCase, in mmInputs, run mmRun) func() {
 	t.Helper()
-	sa := append(append([]int{}, c.batch...), c.m, c.k)
-	if c.transA {
-		sa = append(append([]int{}, c.batch...), c.k, c.m)
-	}
-	sb := []int{c.k, c.n}
-	if c.transB {
-		sb = []int{c.n, c.k}
-	}
-	if !c.sharedB {
-		sb = append(append([]int{}, c.batch...), sb...)
-	}
-	o := tensor.MatMulOpts{TransA: c.transA, TransB: c.transB, Alpha: c.alpha, Beta: c.beta, Out: c.out}
-	if c.beta != 0 {
-		o.C = mmUpload(t, d, in.c, c.dc, append(append([]int{}, c.batch...), c.m, c.n)...)
-	}
-	if c.bias {
-		o.Bias = mmUpload(t, d, in.bias, c.dbias, c.n)
-	}
-	out := run(mmUpload(t, d, in.a, c.da, sa...), mmUpload(t, d, in.b, c.db, sb...), o)
+	out := run(mmOperands(t, d, c, in))
 	t.Cleanup(out.Release)
 	return func() {
 		t.Helper()
@@ -186,6 +168,30 @@ func mmStartWith(t *testing.T, d *vk.Device, c mmCase, in mmInputs, run mmRun) f
 		}
 		ref.Check(t, c.String(), got, want, scale, ref.Tol(c.out, c.k))
 	}
+}
+
+// mmOperands uploads c's operands and options.
+func mmOperands(t *testing.T, d *vk.Device, c mmCase, in mmInputs) (a, b *tensor.Tensor, o tensor.MatMulOpts) {
+	t.Helper()
+	sa := append(append([]int{}, c.batch...), c.m, c.k)
+	if c.transA {
+		sa = append(append([]int{}, c.batch...), c.k, c.m)
+	}
+	sb := []int{c.k, c.n}
+	if c.transB {
+		sb = []int{c.n, c.k}
+	}
+	if !c.sharedB {
+		sb = append(append([]int{}, c.batch...), sb...)
+	}
+	o = tensor.MatMulOpts{TransA: c.transA, TransB: c.transB, Alpha: c.alpha, Beta: c.beta, Out: c.out}
+	if c.beta != 0 {
+		o.C = mmUpload(t, d, in.c, c.dc, append(append([]int{}, c.batch...), c.m, c.n)...)
+	}
+	if c.bias {
+		o.Bias = mmUpload(t, d, in.bias, c.dbias, c.n)
+	}
+	return mmUpload(t, d, in.a, c.da, sa...), mmUpload(t, d, in.b, c.db, sb...), o
 }
 
 // mmRunAll records every case, then checks them all: one wait for the
