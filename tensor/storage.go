@@ -1,6 +1,10 @@
 package tensor
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
 
 // A tensor's storage as bytes, for files and tests: the elements row-major
 // and little-endian, Len()*DType().Size() bytes (fp16 as its 16-bit
@@ -32,6 +36,28 @@ func (t *Tensor) SetBytes(data []byte) error {
 		return fmt.Errorf("tensor: set bytes of %s%v: %w", t.dtype, t.shape, err)
 	}
 	return nil
+}
+
+// SetFloat32s overwrites a Float32 tensor's value with data, as SetBytes
+// does with its little-endian bytes: on a little-endian host data's own
+// memory is written, with no encoding or allocation (a training step's
+// input batch). It panics with a *DTypeError for other dtypes and unless
+// data holds Len() elements.
+func (t *Tensor) SetFloat32s(data []float32) error {
+	if t.dtype != Float32 {
+		panic(&DTypeError{Op: "SetFloat32s", Got: t.dtype, Want: "float32"})
+	}
+	if len(data) != t.n {
+		usagePanic("SetFloat32s", "%d values for %d elements", len(data), t.n)
+	}
+	if littleEndian {
+		return t.SetBytes(hostBytes(data))
+	}
+	raw := make([]byte, 4*len(data))
+	for i, v := range data {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+	}
+	return t.SetBytes(raw)
 }
 
 // Zero sets every element to zero in place, keeping the tensor's memory (a

@@ -91,6 +91,19 @@ func TestCopyFrom(t *testing.T) {
 	opPanics[*tensor.ShapeError](t, "shorter source", func() { dst.CopyFrom(two) }, "CopyFrom", "[3]", "[2]")
 }
 
+// TestSetFloat32s: a Float32 tensor's value set from host floats, read
+// back as they were; other dtypes and lengths panic.
+func TestSetFloat32s(t *testing.T) {
+	d := devtest.Open(t)
+	x, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float32, 3)
+	v := []float32{-0.5, float32(math.Inf(1)), 0x1p-140}
+	require.NoError(t, x.SetFloat32s(v))
+	require.Equal(t, v, opRead(t, x))
+	opPanics[*tensor.UsageError](t, "two floats", func() { x.SetFloat32s(v[:2]) }, "SetFloat32s", "2 values for 3 elements")
+	h, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float16, 3)
+	opPanics[*tensor.DTypeError](t, "fp16 tensor", func() { h.SetFloat32s(v) }, "SetFloat32s", "float16")
+}
+
 // TestNewOverBindingRange: a tensor larger than the device's
 // maxStorageBufferRange could never be bound by a kernel. New refuses it
 // before allocating, with an error the tensor carries naming the limit

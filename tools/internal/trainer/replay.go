@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"unsafe"
 
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
@@ -16,9 +14,9 @@ import (
 // once and replayed (tensor.Replayer): what changes per step is written
 // into those tensors before the step, and read from them after it.
 type stepIO struct {
-	x, y  *tensor.Tensor // the batch, written (SetBytes) before each step
-	xb    []byte
-	yb    []byte
+	x, y  *tensor.Tensor    // the batch, written before each step
+	xf    []float32         // x's rows gathered
+	yb    []byte            // y's bytes
 	sum   *tensor.Tensor    // the epoch's running loss sum
 	last  *tensor.Tensor    // the last step's loss
 	found *tensor.Tensor    // the last step's skip flag (fp16)
@@ -64,7 +62,7 @@ func (t *Trainer) initIO() error {
 	io := &t.io
 	n := o.Batch / o.Group.Size()
 	io.x, io.y = tensor.New(d, tensor.Float32, t.inputShape(n)...), tensor.New(d, tensor.Int32, n)
-	io.xb, io.yb = make([]byte, 4*io.x.Len()), make([]byte, 4*n)
+	io.xf, io.yb = make([]float32, io.x.Len()), make([]byte, 4*n)
 	io.sum, io.last, io.found = tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1)
 	errs := []error{io.x.Err(), io.y.Err(), io.sum.Err(), io.last.Err(), io.found.Err()}
 	for i := range io.skips {
@@ -98,10 +96,10 @@ func (io *stepIO) close() {
 // load writes the samples idx of s into the step's input tensors.
 func (io *stepIO) load(px int, images []float32, labels []uint8, idx []int) error {
 	for j, k := range idx {
-		putFloat32s(io.xb[4*j*px:4*(j+1)*px], images[k*px:(k+1)*px])
+		copy(io.xf[j*px:(j+1)*px], images[k*px:(k+1)*px])
 		binary.LittleEndian.PutUint32(io.yb[4*j:], uint32(labels[k]))
 	}
-	return errors.Join(io.x.SetBytes(io.xb), io.y.SetBytes(io.yb))
+	return errors.Join(io.x.SetFloat32s(io.xf), io.y.SetBytes(io.yb))
 }
 
 // run runs one step: replayed where it can be, recorded otherwise. The key
@@ -142,20 +140,4 @@ func (k Skipped) Value() (bool, error) {
 	}
 	v, err := k.flag.Item()
 	return v != 0, err
-}
-
-// hostLE is whether host memory holds a float32 as the device's bytes do.
-var hostLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// putFloat32s writes src into dst as little-endian float32s: one copy on a
-// little-endian host (encoding a batch element by element took about a third
-// of a recorded MNIST step's host time).
-func putFloat32s(dst []byte, src []float32) {
-	if hostLE && len(src) > 0 {
-		copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 4*len(src)))
-		return
-	}
-	for i, v := range src {
-		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
-	}
 }
