@@ -324,3 +324,102 @@ func castToInt32(t testing.TB, x *tensor.Tensor) []int32 {
 	require.NoError(t, err)
 	return got
 }
+
+// TestCastSameDType checks that a cast to the tensor's own dtype is a bit
+// for bit copy, made by the driver's buffer copy, except for an odd count of
+// 16-bit elements (the copy16 kernel, which zeroes the padding half).
+func TestCastSameDType(t *testing.T) {
+	d := devtest.Open(t)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, n := range []int{1, 2, 7, 8, 1001, 4096} {
+		b16 := make([]uint16, n)
+		f32 := make([]float32, n)
+		i32 := make([]int32, n)
+		for i := range n {
+			b16[i] = uint16(rng.Uint32())
+			f32[i] = math.Float32frombits(rng.Uint32())
+			i32[i] = int32(rng.Uint32())
+		}
+		f16 := make([]float16.Float16, n)
+		for i, b := range b16 {
+			f16[i] = float16.Frombits(b)
+		}
+		for _, x := range []*tensor.Tensor{
+			castKeep(t, tensor.FromFloat32(d, f32, n)), castKeep(t, tensor.FromFloat16(d, f16, n)),
+			castKeep(t, tensor.FromBFloat16(d, b16, n)), castKeep(t, tensor.FromInt32(d, i32, n)),
+		} {
+			before := d.Stats()
+			y := castKeep(t, tensor.Cast(x, x.DType()))
+			after := d.Stats()
+			kernel := x.DType().Size() == 2 && n%2 == 1
+			require.Equal(t, kernel, after.Dispatches > before.Dispatches, "%s n=%d: dispatched a kernel", x.DType(), n)
+			require.Equal(t, !kernel, after.Copies > before.Copies, "%s n=%d: recorded a buffer copy", x.DType(), n)
+			var got, want any
+			var err error
+			switch x.DType() {
+			case tensor.Float32:
+				var g []float32
+				g, err = y.Float32s()
+				gb, wb := make([]uint32, n), make([]uint32, n)
+				for i := range n {
+					gb[i], wb[i] = math.Float32bits(g[i]), math.Float32bits(f32[i])
+				}
+				got, want = gb, wb
+			case tensor.Float16:
+				var g []float16.Float16
+				g, err = y.Float16s()
+				got, want = g, f16
+			case tensor.BFloat16:
+				got, err = y.BFloat16Bits()
+				want = b16
+			case tensor.Int32:
+				got, err = y.Int32s()
+				want = i32
+			}
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%s n=%d", x.DType(), n)
+		}
+	}
+}
+
+// TestFillDTypes checks Fill in every dtype, made by the driver's buffer
+// fill, with the padding half of an odd count of 16-bit elements zero (the
+// kernels read whole words).
+func TestFillDTypes(t *testing.T) {
+	d := devtest.Open(t)
+	for _, n := range []int{1, 2, 7, 8, 1001} {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float16, tensor.BFloat16, tensor.Int32} {
+			x := castKeep(t, tensor.New(d, dt, n))
+			raw, err := x.RawBytes()
+			require.NoError(t, err)
+			for i := range raw {
+				raw[i] = 0xA5 // the padding too: the fill must zero it
+			}
+			x.WriteRawBytes(raw)
+			before := d.Stats().Dispatches
+			tensor.Fill(x, -2.5)
+			require.Equal(t, before, d.Stats().Dispatches, "%s n=%d: Fill dispatched a kernel", dt, n)
+			got, err := x.RawBytes()
+			require.NoError(t, err)
+			var elem []byte
+			switch dt {
+			case tensor.Float32:
+				elem = []byte{0x00, 0x00, 0x20, 0xC0}
+			case tensor.Float16:
+				elem = []byte{0x00, 0xC1}
+			case tensor.BFloat16:
+				elem = []byte{0x20, 0xC0}
+			case tensor.Int32:
+				elem = []byte{0xFE, 0xFF, 0xFF, 0xFF} // toward zero: -2
+			}
+			want := make([]byte, 0, len(got))
+			for range n {
+				want = append(want, elem...)
+			}
+			for len(want) < len(got) {
+				want = append(want, 0)
+			}
+			require.Equal(t, want, got, "%s n=%d", dt, n)
+		}
+	}
+}

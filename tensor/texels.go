@@ -85,8 +85,8 @@ func asUnary[S ~unarySpec, B ~unaryBind](k func(*vk.Device, [3]uint32, S, kernel
 }
 
 // castTexels records t's cast into out with a texel form, if one serves:
-// between Float32 and a 16-bit float (exact through fp32 bit patterns), or
-// a copy of 32-bit words. It reports whether it did.
+// between Float32 and a 16-bit float (exact through fp32 bit patterns). It
+// reports whether it did.
 func castTexels(t, out *Tensor) (bool, error) {
 	from, to := t.dtype, out.dtype
 	if !texelsOn(out, t) {
@@ -97,9 +97,6 @@ func castTexels(t, out *Tensor) (bool, error) {
 	case (from == Float32 && !to.wide()) || (!from.wide() && to == Float32):
 		return true, kernels.CastTex(d, octs(out), kernels.CastTexSpec{In0DT: from.code(), OutDT: to.code()},
 			kernels.EwisePush{N: n}, kernels.CastTexBind{A: t.buf, D: out.buf})
-	case from == to && to.wide():
-		return true, kernels.Copy32Tex(d, texGrid(out, (t.n+3)/4), kernels.Copy32TexSpec{}, kernels.Copy32TexPush{N: n},
-			kernels.Copy32TexBind{Src: t.buf, Dst: out.buf})
 	}
 	return false, nil
 }

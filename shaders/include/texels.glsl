@@ -4,9 +4,10 @@
 // texel buffers and each invocation makes a block of 8 consecutive elements
 // (one texel of 16-bit values, two of 32-bit ones). Stores stay lane by
 // lane, at a cost per scalar store: whole blocks are stored as 64-bit words
-// (u64vec2), half the stores of uvec4s. On lavapipe the copy kernel moved
-// about 2.5x, and the casts (with the select-only conversions below)
-// 1.5-1.9x, as many bytes per CPU second; the device needs shaderInt64.
+// (u64vec2), half the stores of uvec4s. On lavapipe the copy kernel (now
+// the driver's buffer copy) moved about 2.5x, and the casts (with the
+// select-only conversions below) 1.5-1.9x, as many bytes per CPU second;
+// the device needs shaderInt64.
 // The last, partial block is stored word by word through a uint view of
 // the same binding (TAIL), so that nothing past the output's size is
 // written; each 16-bit word still has one writer and the padding half past

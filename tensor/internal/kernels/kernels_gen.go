@@ -1374,37 +1374,6 @@ func Copy32(d *vk.Device, groups [3]uint32, s Copy32Spec, p Copy32Push, b Copy32
 	return run(d, k, groups, push[:], b.Src, b.Dst)
 }
 
-// Copy32TexSpec holds the specialization constants of copy32_tex.comp. A zero field
-// takes the shader's default.
-type Copy32TexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-}
-
-// Copy32TexPush is the push-constant block Push (4 bytes), laid out as the
-// SPIR-V says.
-type Copy32TexPush struct {
-	N uint32 // offset 0
-}
-
-func (p *Copy32TexPush) put(b []byte) {
-	binary.LittleEndian.PutUint32(b[0:], p.N)
-}
-
-// Copy32TexBind names the bindings of copy32_tex.comp.
-type Copy32TexBind struct {
-	Src *vk.Buffer // binding 0: read as texels
-	Dst *vk.Buffer // binding 1: written
-}
-
-// Copy32Tex records copy32_tex.comp on d over groups workgroups.
-func Copy32Tex(d *vk.Device, groups [3]uint32, s Copy32TexSpec, p Copy32TexPush, b Copy32TexBind) error {
-	k := key{op: "copy32_tex"}
-	k.put(0, uint32(s.LocalSizeX))
-	var push [4]byte
-	p.put(push[:])
-	return run(d, k, groups, push[:], b.Src, b.Dst)
-}
-
 // CopyNdSpec holds the specialization constants of copy_nd.comp. A zero field
 // takes the shader's default.
 type CopyNdSpec struct {
@@ -1698,38 +1667,6 @@ func Exp(d *vk.Device, groups [3]uint32, s ExpSpec, p EwisePush, b ExpBind) erro
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.D)
-}
-
-// Fill16Spec holds the specialization constants of fill16.comp. A zero field
-// takes the shader's default.
-type Fill16Spec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-}
-
-// Fill16Push is the push-constant block Push (8 bytes), laid out as the
-// SPIR-V says.
-type Fill16Push struct {
-	N     uint32 // offset 0
-	Value uint32 // offset 4
-}
-
-func (p *Fill16Push) put(b []byte) {
-	binary.LittleEndian.PutUint32(b[0:], p.N)
-	binary.LittleEndian.PutUint32(b[4:], p.Value)
-}
-
-// Fill16Bind names the bindings of fill16.comp.
-type Fill16Bind struct {
-	Dst *vk.Buffer // binding 0: written
-}
-
-// Fill16 records fill16.comp on d over groups workgroups.
-func Fill16(d *vk.Device, groups [3]uint32, s Fill16Spec, p Fill16Push, b Fill16Bind) error {
-	k := key{op: "fill16"}
-	k.put(0, uint32(s.LocalSizeX))
-	var push [8]byte
-	p.put(push[:])
-	return run(d, k, groups, push[:], b.Dst)
 }
 
 // Fill32Spec holds the specialization constants of fill32.comp. A zero field

@@ -96,7 +96,7 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 			}
 			return d.Wait()
 		}},
-		{"stream/copy-f32", "copy kernel (Cast to its own dtype)", 8 * fn, func() error { return wait(tensor.Cast(a, tensor.Float32)) }},
+		{"stream/copy-f32", "Cast to its own dtype (the driver's buffer copy)", 8 * fn, func() error { return wait(tensor.Cast(a, tensor.Float32)) }},
 		{"stream/cast-f32-f16", "Cast fp32 to fp16", 6 * fn, func() error { return wait(tensor.Cast(a, tensor.Float16)) }},
 		{"stream/cast-f16-f32", "Cast fp16 to fp32", 6 * fn, func() error { return wait(tensor.Cast(h, tensor.Float32)) }},
 		{"stream/add-f32", "Add, fp32", 12 * fn, func() error { return wait(tensor.Add(a, b, tensor.Float32)) }},
