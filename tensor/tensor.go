@@ -23,7 +23,8 @@ type Tensor struct {
 	shape []int
 	n     int
 	err   error
-	dims  [4]int // shape's storage up to rank 4: one allocation less per tensor
+	dims  [4]int    // shape's storage up to rank 4: one allocation less per tensor
+	mem   vk.Buffer // buf's storage for a tensor New allocated: one allocation less
 
 	mu       sync.Mutex
 	released bool
@@ -72,10 +73,11 @@ func New(d *vk.Device, dt DType, shape ...int) *Tensor {
 			"the most one kernel binding can reach: %w", dt, shape, size, lim, lim>>20, vk.ErrInvalidArgument)
 		return t
 	}
-	t.buf, t.err = d.Alloc(size)
-	if t.err != nil {
-		t.err = fmt.Errorf("tensor: new %s%v: %w", dt, shape, t.err)
+	if err := d.AllocIn(&t.mem, size); err != nil {
+		t.err = fmt.Errorf("tensor: new %s%v: %w", dt, shape, err)
+		return t
 	}
+	t.buf = &t.mem
 	return t
 }
 

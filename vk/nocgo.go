@@ -41,6 +41,7 @@ func (d *Device) Stats() Stats                                                 {
 func (d *Device) Memory() []HeapUse                                            { return nil }
 func (d *Device) KernelTimes() []KernelTime                                    { return nil }
 func (d *Device) Alloc(int64) (*Buffer, error)                                 { return nil, errNoCgo }
+func (d *Device) AllocIn(*Buffer, int64) error                                 { return errNoCgo }
 func (d *Device) KernelFor(any, func() (KernelSource, error)) (*Kernel, error) { return nil, errNoCgo }
 func (d *Device) Kernel(KernelSource) (*Kernel, error)                         { return nil, errNoCgo }
 func (d *Device) Dispatch(*Kernel, [3]uint32, []byte, ...*Buffer) error        { return errNoCgo }
