@@ -32,12 +32,14 @@ type Tensor struct {
 
 func checkShape(op string, shape []int) int {
 	n := 1
+	// The panics format a copy, so that shape does not escape: a caller's
+	// variadic shape then stays on its stack.
 	for _, s := range shape {
 		if s <= 0 {
-			usagePanic(op, "shape %v has a dimension < 1", shape)
+			usagePanic(op, "shape %v has a dimension < 1", slices.Clone(shape))
 		}
 		if n > math.MaxInt32/s {
-			usagePanic(op, "shape %v has more than 2^31 elements", shape)
+			usagePanic(op, "shape %v has more than 2^31 elements", slices.Clone(shape))
 		}
 		n *= s
 	}
@@ -70,11 +72,11 @@ func New(d *vk.Device, dt DType, shape ...int) *Tensor {
 	info, a := d.Info(), d.Alignment()
 	if lim := int64(info.MaxStorageBufferRange); (size+a-1)/a*a > lim && uint64(size) <= info.MaxMemoryAllocationSize {
 		t.err = fmt.Errorf("tensor: new %s%v: %d bytes, over the device's maxStorageBufferRange of %d bytes (%d MiB), "+
-			"the most one kernel binding can reach: %w", dt, shape, size, lim, lim>>20, vk.ErrInvalidArgument)
+			"the most one kernel binding can reach: %w", dt, t.shape, size, lim, lim>>20, vk.ErrInvalidArgument)
 		return t
 	}
 	if err := d.AllocIn(&t.mem, size); err != nil {
-		t.err = fmt.Errorf("tensor: new %s%v: %w", dt, shape, err)
+		t.err = fmt.Errorf("tensor: new %s%v: %w", dt, t.shape, err)
 		return t
 	}
 	t.buf = &t.mem
