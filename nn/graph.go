@@ -84,7 +84,7 @@ type node struct {
 	out    *Var
 	saved  []*tensor.Tensor
 	attr   attrs
-	in     [2]*Var // inputs' storage up to two
+	in     [3]*Var // inputs' storage up to three (Linear's)
 }
 
 // graphChunk is how many vars or nodes a graph allocates at once: one Go
@@ -102,7 +102,7 @@ func (g *Graph) newVar(t *tensor.Tensor) *Var {
 	return v
 }
 
-// newNode copies inputs into the node (up to two into its own array), so
+// newNode copies inputs into the node (up to three into its own array), so
 // that the callers' argument lists need not live on the heap. The node
 // comes from g's chunked storage.
 func (g *Graph) newNode(op tensor.Op, inputs []*Var, out *Var, saved []*tensor.Tensor, a attrs) *node {
