@@ -543,6 +543,45 @@ func (b *Buffer) Write(off int64, data []byte) error {
 	return d.upload(b, uint64(off), data)
 }
 
+// WriteWith is Write of n bytes at off that fill writes in place: into the
+// buffer's mapped memory when no recorded work uses it, else into a staging
+// chunk that a recorded copy takes to the buffer (larger than the staging
+// ring: into a temporary slice, then written). A batch gathered on the host
+// so takes one pass over its bytes, not two. fill gets exactly n bytes,
+// whose old contents are undefined, and must write all of them; it runs
+// with the device locked and must not call it.
+func (b *Buffer) WriteWith(off, n int64, fill func(dst []byte)) error {
+	if b != nil {
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+	}
+	if err := b.usable(off, n, "write buffer"); err != nil {
+		return err
+	}
+	if b.d.capture != nil {
+		return b.d.capture.refuse(fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing))
+	}
+	if n == 0 {
+		return nil
+	}
+	d := b.d
+	switch {
+	case b.blk.mapped != nil && !d.opts.ForceStaging && b.idle():
+		fill(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(n)))
+		return nil
+	case uint64(n) <= d.stagingSize:
+		o, err := d.reserve(uint64(n))
+		if err != nil {
+			return err
+		}
+		fill(mappedBytes(d.staging.blk.mapped, o, uint64(n)))
+		return d.uploadChunk(b, uint64(off), o, uint64(n))
+	}
+	data := make([]byte, n)
+	fill(data)
+	return d.upload(b, uint64(off), data)
+}
+
 // Read copies the buffer's bytes at offset off into data, after waiting for
 // any recorded work that writes the buffer.
 func (b *Buffer) Read(off int64, data []byte) error {

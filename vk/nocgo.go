@@ -57,6 +57,7 @@ func (b *Buffer) Block() (*Buffer, int64, error)                               {
 func (d *Device) Alignment() int64                                             { return 4 }
 func (b *Buffer) Size() int64                                                  { return 0 }
 func (b *Buffer) TexelsFit() bool                                              { return false }
+func (b *Buffer) WriteWith(int64, int64, func([]byte)) error                   { return errNoCgo }
 func (b *Buffer) Write(int64, []byte) error                                    { return errNoCgo }
 func (b *Buffer) Read(int64, []byte) error                                     { return errNoCgo }
 func (b *Buffer) Free() error                                                  { return nil }
