@@ -141,7 +141,14 @@ type Region struct {
 // off when enabled is false.
 func New(enabled bool, dt tensor.DType) *Region {
 	checkDType(dt)
-	return &Region{enabled: enabled, dtype: dt, cache: &cache{m: map[castKey]*tensor.Tensor{}}}
+	// The region and its cache are one allocation; the map is made at the
+	// first cast.
+	rc := &struct {
+		r Region
+		c cache
+	}{}
+	rc.r = Region{enabled: enabled, dtype: dt, cache: &rc.c}
+	return &rc.r
 }
 
 func checkDType(dt tensor.DType) {
@@ -249,6 +256,9 @@ func (c *cache) get(x *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
 		return y
 	}
 	y := tensor.Cast(x, dt)
+	if c.m == nil {
+		c.m = map[castKey]*tensor.Tensor{}
+	}
 	c.m[k] = y
 	return y
 }
@@ -259,5 +269,5 @@ func (c *cache) clear() {
 	for _, y := range c.m {
 		y.Release()
 	}
-	c.m = map[castKey]*tensor.Tensor{}
+	c.m = nil // made again at the next cast
 }

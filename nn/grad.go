@@ -110,7 +110,7 @@ func (g *Graph) valueBackward(output *Var, seed *tensor.Tensor, n0 int) map[*Var
 	}
 	out := make(map[*Var]*Var, len(sums))
 	for v, t := range sums {
-		out[v] = &Var{g: g, t: t}
+		out[v] = g.newVar(t)
 	}
 	return out
 }

@@ -25,7 +25,11 @@ type Graph struct {
 	noGrad   bool
 	nodes    []*node
 	nodeBuf  [16]*node       // nodes' first storage: a small step's graph grows no slice
-	params   map[*Param]*Var // the var of each parameter used
+	params   map[*Param]*Var // the var of each parameter used, once pvars is full
+	pvars    []*Var          // the vars of the first parameters used, searched in order
+	pvarBuf  [8]*Var         // pvars' storage: a small model's step makes no map
+	vars     []Var           // storage newVar hands out, a chunk at a time
+	nodeMem  []node          // storage newNode hands out, a chunk at a time
 	temps    tensor.Scope
 	drops    uint32 // dropout masks made, for distinct seeds per op
 	seeds    *SeedSource
@@ -80,13 +84,33 @@ type node struct {
 	out    *Var
 	saved  []*tensor.Tensor
 	attr   attrs
-	in     [2]*Var // inputs' storage up to two
+	in     [3]*Var // inputs' storage up to three (Linear's)
 }
 
-// newNode copies inputs into the node (up to two into its own array), so
-// that the callers' argument lists need not live on the heap.
-func newNode(op tensor.Op, inputs []*Var, out *Var, saved []*tensor.Tensor, a attrs) *node {
-	n := &node{op: op, out: out, saved: saved, attr: a}
+// graphChunk is how many vars or nodes a graph allocates at once: one Go
+// allocation serves a small step's ops.
+const graphChunk = 16
+
+// newVar returns a var of g for t, from g's chunked storage.
+func (g *Graph) newVar(t *tensor.Tensor) *Var {
+	if len(g.vars) == cap(g.vars) {
+		g.vars = make([]Var, 0, graphChunk)
+	}
+	g.vars = g.vars[:len(g.vars)+1]
+	v := &g.vars[len(g.vars)-1]
+	v.g, v.t = g, t
+	return v
+}
+
+// newNode copies inputs into the node (up to three into its own array), so
+// that the callers' argument lists need not live on the heap. The node
+// comes from g's chunked storage.
+func (g *Graph) newNode(op tensor.Op, inputs []*Var, out *Var, saved []*tensor.Tensor, a attrs) *node {
+	if len(g.nodeMem) == cap(g.nodeMem) {
+		g.nodeMem = make([]node, 0, graphChunk)
+	}
+	g.nodeMem = append(g.nodeMem, node{op: op, out: out, saved: saved, attr: a})
+	n := &g.nodeMem[len(g.nodeMem)-1]
 	if len(inputs) <= len(n.in) {
 		n.inputs = n.in[:len(inputs):len(inputs)]
 		copy(n.inputs, inputs)
@@ -264,7 +288,7 @@ func (g *Graph) Release() {
 		g.amp = g.amp.Exit()
 	}
 	g.temps.Release()
-	g.nodes, g.nodeBuf = nil, [16]*node{}
+	g.nodes, g.nodeBuf, g.nodeMem = nil, [16]*node{}, nil
 }
 
 // Input returns a var for data that needs no gradient, such as a batch.
@@ -277,7 +301,7 @@ func (g *Graph) Input(t *tensor.Tensor) *Var {
 	if t.Device() != g.dev {
 		panic(&tensor.UsageError{Op: "Input", Msg: "tensor on another device than the graph"})
 	}
-	return &Var{g: g, t: t}
+	return g.newVar(t)
 }
 
 // RequiresGrad returns a var for data whose gradient Backward computes, as
@@ -300,19 +324,51 @@ func (g *Graph) RequiresGrad(t *tensor.Tensor) *Var {
 func (g *Graph) Param(p *Param) *Var {
 	defer g.use("Param").done()
 	if g.noGrad { // a var that needs no gradient, kept out of the memo
-		return &Var{g: g, t: p.Value, param: p}
+		v := g.newVar(p.Value)
+		v.param = p
+		return v
 	}
 	// One var per parameter, as PyTorch has one tensor: Grad with respect
 	// to it sums every use.
-	if v := g.params[p]; v != nil && v.t == p.Value {
+	if v := g.paramVar(p); v != nil && v.t == p.Value {
 		return v
 	}
-	v := &Var{g: g, t: p.Value, param: p, needsGrad: !p.Frozen}
+	v := g.newVar(p.Value)
+	v.param, v.needsGrad = p, !p.Frozen
+	g.setParamVar(p, v)
+	return v
+}
+
+// paramVar is the var Param last made for p, or nil: the first parameters
+// are searched in a short list, the others in a map.
+func (g *Graph) paramVar(p *Param) *Var {
+	for _, v := range g.pvars {
+		if v.param == p {
+			return v
+		}
+	}
+	return g.params[p]
+}
+
+// setParamVar makes v the var of p for paramVar.
+func (g *Graph) setParamVar(p *Param, v *Var) {
+	for i, w := range g.pvars {
+		if w.param == p {
+			g.pvars[i] = v
+			return
+		}
+	}
+	if g.pvars == nil {
+		g.pvars = g.pvarBuf[:0]
+	}
+	if len(g.pvars) < cap(g.pvars) {
+		g.pvars = append(g.pvars, v)
+		return
+	}
 	if g.params == nil {
 		g.params = map[*Param]*Var{}
 	}
 	g.params[p] = v
-	return v
 }
 
 // keep tracks a tensor the graph made.
@@ -323,7 +379,7 @@ func (g *Graph) keep(t *tensor.Tensor) *tensor.Tensor { return g.temps.Track(t) 
 func (g *Graph) record(op tensor.Op, out *tensor.Tensor, a attrs, saved []*tensor.Tensor, inputs ...*Var) *Var {
 	g.keep(out)
 	g.lastOut = out
-	v := &Var{g: g, t: out}
+	v := g.newVar(out)
 	if g.noGrad {
 		return v
 	}
@@ -337,7 +393,7 @@ func (g *Graph) record(op tensor.Op, out *tensor.Tensor, a attrs, saved []*tenso
 		if _, ok := rules[op]; !ok {
 			panic(&tensor.UsageError{Op: op.String(), Msg: "no backward rule"})
 		}
-		g.nodes = append(g.nodes, newNode(op, inputs, v, saved, a))
+		g.nodes = append(g.nodes, g.newNode(op, inputs, v, saved, a))
 	}
 	return v
 }
@@ -358,10 +414,10 @@ func (g *Graph) cast(v *Var, dt tensor.DType) *Var {
 	}
 	if !owned {
 		// Cached: the region owns it; wrap it without tracking.
-		out := &Var{g: g, t: t}
+		out := g.newVar(t)
 		if !g.noGrad && v.needsGrad {
 			out.needsGrad = true
-			g.nodes = append(g.nodes, newNode(tensor.OpCast, []*Var{v}, out, nil, attrs{}))
+			g.nodes = append(g.nodes, g.newNode(tensor.OpCast, []*Var{v}, out, nil, attrs{}))
 		}
 		return out
 	}

@@ -193,7 +193,7 @@ func (s *LossScale) Unscale(grads []*Tensor, found *Tensor, tab *BlockTable) err
 	s.onDevice(op)
 	sameDevice(op, s.state, found)
 	checkItem(op, found)
-	var cells []*Tensor
+	cells := make([]*Tensor, 0, len(grads)) // one allocation, not one per growth
 	for _, g := range grads {
 		if g == nil {
 			continue

@@ -73,12 +73,10 @@ type MatMulOpts struct {
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
-	defer m.expand()()
+	defer releaseAll(m.expand())
 	info := a.dev.Info()
-	for _, in := range m.inputs() {
-		if in.err != nil {
-			return &Tensor{dev: a.dev, dtype: o.Out, shape: m.outShape, n: checkShape("MatMul", m.outShape), err: in.err}
-		}
+	if err := m.inputErr(); err != nil {
+		return &Tensor{dev: a.dev, dtype: o.Out, shape: m.outShape, n: checkShape("MatMul", m.outShape), err: err}
 	}
 	g, pl, err := mmChoose(info, m.a, m.b, m.g)
 	if err == nil {
@@ -92,15 +90,12 @@ func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 		// An input's error comes first; nothing is allocated for a call
 		// that cannot run.
 		err = fmt.Errorf("tensor: MatMul: %w", err)
-		for _, in := range m.inputs() {
-			if in.err != nil {
-				err = in.err
-				break
-			}
+		if e := m.inputErr(); e != nil {
+			err = e
 		}
 		return &Tensor{dev: a.dev, dtype: o.Out, shape: m.outShape, n: checkShape("MatMul", m.outShape), err: err}
 	}
-	out := newOut(a.dev, o.Out, m.outShape, m.inputs()...)
+	out := New(a.dev, o.Out, m.outShape...) // the inputs carry no error
 	if out.err != nil {
 		return out
 	}
@@ -120,22 +115,25 @@ type mmCall struct {
 }
 
 // expand copies out an operand whose batch dimensions broadcast along only
-// some of the result's (see mmBatch); release releases the copies once the
-// call is recorded (the device keeps them until it has run).
-func (m *mmCall) expand() (release func()) {
-	var made []*Tensor
+// some of the result's (see mmBatch) and returns the copies (nil where
+// none), to be released once the call is recorded (the device keeps them
+// until it has run). An array, not a closure: no allocation per call.
+func (m *mmCall) expand() (made [2]*Tensor) {
 	if m.bt.expandA {
 		m.a = mmExpand(m.a, m.bt.shape)
-		made = append(made, m.a)
+		made[0] = m.a
 	}
 	if m.bt.expandB {
 		m.b = mmExpand(m.b, m.bt.shape)
-		made = append(made, m.b)
+		made[1] = m.b
 	}
-	return func() {
-		for _, t := range made {
-			t.Release()
-		}
+	return made
+}
+
+// releaseAll releases the tensors of ts that are not nil.
+func releaseAll(ts [2]*Tensor) {
+	for _, t := range ts {
+		t.Release() // nil-safe
 	}
 }
 
@@ -196,15 +194,14 @@ func (m mmCall) bindable(info vk.Info, pl mmPlan, out DType) error {
 	return check("out", out, m.outShape)
 }
 
-// inputs are the tensors the call reads.
-func (m mmCall) inputs() []*Tensor {
-	ts := []*Tensor{m.a, m.b}
-	for _, t := range []*Tensor{m.c, m.bias} {
-		if t != nil {
-			ts = append(ts, t)
+// inputErr is the first error the tensors the call reads carry, or nil.
+func (m mmCall) inputErr() error {
+	for _, t := range [...]*Tensor{m.a, m.b, m.c, m.bias} {
+		if t != nil && t.err != nil {
+			return t.err
 		}
 	}
-	return ts
+	return nil
 }
 
 // mmCheckDTypes panics with a *DTypeError unless A and B are fp32, fp16 or
@@ -216,10 +213,10 @@ func mmCheckDTypes(op string, m mmCall, out DType) {
 			panic(&DTypeError{Op: op, Got: t.dtype, Want: "float32, float16 or bfloat16"})
 		}
 	}
-	ds := []DType{out}
-	for _, t := range []*Tensor{m.c, m.bias} {
+	ds := [3]DType{out, out, out} // on the stack; a repeat checks nothing new
+	for i, t := range []*Tensor{m.c, m.bias} {
 		if t != nil {
-			ds = append(ds, t.dtype)
+			ds[1+i] = t.dtype
 		}
 	}
 	for _, d := range ds {

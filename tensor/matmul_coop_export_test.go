@@ -41,8 +41,13 @@ var CoopVariants = []string{"auto", "large", "small", "emu-large", "emu-small"}
 // variant (see CoopVariants). A and B must be fp16.
 func MatMulCoop(a, b *Tensor, o MatMulOpts, variant string) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
-	defer m.expand()()
-	out := newOut(a.dev, o.Out, m.outShape, m.inputs()...)
+	defer releaseAll(m.expand())
+	var out *Tensor
+	if err := m.inputErr(); err != nil {
+		out = &Tensor{dev: a.dev, dtype: o.Out, shape: m.outShape, n: checkShape("MatMul", m.outShape), err: err}
+	} else {
+		out = New(a.dev, o.Out, m.outShape...)
+	}
 	if out.err != nil {
 		return out
 	}

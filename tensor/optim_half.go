@@ -98,7 +98,7 @@ func (s *OptimizerState) HalfCopy(i int) *Tensor {
 
 // halfRows returns the rows of adamHalfLayout of the parameters not frozen.
 func (s *OptimizerState) halfRows() []*Tensor {
-	var cells []*Tensor
+	cells := make([]*Tensor, 0, 5*len(s.frozen)) // one allocation, not one per growth
 	for i, f := range s.frozen {
 		if !f {
 			cells = append(append(cells, s.cells[4*i:4*i+4]...), s.halves[i])

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // A tensor's storage as bytes, for files and tests: the elements row-major
@@ -58,6 +59,35 @@ func (t *Tensor) SetFloat32s(data []float32) error {
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 	}
 	return t.SetBytes(raw)
+}
+
+// WriteFloat32s overwrites a Float32 tensor's value with the Len() floats
+// fill writes, as SetFloat32s does with a slice: on a little-endian host
+// fill writes the tensor's own memory when the device does not use it, or
+// the staging memory its upload copies from, so that a batch gathered on
+// the host is written once, not gathered and then copied. fill must write
+// every element (the old contents are undefined) and must not call the
+// device. It panics with a *DTypeError for other dtypes.
+func (t *Tensor) WriteFloat32s(fill func(dst []float32)) error {
+	if t.dtype != Float32 {
+		panic(&DTypeError{Op: "WriteFloat32s", Got: t.dtype, Want: "float32"})
+	}
+	t.live("WriteFloat32s")
+	if t.err != nil {
+		return t.err
+	}
+	if !littleEndian {
+		data := make([]float32, t.n)
+		fill(data)
+		return t.SetFloat32s(data)
+	}
+	err := t.buf.WriteWith(0, int64(4*t.n), func(b []byte) {
+		fill(unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), t.n))
+	})
+	if err != nil {
+		return fmt.Errorf("tensor: write floats of %s%v: %w", t.dtype, t.shape, err)
+	}
+	return nil
 }
 
 // Zero sets every element to zero in place, keeping the tensor's memory (a

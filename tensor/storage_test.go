@@ -104,6 +104,24 @@ func TestSetFloat32s(t *testing.T) {
 	opPanics[*tensor.DTypeError](t, "fp16 tensor", func() { h.SetFloat32s(v) }, "SetFloat32s", "float16")
 }
 
+// TestWriteFloat32s: the floats fill writes are the tensor's value, also
+// when recorded work still reads the tensor (the write lands after it).
+func TestWriteFloat32s(t *testing.T) {
+	d := devtest.Open(t)
+	x, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float32, 3)
+	y := tensor.Scale(x, 2, tensor.Float32) // recorded, reads x's old value
+	defer y.Release()
+	v := []float32{-0.5, float32(math.Inf(1)), 0x1p-140}
+	require.NoError(t, x.WriteFloat32s(func(dst []float32) {
+		require.Len(t, dst, 3)
+		copy(dst, v)
+	}))
+	require.Equal(t, v, opRead(t, x))
+	require.Equal(t, []float32{2, 4, 6}, opRead(t, y))
+	h, _ := opInput(t, d, []float32{1, 2, 3}, tensor.Float16, 3)
+	opPanics[*tensor.DTypeError](t, "fp16 tensor", func() { h.WriteFloat32s(func([]float32) {}) }, "WriteFloat32s", "float16")
+}
+
 // TestNewOverBindingRange: a tensor larger than the device's
 // maxStorageBufferRange could never be bound by a kernel. New refuses it
 // before allocating, with an error the tensor carries naming the limit

@@ -23,7 +23,8 @@ type Tensor struct {
 	shape []int
 	n     int
 	err   error
-	dims  [4]int // shape's storage up to rank 4: one allocation less per tensor
+	dims  [4]int    // shape's storage up to rank 4: one allocation less per tensor
+	mem   vk.Buffer // buf's storage for a tensor New allocated: one allocation less
 
 	mu       sync.Mutex
 	released bool
@@ -31,12 +32,14 @@ type Tensor struct {
 
 func checkShape(op string, shape []int) int {
 	n := 1
+	// The panics format a copy, so that shape does not escape: a caller's
+	// variadic shape then stays on its stack.
 	for _, s := range shape {
 		if s <= 0 {
-			usagePanic(op, "shape %v has a dimension < 1", shape)
+			usagePanic(op, "shape %v has a dimension < 1", slices.Clone(shape))
 		}
 		if n > math.MaxInt32/s {
-			usagePanic(op, "shape %v has more than 2^31 elements", shape)
+			usagePanic(op, "shape %v has more than 2^31 elements", slices.Clone(shape))
 		}
 		n *= s
 	}
@@ -69,13 +72,14 @@ func New(d *vk.Device, dt DType, shape ...int) *Tensor {
 	info, a := d.Info(), d.Alignment()
 	if lim := int64(info.MaxStorageBufferRange); (size+a-1)/a*a > lim && uint64(size) <= info.MaxMemoryAllocationSize {
 		t.err = fmt.Errorf("tensor: new %s%v: %d bytes, over the device's maxStorageBufferRange of %d bytes (%d MiB), "+
-			"the most one kernel binding can reach: %w", dt, shape, size, lim, lim>>20, vk.ErrInvalidArgument)
+			"the most one kernel binding can reach: %w", dt, t.shape, size, lim, lim>>20, vk.ErrInvalidArgument)
 		return t
 	}
-	t.buf, t.err = d.Alloc(size)
-	if t.err != nil {
-		t.err = fmt.Errorf("tensor: new %s%v: %w", dt, shape, t.err)
+	if err := d.AllocIn(&t.mem, size); err != nil {
+		t.err = fmt.Errorf("tensor: new %s%v: %w", dt, t.shape, err)
+		return t
 	}
+	t.buf = &t.mem
 	return t
 }
 

@@ -139,16 +139,32 @@ func roundUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
 
 // Alloc returns a new buffer of size bytes, whose contents are undefined.
 func (d *Device) Alloc(size int64) (*Buffer, error) {
+	b := new(Buffer)
+	if err := d.AllocIn(b, size); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// AllocIn is Alloc into b, a zero Buffer that the caller owns, typically a
+// field of its own object: a tensor and its memory are then one Go
+// allocation, not two. b must not be copied or reused afterwards; Free
+// releases its memory as it does an allocated Buffer's. On error b is left
+// zero.
+func (d *Device) AllocIn(b *Buffer, size int64) error {
+	if b == nil || b.d != nil {
+		return fmt.Errorf("vk: allocate %d bytes: %w: the buffer is nil or already in use", size, ErrInvalidArgument)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.usable(); err != nil {
-		return nil, err
+		return err
 	}
 	if size <= 0 {
-		return nil, fmt.Errorf("vk: allocate %d bytes: %w: size must be positive", size, ErrInvalidArgument)
+		return fmt.Errorf("vk: allocate %d bytes: %w: size must be positive", size, ErrInvalidArgument)
 	}
 	if limit := d.maxAlloc(); uint64(size) > limit {
-		return nil, fmt.Errorf("vk: allocate %d bytes: %w: the device allows at most %d in one allocation",
+		return fmt.Errorf("vk: allocate %d bytes: %w: the device allows at most %d in one allocation",
 			size, ErrOutOfDeviceMemory, limit)
 	}
 	n := roundUp(uint64(size), d.align)
@@ -157,30 +173,34 @@ func (d *Device) Alloc(size int64) (*Buffer, error) {
 		if blk == nil {
 			var err error
 			if blk, err = d.newBlock(n, true); err != nil {
-				return nil, fmt.Errorf("vk: allocate %d bytes: %w", size, err)
+				return fmt.Errorf("vk: allocate %d bytes: %w", size, err)
 			}
 		}
 		blk.free = nil
 		blk.live = 1
-		return d.track(&Buffer{d: d, blk: blk, off: 0, size: uint64(size), alloc: n}), nil
+		d.track(b, blk, 0, uint64(size), n)
+		return nil
 	}
 	for _, blk := range d.blocks {
 		if off, ok := blk.take(n); ok {
-			return d.track(&Buffer{d: d, blk: blk, off: off, size: uint64(size), alloc: n}), nil
+			d.track(b, blk, off, uint64(size), n)
+			return nil
 		}
 	}
 	blk, err := d.newBlock(d.blockSize, false)
 	if err != nil {
-		return nil, fmt.Errorf("vk: allocate %d bytes: %w", size, err)
+		return fmt.Errorf("vk: allocate %d bytes: %w", size, err)
 	}
 	off, _ := blk.take(n)
-	return d.track(&Buffer{d: d, blk: blk, off: off, size: uint64(size), alloc: n}), nil
+	d.track(b, blk, off, uint64(size), n)
+	return nil
 }
 
-func (d *Device) track(b *Buffer) *Buffer {
+// track makes b the buffer of n bytes at off in blk, size of them asked for.
+func (d *Device) track(b *Buffer, blk *block, off, size, n uint64) {
+	*b = Buffer{d: d, blk: blk, off: off, size: size, alloc: n}
 	d.stats.LiveBuffers++
-	d.stats.BufferBytes += b.alloc
-	return b
+	d.stats.BufferBytes += n
 }
 
 func (d *Device) maxAlloc() uint64 {
@@ -520,6 +540,45 @@ func (b *Buffer) Write(off int64, data []byte) error {
 		copy(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(len(data))), data)
 		return nil
 	}
+	return d.upload(b, uint64(off), data)
+}
+
+// WriteWith is Write of n bytes at off that fill writes in place: into the
+// buffer's mapped memory when no recorded work uses it, else into a staging
+// chunk that a recorded copy takes to the buffer (larger than the staging
+// ring: into a temporary slice, then written). A batch gathered on the host
+// so takes one pass over its bytes, not two. fill gets exactly n bytes,
+// whose old contents are undefined, and must write all of them; it runs
+// with the device locked and must not call it.
+func (b *Buffer) WriteWith(off, n int64, fill func(dst []byte)) error {
+	if b != nil {
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+	}
+	if err := b.usable(off, n, "write buffer"); err != nil {
+		return err
+	}
+	if b.d.capture != nil {
+		return b.d.capture.refuse(fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing))
+	}
+	if n == 0 {
+		return nil
+	}
+	d := b.d
+	switch {
+	case b.blk.mapped != nil && !d.opts.ForceStaging && b.idle():
+		fill(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(n)))
+		return nil
+	case uint64(n) <= d.stagingSize:
+		o, err := d.reserve(uint64(n))
+		if err != nil {
+			return err
+		}
+		fill(mappedBytes(d.staging.blk.mapped, o, uint64(n)))
+		return d.uploadChunk(b, uint64(off), o, uint64(n))
+	}
+	data := make([]byte, n)
+	fill(data)
 	return d.upload(b, uint64(off), data)
 }
 

@@ -41,6 +41,7 @@ func (d *Device) Stats() Stats                                                 {
 func (d *Device) Memory() []HeapUse                                            { return nil }
 func (d *Device) KernelTimes() []KernelTime                                    { return nil }
 func (d *Device) Alloc(int64) (*Buffer, error)                                 { return nil, errNoCgo }
+func (d *Device) AllocIn(*Buffer, int64) error                                 { return errNoCgo }
 func (d *Device) KernelFor(any, func() (KernelSource, error)) (*Kernel, error) { return nil, errNoCgo }
 func (d *Device) Kernel(KernelSource) (*Kernel, error)                         { return nil, errNoCgo }
 func (d *Device) Dispatch(*Kernel, [3]uint32, []byte, ...*Buffer) error        { return errNoCgo }
@@ -56,6 +57,7 @@ func (b *Buffer) Block() (*Buffer, int64, error)                               {
 func (d *Device) Alignment() int64                                             { return 4 }
 func (b *Buffer) Size() int64                                                  { return 0 }
 func (b *Buffer) TexelsFit() bool                                              { return false }
+func (b *Buffer) WriteWith(int64, int64, func([]byte)) error                   { return errNoCgo }
 func (b *Buffer) Write(int64, []byte) error                                    { return errNoCgo }
 func (b *Buffer) Read(int64, []byte) error                                     { return errNoCgo }
 func (b *Buffer) Free() error                                                  { return nil }

@@ -75,21 +75,27 @@ func (d *Device) upload(b *Buffer, off uint64, data []byte) error {
 			return err
 		}
 		copy(mappedBytes(d.staging.blk.mapped, o, n), data)
-		s, err := d.begin()
-		if err != nil {
-			return err
-		}
-		dst := b.off + off
-		d.barrierFor(s, nil, []access{{b.blk, span{dst, dst + n}}})
-		C.vkamp_cmd_copy(&s.c, d.staging.blk.buf, C.uint64_t(o), b.blk.buf, C.uint64_t(dst), C.uint64_t(n))
-		d.staging.live = append(d.staging.live, chunk{o, o + n, s.serial})
-		d.stats.Copies++
-		if err := d.recorded(s, nil, []*Buffer{b}); err != nil {
+		if err := d.uploadChunk(b, off, o, n); err != nil {
 			return err
 		}
 		data, off = data[n:], off+n
 	}
 	return nil
+}
+
+// uploadChunk records the copy of the n bytes of the staging ring at o,
+// reserved and written, to b at off.
+func (d *Device) uploadChunk(b *Buffer, off, o, n uint64) error {
+	s, err := d.begin()
+	if err != nil {
+		return err
+	}
+	dst := b.off + off
+	d.barrierFor(s, nil, []access{{b.blk, span{dst, dst + n}}})
+	C.vkamp_cmd_copy(&s.c, d.staging.blk.buf, C.uint64_t(o), b.blk.buf, C.uint64_t(dst), C.uint64_t(n))
+	d.staging.live = append(d.staging.live, chunk{o, o + n, s.serial})
+	d.stats.Copies++
+	return d.recorded(s, nil, []*Buffer{b})
 }
 
 func (d *Device) download(b *Buffer, off uint64, data []byte) error {

@@ -15,7 +15,6 @@ import (
 // into those tensors before the step, and read from them after it.
 type stepIO struct {
 	x, y  *tensor.Tensor    // the batch, written before each step
-	xf    []float32         // x's rows gathered
 	yb    []byte            // y's bytes
 	sum   *tensor.Tensor    // the epoch's running loss sum
 	last  *tensor.Tensor    // the last step's loss
@@ -62,7 +61,7 @@ func (t *Trainer) initIO() error {
 	io := &t.io
 	n := o.Batch / o.Group.Size()
 	io.x, io.y = tensor.New(d, tensor.Float32, t.inputShape(n)...), tensor.New(d, tensor.Int32, n)
-	io.xf, io.yb = make([]float32, io.x.Len()), make([]byte, 4*n)
+	io.yb = make([]byte, 4*n)
 	io.sum, io.last, io.found = tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1)
 	errs := []error{io.x.Err(), io.y.Err(), io.sum.Err(), io.last.Err(), io.found.Err()}
 	for i := range io.skips {
@@ -95,11 +94,16 @@ func (io *stepIO) close() {
 
 // load writes the samples idx of s into the step's input tensors.
 func (io *stepIO) load(px int, images []float32, labels []uint8, idx []int) error {
+	// The rows are gathered straight into x's memory (or its upload's).
+	errX := io.x.WriteFloat32s(func(xf []float32) {
+		for j, k := range idx {
+			copy(xf[j*px:(j+1)*px], images[k*px:(k+1)*px])
+		}
+	})
 	for j, k := range idx {
-		copy(io.xf[j*px:(j+1)*px], images[k*px:(k+1)*px])
 		binary.LittleEndian.PutUint32(io.yb[4*j:], uint32(labels[k]))
 	}
-	return errors.Join(io.x.SetFloat32s(io.xf), io.y.SetBytes(io.yb))
+	return errors.Join(errX, io.y.SetBytes(io.yb))
 }
 
 // run runs one step: replayed where it can be, recorded otherwise. The key
