@@ -44,7 +44,10 @@ void main() {
         vec4 g = grad[ig];
         vec4 sq = m1[im];
         vec4 acc = m2[iv];
-        for (int k = 0; k < 4; k++) w[k] = update(w[k], g[k], sq[k], acc[k]);
+        w.x = update(w.x, g.x, sq.x, acc.x);
+        w.y = update(w.y, g.y, sq.y, acc.y);
+        w.z = update(w.z, g.z, sq.z, acc.z);
+        w.w = update(w.w, g.w, sq.w, acc.w);
         m1[im] = sq;
         m2[iv] = acc;
         param[ip] = w;

@@ -92,7 +92,10 @@ float elem(uvec4 at, uint e, float bc2, float step_size) {
 vec4 quad(uvec4 at4, uint q, float bc2, float step_size) {
     uint ip = at4.x + q, ig = at4.y + q, im = at4.z + q, iv = at4.w + q;
     vec4 w = param[ip], g = grad[ig], m = m1[im], v = m2[iv];
-    for (int k = 0; k < 4; k++) w[k] = update(w[k], g[k], m[k], v[k], bc2, step_size);
+    w.x = update(w.x, g.x, m.x, v.x, bc2, step_size);
+    w.y = update(w.y, g.y, m.y, v.y, bc2, step_size);
+    w.z = update(w.z, g.z, m.z, v.z, bc2, step_size);
+    w.w = update(w.w, g.w, m.w, v.w, bc2, step_size);
     m1[im] = m;
     m2[iv] = v;
     param[ip] = w;

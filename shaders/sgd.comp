@@ -45,7 +45,10 @@ void main() {
         vec4 g = grad[ig];
         vec4 b = vec4(0.0);
         if (mom) b = m1[im];
-        for (int k = 0; k < 4; k++) w[k] = update(w[k], g[k], b[k], first);
+        w.x = update(w.x, g.x, b.x, first);
+        w.y = update(w.y, g.y, b.y, first);
+        w.z = update(w.z, g.z, b.z, first);
+        w.w = update(w.w, g.w, b.w, first);
         if (mom) m1[im] = b;
         param[ip] = w;
     }, {
