@@ -15,33 +15,48 @@ layout(push_constant) uniform Push {
     float weight_decay;
 } p;
 
-// det_step is main on the deterministic path: the same formulas with
+// det_update is update on the deterministic path: the same formulas with
 // det.glsl's operations, division and sqrt correctly rounded.
-void det_step() {
+float det_update(float w, float g, inout float sq, inout float acc) {
     float keep = det_sub(1.0, p.rho);
-    FOR_EACH_ELEMENT(p.nchunks, {
-        float w = param[ip];
-        float g = det_mad(p.weight_decay, w, grad[ig]);
-        float sq = det_add(det_mul(p.rho, m1[im]), det_mul(det_mul(keep, g), g));
-        float delta = det_mul(det_div(det_sqrt(det_add(m2[iv], p.eps)), det_sqrt(det_add(sq, p.eps))), g);
-        m1[im] = sq;
-        m2[iv] = det_add(det_mul(p.rho, m2[iv]), det_mul(det_mul(keep, delta), delta));
-        param[ip] = det_sub(w, det_mul(p.lr, delta));
-    })
+    g = det_mad(p.weight_decay, w, g);
+    sq = det_add(det_mul(p.rho, sq), det_mul(det_mul(keep, g), g));
+    float delta = det_mul(det_div(det_sqrt(det_add(acc, p.eps)), det_sqrt(det_add(sq, p.eps))), g);
+    acc = det_add(det_mul(p.rho, acc), det_mul(det_mul(keep, delta), delta));
+    return det_sub(w, det_mul(p.lr, delta));
+}
+
+// update is one element's step: weight w, gradient g, the averages of
+// squared gradients sq and of squared updates acc (updated); it returns
+// the new weight.
+float update(float w, float g, inout float sq, inout float acc) {
+    if (DETERMINISTIC) return det_update(w, g, sq, acc);
+    g = g + p.weight_decay * w;
+    sq = p.rho * sq + (1.0 - p.rho) * g * g;
+    float delta = sqrt(acc + p.eps) / sqrt(sq + p.eps) * g;
+    acc = p.rho * acc + (1.0 - p.rho) * delta * delta;
+    return w - p.lr * delta;
 }
 
 void main() {
-    if (DETERMINISTIC) {
-        det_step();
-        return;
-    }
-    FOR_EACH_ELEMENT(p.nchunks, {
-        float w = param[ip];
-        float g = grad[ig] + p.weight_decay * w;
-        float sq = p.rho * m1[im] + (1.0 - p.rho) * g * g;
-        float delta = sqrt(m2[iv] + p.eps) / sqrt(sq + p.eps) * g;
+    FOR_EACH_QUAD(p.nchunks, {
+        vec4 w = param[ip];
+        vec4 g = grad[ig];
+        vec4 sq = m1[im];
+        vec4 acc = m2[iv];
+        w.x = update(w.x, g.x, sq.x, acc.x);
+        w.y = update(w.y, g.y, sq.y, acc.y);
+        w.z = update(w.z, g.z, sq.z, acc.z);
+        w.w = update(w.w, g.w, sq.w, acc.w);
         m1[im] = sq;
-        m2[iv] = p.rho * m2[iv] + (1.0 - p.rho) * delta * delta;
-        param[ip] = w - p.lr * delta;
+        m2[iv] = acc;
+        param[ip] = w;
+    }, {
+        float sq = WORD(m1, im);
+        float acc = WORD(m2, iv);
+        float w = update(WORD(param, ip), WORD(grad, ig), sq, acc);
+        WORD(m1, im) = sq;
+        WORD(m2, iv) = acc;
+        WORD(param, ip) = w;
     })
 }

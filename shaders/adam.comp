@@ -11,8 +11,9 @@
 
 // HALF_DT: DT_F32 writes no half copies; DT_F16 or DT_BF16 writes them.
 layout(constant_id = 1) const uint HALF_DT = DT_F32;
-// The half copies, two per word. Without them any buffer is bound here.
-layout(set = 0, binding = 7) writeonly buffer H { uint h[]; };
+// The half copies, two per word, as pairs of words (H2 reaches one word).
+// Without them any buffer is bound here.
+layout(set = 0, binding = 7) writeonly buffer H { uvec2 h[]; };
 
 layout(push_constant) uniform Push {
     uint nchunks;
@@ -51,40 +52,57 @@ float det_one_minus_pow(float b, uint t) {
     return acc;
 }
 
-// det_elem is the deterministic path of elem: the same formulas, each
+// det_update is the deterministic path of update: the same formulas, each
 // operation rounded once, division and sqrt correctly rounded.
-float det_elem(uvec4 at, uint e, float bc2, float step_size) {
-    uint ip = at.x + e, ig = at.y + e, im = at.z + e, iv = at.w + e;
-    float w = det_ftz(param[ip]);
-    float g = det_ftz(grad[ig]);
+float det_update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
+    w = det_ftz(w);
+    g = det_ftz(g);
     if (p.decoupled != 0u) w = det_mul(w, det_sub(1.0, det_mul(p.lr, p.weight_decay)));
     else g = det_mad(p.weight_decay, w, g);
-    float m = det_mad(det_sub(1.0, p.beta1), g, det_mul(p.beta1, m1[im]));
-    float v = det_mad(det_sub(1.0, p.beta2), det_mul(g, g), det_mul(p.beta2, m2[iv]));
-    m1[im] = m;
-    m2[iv] = v;
+    m = det_mad(det_sub(1.0, p.beta1), g, det_mul(p.beta1, m));
+    v = det_mad(det_sub(1.0, p.beta2), det_mul(g, g), det_mul(p.beta2, v));
     float den = det_add(det_div(det_sqrt(v), bc2), p.eps);
-    float nw = det_sub(w, det_div(det_mul(step_size, m), den));
-    param[ip] = nw;
-    return nw;
+    return det_sub(w, det_div(det_mul(step_size, m), den));
+}
+
+// update is one element's step: weight w, gradient g, moments m and v
+// (updated); it returns the new weight.
+float update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
+    if (DETERMINISTIC) return det_update(w, g, m, v, bc2, step_size);
+    if (p.decoupled != 0u) w *= 1.0 - p.lr * p.weight_decay;
+    else g += p.weight_decay * w;
+    m = p.beta1 * m + (1.0 - p.beta1) * g;
+    v = p.beta2 * v + (1.0 - p.beta2) * g * g;
+    return w - step_size * m / (sqrt(v) / bc2 + p.eps);
 }
 
 // elem updates element e of the chunk at and returns its new weight.
 float elem(uvec4 at, uint e, float bc2, float step_size) {
-    if (DETERMINISTIC) return det_elem(at, e, bc2, step_size);
     uint ip = at.x + e, ig = at.y + e, im = at.z + e, iv = at.w + e;
-    float w = param[ip];
-    float g = grad[ig];
-    if (p.decoupled != 0u) w *= 1.0 - p.lr * p.weight_decay;
-    else g += p.weight_decay * w;
-    float m = p.beta1 * m1[im] + (1.0 - p.beta1) * g;
-    float v = p.beta2 * m2[iv] + (1.0 - p.beta2) * g * g;
-    m1[im] = m;
-    m2[iv] = v;
-    float nw = w - step_size * m / (sqrt(v) / bc2 + p.eps);
-    param[ip] = nw;
+    float m = WORD(m1, im), v = WORD(m2, iv);
+    float nw = update(WORD(param, ip), WORD(grad, ig), m, v, bc2, step_size);
+    WORD(m1, im) = m;
+    WORD(m2, iv) = v;
+    WORD(param, ip) = nw;
     return nw;
 }
+
+// quad updates elements 4q to 4q + 3 of a vec4 chunk (at4: its vec4
+// offsets) and returns their new weights.
+vec4 quad(uvec4 at4, uint q, float bc2, float step_size) {
+    uint ip = at4.x + q, ig = at4.y + q, im = at4.z + q, iv = at4.w + q;
+    vec4 w = param[ip], g = grad[ig], m = m1[im], v = m2[iv];
+    w.x = update(w.x, g.x, m.x, v.x, bc2, step_size);
+    w.y = update(w.y, g.y, m.y, v.y, bc2, step_size);
+    w.z = update(w.z, g.z, m.z, v.z, bc2, step_size);
+    w.w = update(w.w, g.w, m.w, v.w, bc2, step_size);
+    m1[im] = m;
+    m2[iv] = v;
+    param[ip] = w;
+    return w;
+}
+
+#define H2(I) h[(I) >> 1][(I) & 1u]
 
 void main() {
     if (found[0] != 0.0) return;
@@ -101,17 +119,30 @@ void main() {
         bc2 = sqrt(one_minus_pow(p.beta2, t));
         step_size = p.lr / one_minus_pow(p.beta1, t);
     }
-    if (HALF_DT == DT_F32 || more.z == 0u) {
-        for (uint e = gl_LocalInvocationIndex; e < more.x; e += gl_WorkGroupSize.x)
+    uint count = more.x;
+    bool half_copy = HALF_DT != DT_F32 && more.z != 0u;
+    bool vec = chunk_vec4(at) && (!half_copy || (more.y & 1u) == 0u);
+    uint quads = vec ? count >> 2 : 0u;
+    uvec4 at4 = at >> 2;
+    if (!half_copy) {
+        for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x)
+            quad(at4, q, bc2, step_size);
+        for (uint e = 4u * quads + gl_LocalInvocationIndex; e < count; e += gl_WorkGroupSize.x)
             elem(at, e, bc2, step_size);
         return;
     }
-    // Two consecutive elements per invocation: a word of the copy has one
-    // writer. An odd count pads the last word's high half with 0, as Cast.
-    for (uint q = gl_LocalInvocationIndex; 2u * q < more.x; q += gl_WorkGroupSize.x) {
+    uint h2 = more.y >> 1;
+    for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x) {
+        vec4 w = quad(at4, q, bc2, step_size);
+        h[h2 + q] = uvec2(f32_to_half(w.x, HALF_DT) | (f32_to_half(w.y, HALF_DT) << 16),
+                          f32_to_half(w.z, HALF_DT) | (f32_to_half(w.w, HALF_DT) << 16));
+    }
+    // Then two consecutive elements per invocation: a word of the copy has
+    // one writer. An odd count pads the last word's high half with 0, as Cast.
+    for (uint q = 2u * quads + gl_LocalInvocationIndex; 2u * q < count; q += gl_WorkGroupSize.x) {
         uint lo = f32_to_half(elem(at, 2u * q, bc2, step_size), HALF_DT);
         uint hi = 0u;
-        if (2u * q + 1u < more.x) hi = f32_to_half(elem(at, 2u * q + 1u, bc2, step_size), HALF_DT);
-        h[more.y + q] = lo | (hi << 16);
+        if (2u * q + 1u < count) hi = f32_to_half(elem(at, 2u * q + 1u, bc2, step_size), HALF_DT);
+        H2(more.y + q) = lo | (hi << 16);
     }
 }

@@ -14,36 +14,48 @@ layout(push_constant) uniform Push {
     uint nesterov;
 } p;
 
-// det_step is main on the deterministic path: the same formulas with
+// det_update is update on the deterministic path: the same formulas with
 // det.glsl's operations.
-void det_step() {
-    bool first = steps[0] == 0u;
-    FOR_EACH_ELEMENT(p.nchunks, {
-        float w = param[ip];
-        float g = det_mad(p.weight_decay, w, grad[ig]);
-        if (p.momentum != 0.0) {
-            float b = first ? g : det_add(det_mul(p.momentum, m1[im]), det_mul(det_sub(1.0, p.dampening), g));
-            m1[im] = b;
-            g = p.nesterov != 0u ? det_mad(p.momentum, b, g) : b;
-        }
-        param[ip] = det_sub(w, det_mul(p.lr, g));
-    })
+float det_update(float w, float g, inout float b, bool first) {
+    g = det_mad(p.weight_decay, w, g);
+    if (p.momentum != 0.0) {
+        b = first ? g : det_add(det_mul(p.momentum, b), det_mul(det_sub(1.0, p.dampening), g));
+        g = p.nesterov != 0u ? det_mad(p.momentum, b, g) : b;
+    }
+    return det_sub(w, det_mul(p.lr, g));
+}
+
+// update is one element's step: weight w, gradient g and, with a momentum,
+// its buffer b (updated); it returns the new weight.
+float update(float w, float g, inout float b, bool first) {
+    if (DETERMINISTIC) return det_update(w, g, b, first);
+    g = g + p.weight_decay * w;
+    if (p.momentum != 0.0) {
+        b = first ? g : p.momentum * b + (1.0 - p.dampening) * g;
+        g = p.nesterov != 0u ? g + p.momentum * b : b;
+    }
+    return w - p.lr * g;
 }
 
 void main() {
-    if (DETERMINISTIC) {
-        det_step();
-        return;
-    }
     bool first = steps[0] == 0u;
-    FOR_EACH_ELEMENT(p.nchunks, {
-        float w = param[ip];
-        float g = grad[ig] + p.weight_decay * w;
-        if (p.momentum != 0.0) {
-            float b = first ? g : p.momentum * m1[im] + (1.0 - p.dampening) * g;
-            m1[im] = b;
-            g = p.nesterov != 0u ? g + p.momentum * b : b;
-        }
-        param[ip] = w - p.lr * g;
+    bool mom = p.momentum != 0.0; // else m1 is absent
+    FOR_EACH_QUAD(p.nchunks, {
+        vec4 w = param[ip];
+        vec4 g = grad[ig];
+        vec4 b = vec4(0.0);
+        if (mom) b = m1[im];
+        w.x = update(w.x, g.x, b.x, first);
+        w.y = update(w.y, g.y, b.y, first);
+        w.z = update(w.z, g.z, b.z, first);
+        w.w = update(w.w, g.w, b.w, first);
+        if (mom) m1[im] = b;
+        param[ip] = w;
+    }, {
+        float b = 0.0;
+        if (mom) b = WORD(m1, im);
+        float w = update(WORD(param, ip), WORD(grad, ig), b, first);
+        if (mom) WORD(m1, im) = b;
+        WORD(param, ip) = w;
     })
 }

@@ -9,9 +9,16 @@
 
 #include "common.glsl"
 
-layout(set = 0, binding = 0) buffer P { float param[]; };
-layout(set = 0, binding = 1) readonly buffer G { float grad[]; };
-layout(set = 0, binding = 2) buffer M { float m1[]; };
+// The parameter, gradient and moment buffers are arrays of vec4: a chunk
+// whose word offsets are all multiples of 4 (chunk_vec4) is updated four
+// elements at a time, with one vector access per buffer where one per
+// element was (lavapipe runs every storage access as a loop over its lanes,
+// whatever its width). WORD(A, i) is word i of such an array, for the other
+// chunks and the last count % 4 elements of a chunk. Every element's
+// arithmetic is the same on both paths, so are its bits.
+layout(set = 0, binding = 0) buffer P { vec4 param[]; };
+layout(set = 0, binding = 1) readonly buffer G { vec4 grad[]; };
+layout(set = 0, binding = 2) buffer M { vec4 m1[]; };
 layout(set = 0, binding = 3) readonly buffer Table { uvec4 chunks[]; };
 layout(set = 0, binding = 4) readonly buffer Found { float found[]; };
 #ifndef NO_STEPS
@@ -23,18 +30,36 @@ layout(set = 0, binding = 5) readonly buffer Steps { uint steps[]; };
 #define V_BINDING 5
 #endif
 #ifdef SECOND_MOMENT
-layout(set = 0, binding = V_BINDING) buffer V { float m2[]; };
+layout(set = 0, binding = V_BINDING) buffer V { vec4 m2[]; };
 #endif
 
-#define FOR_EACH_ELEMENT(NCHUNKS, BODY)                                      \
+#define WORD(A, I) A[(I) >> 2][(I) & 3u]
+
+// chunk_vec4 reports whether word offsets at allow vec4 accesses (an absent
+// moment's offset is 0).
+bool chunk_vec4(uvec4 at) { return ((at.x | at.y | at.z | at.w) & 3u) == 0u; }
+
+// FOR_EACH_QUAD runs BODY with q over the count / 4 groups of four elements
+// of a vec4 chunk (element 4q on, vec4 index at / 4 + q), then E_BODY with
+// e over its last count % 4 elements; in any other chunk E_BODY over every
+// element. ip, ig, im, iv are the indexes into param, grad, m1 and m2.
+#define FOR_EACH_QUAD(NCHUNKS, BODY, E_BODY)                                 \
     if (found[0] != 0.0) return;                                             \
     uint c = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;       \
     if (c >= (NCHUNKS)) return;                                              \
     uvec4 at = chunks[2u * c];                                               \
     uint count = chunks[2u * c + 1u].x;                                      \
-    for (uint e = gl_LocalInvocationIndex; e < count; e += gl_WorkGroupSize.x) { \
+    uint from = 0u;                                                          \
+    if (chunk_vec4(at)) {                                                    \
+        uvec4 at4 = at >> 2;                                                 \
+        for (uint q = gl_LocalInvocationIndex; q < count >> 2; q += gl_WorkGroupSize.x) { \
+            uint ip = at4.x + q, ig = at4.y + q, im = at4.z + q, iv = at4.w + q; \
+            BODY                                                             \
+        }                                                                    \
+        from = count & ~3u;                                                  \
+    }                                                                        \
+    for (uint e = from + gl_LocalInvocationIndex; e < count; e += gl_WorkGroupSize.x) { \
         uint ip = at.x + e, ig = at.y + e, im = at.z + e, iv = at.w + e;     \
-        BODY                                                                 \
+        E_BODY                                                               \
     }
-
 #endif

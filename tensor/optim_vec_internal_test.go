@@ -1,0 +1,156 @@
+package tensor
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// optVecCounts are element counts of the chunks of TestOptimizerVec4Offsets:
+// none, one, two or three past a multiple of 4.
+var optVecCounts = []int{1, 3, 6, 8, 1027, 2050}
+
+// optVecShifts are word shifts of the parameter, gradient, two moments and
+// half copy per copy of a chunk's data: the first is aligned (vec4
+// accesses), every other one is not (word by word).
+var optVecShifts = [][5]int{{0, 0, 0, 0, 0}, {1, 2, 3, 1, 0}, {0, 0, 0, 2, 0}, {0, 0, 0, 0, 1}}
+
+// TestOptimizerVec4Offsets: the optimizer kernels update a chunk whose word
+// offsets are multiples of 4 (and whose half copy starts at an even word)
+// four elements at a time with vector accesses, any other chunk word by
+// word: both give the same bits, with counts that are not multiples of 4.
+// One dispatch updates copies of the same data at aligned and misaligned
+// offsets, which must end equal.
+func TestOptimizerVec4Offsets(t *testing.T) {
+	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "sgd", "sgd-nesterov", "sgd-plain", "adadelta"}
+	for _, det := range []bool{false, true} {
+		d := devtest.Open(t, vk.Options{Deterministic: det})
+		for _, kind := range kinds {
+			t.Run(fmt.Sprintf("%s/deterministic=%t", kind, det), func(t *testing.T) {
+				optVecCheck(t, d, kind)
+			})
+		}
+	}
+}
+
+func optVecCheck(t *testing.T, d *vk.Device, kind string) {
+	rng := rand.New(rand.NewPCG(7, uint64(len(kind))))
+	stride := 0 // words per copy of a chunk's data, aligned
+	for _, n := range optVecCounts {
+		stride = max(stride, (n+3)/4*4+8)
+	}
+	nc := len(optVecCounts) * len(optVecShifts)
+	words := stride * nc
+	// host[b]: the words of buffers param, grad, m1, m2, half copy.
+	var host [5][]uint32
+	for b := range host {
+		host[b] = make([]uint32, words)
+	}
+	var table []byte
+	at := func(c, v, b int) int { return (c*len(optVecShifts)+v)*stride + optVecShifts[v][b] }
+	for c, n := range optVecCounts {
+		data := make([][]float32, 4)
+		for b := range data {
+			for range n {
+				x := float32(rng.NormFloat64())
+				if b == 3 || (b == 2 && kind == "adadelta") { // averages of squares
+					x = x * x
+				}
+				data[b] = append(data[b], x)
+			}
+		}
+		for v := range optVecShifts {
+			for b := range data {
+				for i, x := range data[b] {
+					host[b][at(c, v, b)+i] = math.Float32bits(x)
+				}
+			}
+			for b := range 4 {
+				table = binary.LittleEndian.AppendUint32(table, uint32(at(c, v, b)))
+			}
+			for _, w := range []int{n, at(c, v, 4), 1, 0} {
+				table = binary.LittleEndian.AppendUint32(table, uint32(w))
+			}
+		}
+	}
+	var bufs [5]*Tensor
+	for b := range bufs {
+		bufs[b] = Zeros(d, Float32, words)
+		t.Cleanup(bufs[b].Release)
+		raw := make([]byte, 0, 4*words)
+		for _, w := range host[b] {
+			raw = binary.LittleEndian.AppendUint32(raw, w)
+		}
+		require.NoError(t, bufs[b].SetBytes(raw))
+	}
+	found, steps := Zeros(d, Float32, 1), Zeros(d, Float32, 1)
+	t.Cleanup(found.Release)
+	t.Cleanup(steps.Release)
+	require.NoError(t, steps.SetBytes(binary.LittleEndian.AppendUint32(nil, 2)))
+	tb, err := uploadTable(d, table)
+	require.NoError(t, err)
+	t.Cleanup(func() { tb.Free() })
+	grid := [3]uint32{uint32(nc), 1, 1}
+	p, g, m, v, h := bufs[0].buf, bufs[1].buf, bufs[2].buf, bufs[3].buf, bufs[4].buf
+	switch kind {
+	case "adam", "adamw", "adam-f16", "adam-bf16":
+		spec := kernels.AdamSpec{}
+		if kind == "adam-f16" {
+			spec.HalfDT = Float16.code()
+		} else if kind == "adam-bf16" {
+			spec.HalfDT = BFloat16.code()
+		}
+		push := kernels.AdamPush{Nchunks: uint32(nc), Lr: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Decoupled: boolWord(kind == "adamw")}
+		err = kernels.Adam(d, grid, spec, push, kernels.AdamBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h})
+	case "sgd", "sgd-nesterov", "sgd-plain":
+		push := kernels.SgdPush{Nchunks: uint32(nc), Lr: 0.1, Momentum: 0.9, Dampening: 0.1, WeightDecay: 0.01, Nesterov: boolWord(kind == "sgd-nesterov")}
+		if kind == "sgd-plain" {
+			push.Momentum, push.Dampening = 0, 0
+		}
+		err = kernels.Sgd(d, grid, kernels.SgdSpec{}, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf})
+	case "adadelta":
+		push := kernels.AdadeltaPush{Nchunks: uint32(nc), Lr: 1, Rho: 0.9, Eps: 1e-6, WeightDecay: 0.01}
+		err = kernels.Adadelta(d, grid, kernels.AdadeltaSpec{}, push, kernels.AdadeltaBind{P: p, G: g, M: m, Table: tb, Found: found.buf, V: v})
+	}
+	require.NoError(t, err)
+	names := []string{"weights", "gradients", "first moments", "second moments", "half copies"}
+	for b, x := range bufs {
+		raw, err := x.Bytes()
+		require.NoError(t, err)
+		for c, n := range optVecCounts {
+			nw := n
+			if b == 4 {
+				nw = (n + 1) / 2
+			}
+			want := raw[4*at(c, 0, b) : 4*(at(c, 0, b)+nw)]
+			if b == 0 && bytes.Equal(want, optVecBytes(host[0][at(c, 0, 0):at(c, 0, 0)+n])) {
+				t.Fatalf("%d elements: the step left the weights as they were", n)
+			}
+			if b == 4 && (kind == "adam-f16" || kind == "adam-bf16") && bytes.Count(want, []byte{0}) == len(want) {
+				t.Fatalf("%d elements: no half copy written", n)
+			}
+			for v := 1; v < len(optVecShifts); v++ {
+				if got := raw[4*at(c, v, b) : 4*(at(c, v, b)+nw)]; !bytes.Equal(got, want) {
+					t.Errorf("%d elements, shifts %v: %s differ from the aligned copy's", n, optVecShifts[v], names[b])
+				}
+			}
+		}
+	}
+}
+
+func optVecBytes(w []uint32) []byte {
+	var b []byte
+	for _, x := range w {
+		b = binary.LittleEndian.AppendUint32(b, x)
+	}
+	return b
+}
