@@ -8,12 +8,23 @@
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
 layout(push_constant) uniform SoftmaxPush { uint rows; uint cols; uint seg; } p;
+#if defined(TEXELS)
+#include "rows_tex.glsl"
+layout(set = 0, binding = 0) uniform usamplerBuffer x;
+layout(set = 0, binding = 1) writeonly buffer Y { u64vec2 y[]; };
+layout(set = 0, binding = 1) writeonly buffer YWords { uint y_words[]; }; // y, word by word
+
+DEFINE_TEX_LOADS(x, x, IN0_DT)
+DEFINE_TEX_ELEM(x, x, IN0_DT)
+DEFINE_TEX_STORE(y, y, y_words, DT_F32)
+#else
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
 
 DEFINE_LOADS(x, x, IN0_DT)
 DEFINE_TREE(tree_max, nan_max)
 DEFINE_TREE(tree_sum, ADD)
+#endif
 
 // exp_ and log_ spell out -inf -> 0 and NaN -> NaN: driver exp and log need
 // not handle them (SwiftShader's log(NaN) is finite).
@@ -28,6 +39,30 @@ float log_(float s) { return is_nan(s) ? s : DETERMINISTIC ? det_log(s) : log(s)
 // sub_ is a - b, with a subnormal difference flushed on the deterministic path.
 float sub_(float a, float b) { return DETERMINISTIC ? det_sub(a, b) : a - b; }
 
+#if defined(TEXELS)
+// The texel form (rows_tex.glsl): one invocation per row, the same order as
+// a segment of one.
+float out_(float v, float m, float s) { return OUT(sub_(v, m), s); }
+
+void main() {
+    GRID_STRIDE(r, p.rows) {
+        uint lo = r * p.cols, hi = lo + p.cols;
+        float m = NEG_INF;
+        FOR_ROW(x, lo, hi, v, m = nan_max(m, v))
+        float s = 0.0;
+        FOR_ROW(x, lo, hi, v, s += exp_(sub_(v, m)))
+        ROW_SPAN(lo, hi)
+        for (uint i = lo; i < hm_; i++) y_words[i] = floatBitsToUint(out_(x_elem(i), m, s));
+        for (uint q = q0_; q < q1_; q++) {
+            vec4 a, b;
+            x_oct(q, 0u, true, a, b);
+            y_oct(q, 0u, true, vec4(out_(a.x, m, s), out_(a.y, m, s), out_(a.z, m, s), out_(a.w, m, s)),
+                  vec4(out_(b.x, m, s), out_(b.y, m, s), out_(b.z, m, s), out_(b.w, m, s)));
+        }
+        for (uint i = ts_; i < hi; i++) y_words[i] = floatBitsToUint(out_(x_elem(i), m, s));
+    }
+}
+#else
 void main() {
     uint t = gl_LocalInvocationID.x;
     uint per = gl_WorkGroupSize.x / p.seg;
@@ -46,3 +81,4 @@ void main() {
         if (ok) for (uint i = lane; i < p.cols; i += p.seg) y[lo + i] = OUT(sub_(x_at(lo + i), m), s);
     }
 }
+#endif
