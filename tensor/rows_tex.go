@@ -5,23 +5,32 @@ import (
 	"github.com/vkamp/vkamp/vk"
 )
 
-// The row kernels' texel forms (shaders/include/rows_tex.glsl): where a
-// row kernel would run with one invocation per row (segment's 1: a CPU
-// driver, rows up to 4096 long, not the deterministic mode) and the
-// texel forms serve the device, the row is read as texels instead of
-// storage-buffer words, in the same order, so the results are the same
-// bits. On lavapipe, over [16384, 1024] fp32 (tools/bench, beside
-// copy/buffer): SumAxis went from 0.07x to 0.49x, Softmax from 0.02x to
-// 0.11x.
+// The row kernels' texel forms (shaders/include/rows_tex.glsl): on a CPU
+// driver that the texel forms serve, outside the deterministic mode, the
+// row kernels take their texel forms, one invocation per row reading the
+// row as texels instead of storage-buffer words. Rows up to 4096 long,
+// which the storage-buffer forms also reduce with one invocation per row,
+// are read in the same order: the same bits. Longer rows, which those
+// reduce with a workgroup tree, keep the tree in the row reductions (Sum's
+// first pass over a large tensor has long rows, where a serial fp32 sum
+// would lose accuracy), but the softmax family sums them in order (within
+// the tests' tolerances): lavapipe's barriers cost far more than the
+// serial loop, Softmax over [64, 50257] took 8-12 ms instead of 90-100 ms.
+// On lavapipe, over [16384, 1024] fp32 (tools/bench, beside copy/buffer):
+// SumAxis went from 0.07x to 0.49x, Softmax from 0.02x to 0.11x.
 
 // rowTexelsOff turns the row kernels' texel forms off, for tests that
 // compare them with the storage-buffer forms.
 var rowTexelsOff bool
 
-// rowTexels reports whether a row kernel with segment seg, reading ins,
-// takes its texel form on d.
-func rowTexels(d *vk.Device, seg uint32, ins ...*vk.Buffer) bool {
-	if rowTexelsOff || seg != 1 || d.Deterministic() || !texelsDevice(d) {
+// rowTexels reports whether a row kernel making passes over rows of cols,
+// reading ins, takes its texel form on d: not where one row would loop
+// past the driver's limit (rows of about 170000 for softmax on lavapipe).
+func rowTexels(d *vk.Device, cols, passes int, ins ...*vk.Buffer) bool {
+	if rowTexelsOff || d.Deterministic() || !texelsDevice(d) {
+		return false
+	}
+	if limit := loopLimit(d); limit != 0 && 1+texRowLoops(cols, passes) > limit {
 		return false
 	}
 	for _, b := range ins {
@@ -52,7 +61,7 @@ func texRowLoops(cols, passes int) int { return passes * (cols/8 + 14) }
 // serves.
 func withRowsTex(plain, tex rowsKernel) rowsKernel {
 	return func(d *vk.Device, g [3]uint32, s xSpec, p kernels.RowsPush, b xyBind) error {
-		if rowTexels(d, p.Seg, b.X) {
+		if p.Seg == 1 && rowTexels(d, int(p.Cols), 1, b.X) { // a longer sum keeps its tree's accuracy
 			s.LocalSizeX = texLocal
 			return tex(d, texRowGrid(d, int(p.Rows), texRowLoops(int(p.Cols), 1)), s, p, b)
 		}
@@ -63,7 +72,7 @@ func withRowsTex(plain, tex rowsKernel) rowsKernel {
 // withSoftmaxTex is withRowsTex for the softmax kernels (three passes).
 func withSoftmaxTex(plain, tex softmaxKernel) softmaxKernel {
 	return func(d *vk.Device, g [3]uint32, s xSpec, p kernels.SoftmaxPush, b xyBind) error {
-		if rowTexels(d, p.Seg, b.X) {
+		if rowTexels(d, int(p.Cols), 3, b.X) {
 			s.LocalSizeX = texLocal
 			return tex(d, texRowGrid(d, int(p.Rows), texRowLoops(int(p.Cols), 3)), s, p, b)
 		}
@@ -75,7 +84,7 @@ func withSoftmaxTex(plain, tex softmaxKernel) softmaxKernel {
 // passes).
 func withSoftmaxBackTex(plain, tex softmaxBackKernel) softmaxBackKernel {
 	return func(d *vk.Device, g [3]uint32, s softmaxBackSpec, p kernels.SoftmaxPush, b softmaxBackBind) error {
-		if rowTexels(d, p.Seg, b.Y, b.Dy) {
+		if rowTexels(d, int(p.Cols), 2, b.Y, b.Dy) {
 			s.LocalSizeX = texLocal
 			return tex(d, texRowGrid(d, int(p.Rows), texRowLoops(int(p.Cols), 2)), s, p, b)
 		}
