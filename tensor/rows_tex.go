@@ -16,8 +16,10 @@ import (
 // would lose accuracy), but the softmax family sums them in order (within
 // the tests' tolerances): lavapipe's barriers cost far more than the
 // serial loop, Softmax over [64, 50257] took 8-12 ms instead of 90-100 ms.
-// On lavapipe, over [16384, 1024] fp32 (tools/bench, beside copy/buffer):
-// SumAxis went from 0.07x to 0.49x, Softmax from 0.02x to 0.11x.
+// On lavapipe, over [16384, 1024] fp32 (tools/bench, beside copy/buffer,
+// four runs each on a loaded machine): SumAxis went from 0.05-0.09x to
+// 0.34-0.54x, Softmax from 0.01-0.03x to 0.06-0.14x; the softmax backward
+// passes took about a tenth of their time.
 
 // rowTexelsOff turns the row kernels' texel forms off, for tests that
 // compare them with the storage-buffer forms.
