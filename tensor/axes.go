@@ -61,7 +61,7 @@ func SumTo(x *Tensor, shape ...int) *Tensor {
 }
 
 var (
-	minRows = asKernel(kernels.MinRows)
+	minRows = withRowsTex(asKernel(kernels.MinRows), asKernel(kernels.MinRowsTex))
 	minCols = asKernel(kernels.MinCols)
 )
 

@@ -193,13 +193,13 @@ type (
 )
 
 var (
-	sumRows        = asKernel(kernels.SumRows)
-	sumsqRows      = asKernel(kernels.SumsqRows)
-	maxRows        = asKernel(kernels.MaxRows)
+	sumRows        = withRowsTex(asKernel(kernels.SumRows), asKernel(kernels.SumRowsTex))
+	sumsqRows      = withRowsTex(asKernel(kernels.SumsqRows), asKernel(kernels.SumsqRowsTex))
+	maxRows        = withRowsTex(asKernel(kernels.MaxRows), asKernel(kernels.MaxRowsTex))
 	sumCols        = asKernel(kernels.SumCols)
 	maxCols        = asKernel(kernels.MaxCols)
-	softmaxRows    = asKernel(kernels.Softmax)
-	logSoftmaxRows = asKernel(kernels.LogSoftmax)
+	softmaxRows    = withSoftmaxTex(asKernel(kernels.Softmax), asKernel(kernels.SoftmaxTex))
+	logSoftmaxRows = withSoftmaxTex(asKernel(kernels.LogSoftmax), asKernel(kernels.LogSoftmaxTex))
 )
 
 // asKernel turns a generated launcher whose spec and bindings are an xSpec

@@ -141,8 +141,8 @@ type (
 )
 
 var (
-	softmaxBackRows    = asBackKernel(kernels.SoftmaxBackward)
-	logSoftmaxBackRows = asBackKernel(kernels.LogSoftmaxBackward)
+	softmaxBackRows    = withSoftmaxBackTex(asBackKernel(kernels.SoftmaxBackward), asBackKernel(kernels.SoftmaxBackwardTex))
+	logSoftmaxBackRows = withSoftmaxBackTex(asBackKernel(kernels.LogSoftmaxBackward), asBackKernel(kernels.LogSoftmaxBackwardTex))
 )
 
 func asBackKernel[S ~softmaxBackSpec, B ~softmaxBackBind](k func(*vk.Device, [3]uint32, S, kernels.SoftmaxPush, B) error) softmaxBackKernel {

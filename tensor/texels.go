@@ -16,7 +16,7 @@ import (
 // input fits one texel view (a nil input is not bound). They store 64-bit
 // words, so the device needs shaderInt64 (lavapipe has it).
 func texelsOn(out *Tensor, ins ...*Tensor) bool {
-	if info := out.dev.Info(); info.Type != vk.TypeCPU || mmSwiftShader(info) || !info.ShaderInt64 {
+	if !texelsDevice(out.dev) {
 		return false
 	}
 	for _, t := range ins {
@@ -25,6 +25,12 @@ func texelsOn(out *Tensor, ins ...*Tensor) bool {
 		}
 	}
 	return true
+}
+
+// texelsDevice reports whether the texel forms serve d.
+func texelsDevice(d *vk.Device) bool {
+	info := d.Info()
+	return info.Type == vk.TypeCPU && !mmSwiftShader(info) && info.ShaderInt64
 }
 
 // octs is the grid of a texel-form kernel, whose invocations make blocks of

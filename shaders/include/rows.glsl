@@ -7,6 +7,25 @@
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
 layout(push_constant) uniform RowsPush { uint rows; uint cols; uint n; uint seg; float scale; } p;
+#if defined(TEXELS)
+// The texel form (rows_tex.glsl): one invocation per row, the same order as
+// a segment of one.
+#include "rows_tex.glsl"
+layout(set = 0, binding = 0) uniform usamplerBuffer x;
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+
+DEFINE_TEX_LOADS(x, x, IN0_DT)
+DEFINE_TEX_ELEM(x, x, IN0_DT)
+
+void main() {
+    GRID_STRIDE(r, p.rows) {
+        uint lo = r * p.cols;
+        float acc = IDENTITY;
+        FOR_ROW(x, lo, min(lo + p.cols, p.n), v, acc = COMB(acc, PRE(v)))
+        y[r] = acc * p.scale;
+    }
+}
+#else
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
 
@@ -31,3 +50,4 @@ void main() {
         if (row < p.rows && lane == 0u) y[row] = DETERMINISTIC ? det_mul(acc, p.scale) : acc * p.scale;
     }
 }
+#endif

@@ -11,6 +11,39 @@ layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 2) const uint IN1_DT = DT_F32;
 
 layout(push_constant) uniform SoftmaxPush { uint rows; uint cols; uint seg; } p;
+#if defined(TEXELS)
+// The texel form (rows_tex.glsl): one invocation per row, the same order as
+// a segment of one; not on the deterministic path.
+#include "rows_tex.glsl"
+layout(set = 0, binding = 0) uniform usamplerBuffer y;
+layout(set = 0, binding = 1) uniform usamplerBuffer dy;
+layout(set = 0, binding = 2) writeonly buffer Dx { u64vec2 dx[]; };
+layout(set = 0, binding = 2) writeonly buffer DxWords { uint dx_words[]; }; // dx, word by word
+
+DEFINE_TEX_LOADS(y, y, IN0_DT)
+DEFINE_TEX_ELEM(y, y, IN0_DT)
+DEFINE_TEX_LOADS(dy, dy, IN1_DT)
+DEFINE_TEX_ELEM(dy, dy, IN1_DT)
+DEFINE_TEX_STORE(dx, dx, dx_words, DT_F32)
+
+void main() {
+    GRID_STRIDE(r, p.rows) {
+        uint lo = r * p.cols, hi = lo + p.cols;
+        float s = 0.0;
+        FOR_ROW2(y, dy, lo, hi, v, g, s += TERM(v, g))
+        ROW_SPAN(lo, hi)
+        for (uint i = lo; i < hm_; i++) dx_words[i] = floatBitsToUint(OUT(y_elem(i), dy_elem(i), s));
+        for (uint q = q0_; q < q1_; q++) {
+            vec4 a, b, c, d;
+            y_oct(q, 0u, true, a, b);
+            dy_oct(q, 0u, true, c, d);
+            dx_oct(q, 0u, true, vec4(OUT(a.x, c.x, s), OUT(a.y, c.y, s), OUT(a.z, c.z, s), OUT(a.w, c.w, s)),
+                   vec4(OUT(b.x, d.x, s), OUT(b.y, d.y, s), OUT(b.z, d.z, s), OUT(b.w, d.w, s)));
+        }
+        for (uint i = ts_; i < hi; i++) dx_words[i] = floatBitsToUint(OUT(y_elem(i), dy_elem(i), s));
+    }
+}
+#else
 layout(set = 0, binding = 0) readonly buffer Y { uint y[]; };
 layout(set = 0, binding = 1) readonly buffer Dy { uint dy[]; };
 layout(set = 0, binding = 2) writeonly buffer Dx { float dx[]; };
@@ -41,3 +74,4 @@ void main() {
         if (ok) for (uint i = lane; i < p.cols; i += p.seg) dx[lo + i] = OUT(y_at(lo + i), dy_at(lo + i), s);
     }
 }
+#endif

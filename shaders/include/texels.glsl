@@ -70,16 +70,16 @@ vec2 unpack_half2(uint w, uint dt) { return vec2(half_to_f32_flat(w & 0xFFFFu, d
 #define DEFINE_TEX_LOADS(NAME, TEX, DT)                                       \
     void NAME##_oct(uint q, uint n, bool full, out vec4 lo, out vec4 hi) {               \
         if (!dt_wide(DT)) {                                                   \
-            uvec4 x = texelFetch(TEX, int(q));                                \
-            lo = vec4(unpack_half2(x.x, DT), unpack_half2(x.y, DT));          \
-            hi = vec4(unpack_half2(x.z, DT), unpack_half2(x.w, DT));          \
+            uvec4 x_ = texelFetch(TEX, int(q));                                \
+            lo = vec4(unpack_half2(x_.x, DT), unpack_half2(x_.y, DT));          \
+            hi = vec4(unpack_half2(x_.z, DT), unpack_half2(x_.w, DT));          \
             return;                                                           \
         }                                                                     \
-        uvec4 x = texelFetch(TEX, int(2u * q));                               \
-        uvec4 y = uvec4(0u);                                                  \
-        if (full || 8u * q + 4u < n) y = texelFetch(TEX, int(2u * q + 1u));           \
-        lo = vec4(word_to_f32(x.x, DT), word_to_f32(x.y, DT), word_to_f32(x.z, DT), word_to_f32(x.w, DT)); \
-        hi = vec4(word_to_f32(y.x, DT), word_to_f32(y.y, DT), word_to_f32(y.z, DT), word_to_f32(y.w, DT)); \
+        uvec4 x_ = texelFetch(TEX, int(2u * q));                               \
+        uvec4 y_ = uvec4(0u);                                                  \
+        if (full || 8u * q + 4u < n) y_ = texelFetch(TEX, int(2u * q + 1u));           \
+        lo = vec4(word_to_f32(x_.x, DT), word_to_f32(x_.y, DT), word_to_f32(x_.z, DT), word_to_f32(x_.w, DT)); \
+        hi = vec4(word_to_f32(y_.x, DT), word_to_f32(y_.y, DT), word_to_f32(y_.z, DT), word_to_f32(y_.w, DT)); \
     }
 
 // pack_half2 encodes a and b as the two 16-bit elements of a word.
@@ -101,11 +101,11 @@ u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw));
                 TAIL[4u * q + j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
             return;                                                           \
         }                                                                     \
-        uvec4 x = uvec4(f32_to_word(lo.x, DT), f32_to_word(lo.y, DT), f32_to_word(lo.z, DT), f32_to_word(lo.w, DT)); \
-        uvec4 y = uvec4(f32_to_word(hi.x, DT), f32_to_word(hi.y, DT), f32_to_word(hi.z, DT), f32_to_word(hi.w, DT)); \
-        if (full) { BUF[2u * q] = wide2(x); BUF[2u * q + 1u] = wide2(y); return; } \
-        for (uint j = 0u; j < 4u && 8u * q + j < n; j++) TAIL[8u * q + j] = x[j]; \
-        for (uint j = 0u; j < 4u && 8u * q + 4u + j < n; j++) TAIL[8u * q + 4u + j] = y[j]; \
+        uvec4 x_ = uvec4(f32_to_word(lo.x, DT), f32_to_word(lo.y, DT), f32_to_word(lo.z, DT), f32_to_word(lo.w, DT)); \
+        uvec4 y_ = uvec4(f32_to_word(hi.x, DT), f32_to_word(hi.y, DT), f32_to_word(hi.z, DT), f32_to_word(hi.w, DT)); \
+        if (full) { BUF[2u * q] = wide2(x_); BUF[2u * q + 1u] = wide2(y_); return; } \
+        for (uint j = 0u; j < 4u && 8u * q + j < n; j++) TAIL[8u * q + j] = x_[j]; \
+        for (uint j = 0u; j < 4u && 8u * q + 4u + j < n; j++) TAIL[8u * q + 4u + j] = y_[j]; \
     }
 
 // TEX_MAIN(BLOCK) is the main of a texel form: BLOCK(q, full) makes block

@@ -2383,6 +2383,55 @@ func LogSoftmaxBackward(d *vk.Device, groups [3]uint32, s LogSoftmaxBackwardSpec
 	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
+// LogSoftmaxBackwardTexSpec holds the specialization constants of log_softmax_backward_tex.comp. A zero field
+// takes the shader's default.
+type LogSoftmaxBackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+}
+
+// LogSoftmaxBackwardTexBind names the bindings of log_softmax_backward_tex.comp.
+type LogSoftmaxBackwardTexBind struct {
+	Y  *vk.Buffer // binding 0: read as texels
+	Dy *vk.Buffer // binding 1: read as texels
+	Dx *vk.Buffer // binding 2: written
+}
+
+// LogSoftmaxBackwardTex records log_softmax_backward_tex.comp on d over groups workgroups.
+func LogSoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s LogSoftmaxBackwardTexSpec, p SoftmaxPush, b LogSoftmaxBackwardTexBind) error {
+	k := key{op: "log_softmax_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
+}
+
+// LogSoftmaxTexSpec holds the specialization constants of log_softmax_tex.comp. A zero field
+// takes the shader's default.
+type LogSoftmaxTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// LogSoftmaxTexBind names the bindings of log_softmax_tex.comp.
+type LogSoftmaxTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// LogSoftmaxTex records log_softmax_tex.comp on d over groups workgroups.
+func LogSoftmaxTex(d *vk.Device, groups [3]uint32, s LogSoftmaxTexSpec, p SoftmaxPush, b LogSoftmaxTexBind) error {
+	k := key{op: "log_softmax_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
 // MaskedFillSpec holds the specialization constants of masked_fill.comp. A zero field
 // takes the shader's default.
 type MaskedFillSpec struct {
@@ -2825,6 +2874,29 @@ func MaxRows(d *vk.Device, groups [3]uint32, s MaxRowsSpec, p RowsPush, b MaxRow
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// MaxRowsTexSpec holds the specialization constants of max_rows_tex.comp. A zero field
+// takes the shader's default.
+type MaxRowsTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// MaxRowsTexBind names the bindings of max_rows_tex.comp.
+type MaxRowsTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// MaxRowsTex records max_rows_tex.comp on d over groups workgroups.
+func MaxRowsTex(d *vk.Device, groups [3]uint32, s MaxRowsTexSpec, p RowsPush, b MaxRowsTexBind) error {
+	k := key{op: "max_rows_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
 // MinColsSpec holds the specialization constants of min_cols.comp. A zero field
 // takes the shader's default.
 type MinColsSpec struct {
@@ -2864,6 +2936,29 @@ type MinRowsBind struct {
 // MinRows records min_rows.comp on d over groups workgroups.
 func MinRows(d *vk.Device, groups [3]uint32, s MinRowsSpec, p RowsPush, b MinRowsBind) error {
 	k := key{op: "min_rows"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// MinRowsTexSpec holds the specialization constants of min_rows_tex.comp. A zero field
+// takes the shader's default.
+type MinRowsTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// MinRowsTexBind names the bindings of min_rows_tex.comp.
+type MinRowsTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// MinRowsTex records min_rows_tex.comp on d over groups workgroups.
+func MinRowsTex(d *vk.Device, groups [3]uint32, s MinRowsTexSpec, p RowsPush, b MinRowsTexBind) error {
+	k := key{op: "min_rows_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	var push [20]byte
@@ -3441,6 +3536,55 @@ func SoftmaxBackward(d *vk.Device, groups [3]uint32, s SoftmaxBackwardSpec, p So
 	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
+// SoftmaxBackwardTexSpec holds the specialization constants of softmax_backward_tex.comp. A zero field
+// takes the shader's default.
+type SoftmaxBackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+}
+
+// SoftmaxBackwardTexBind names the bindings of softmax_backward_tex.comp.
+type SoftmaxBackwardTexBind struct {
+	Y  *vk.Buffer // binding 0: read as texels
+	Dy *vk.Buffer // binding 1: read as texels
+	Dx *vk.Buffer // binding 2: written
+}
+
+// SoftmaxBackwardTex records softmax_backward_tex.comp on d over groups workgroups.
+func SoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s SoftmaxBackwardTexSpec, p SoftmaxPush, b SoftmaxBackwardTexBind) error {
+	k := key{op: "softmax_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
+}
+
+// SoftmaxTexSpec holds the specialization constants of softmax_tex.comp. A zero field
+// takes the shader's default.
+type SoftmaxTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// SoftmaxTexBind names the bindings of softmax_tex.comp.
+type SoftmaxTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: read and written
+}
+
+// SoftmaxTex records softmax_tex.comp on d over groups workgroups.
+func SoftmaxTex(d *vk.Device, groups [3]uint32, s SoftmaxTexSpec, p SoftmaxPush, b SoftmaxTexBind) error {
+	k := key{op: "softmax_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
 // SqrtSpec holds the specialization constants of sqrt.comp. A zero field
 // takes the shader's default.
 type SqrtSpec struct {
@@ -3557,6 +3701,29 @@ func SumRows(d *vk.Device, groups [3]uint32, s SumRowsSpec, p RowsPush, b SumRow
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// SumRowsTexSpec holds the specialization constants of sum_rows_tex.comp. A zero field
+// takes the shader's default.
+type SumRowsTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// SumRowsTexBind names the bindings of sum_rows_tex.comp.
+type SumRowsTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// SumRowsTex records sum_rows_tex.comp on d over groups workgroups.
+func SumRowsTex(d *vk.Device, groups [3]uint32, s SumRowsTexSpec, p RowsPush, b SumRowsTexBind) error {
+	k := key{op: "sum_rows_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
 // SumsqRowsSpec holds the specialization constants of sumsq_rows.comp. A zero field
 // takes the shader's default.
 type SumsqRowsSpec struct {
@@ -3573,6 +3740,29 @@ type SumsqRowsBind struct {
 // SumsqRows records sumsq_rows.comp on d over groups workgroups.
 func SumsqRows(d *vk.Device, groups [3]uint32, s SumsqRowsSpec, p RowsPush, b SumsqRowsBind) error {
 	k := key{op: "sumsq_rows"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// SumsqRowsTexSpec holds the specialization constants of sumsq_rows_tex.comp. A zero field
+// takes the shader's default.
+type SumsqRowsTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// SumsqRowsTexBind names the bindings of sumsq_rows_tex.comp.
+type SumsqRowsTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// SumsqRowsTex records sumsq_rows_tex.comp on d over groups workgroups.
+func SumsqRowsTex(d *vk.Device, groups [3]uint32, s SumsqRowsTexSpec, p RowsPush, b SumsqRowsTexBind) error {
+	k := key{op: "sumsq_rows_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	var push [20]byte
