@@ -218,8 +218,15 @@ func (s *LossScale) Unscale(grads []*Tensor, found *Tensor, tab *BlockTable) err
 		return err
 	}
 	for _, g := range tab.t.groups {
-		err := kernels.UnscaleCheck(d, g.grid(), kernels.UnscaleCheckSpec{}, kernels.UnscaleCheckPush{Nchunks: uint32(g.chunks)},
-			kernels.UnscaleCheckBind{Data: g.bind[0], Table: g.table, State: s.state.buf, Found: found.buf})
+		push := kernels.UnscaleCheckPush{Nchunks: uint32(g.chunks)}
+		var err error
+		if texelsServe(d, g.bind[0]) {
+			err = kernels.UnscaleCheckTex(d, g.grid(), kernels.UnscaleCheckTexSpec{}, kernels.UnscaleCheckTexPush(push), kernels.UnscaleCheckTexBind{
+				Data: g.bind[0], Table: g.table, State: s.state.buf, Found: found.buf, DataTex: g.bind[0]})
+		} else {
+			err = kernels.UnscaleCheck(d, g.grid(), kernels.UnscaleCheckSpec{}, push,
+				kernels.UnscaleCheckBind{Data: g.bind[0], Table: g.table, State: s.state.buf, Found: found.buf})
+		}
 		if err != nil {
 			return opErr(op, err)
 		}

@@ -33,6 +33,21 @@ func texelsDevice(d *vk.Device) bool {
 	return info.Type == vk.TypeCPU && !mmSwiftShader(info) && info.ShaderInt64
 }
 
+// texelsServe is texelsOn for kernels that bind whole buffers, such as the
+// memory blocks of a block table: the texel forms serve d and every buffer
+// fits one texel view.
+func texelsServe(d *vk.Device, bufs ...*vk.Buffer) bool {
+	if !texelsDevice(d) {
+		return false
+	}
+	for _, b := range bufs {
+		if !b.TexelsFit() {
+			return false
+		}
+	}
+	return true
+}
+
 // octs is the grid of a texel-form kernel, whose invocations make blocks of
 // 8 elements: at most texGroups workgroups, so that each invocation loops
 // over many blocks and the partial block's code, which lavapipe runs in

@@ -3828,6 +3828,40 @@ func UnscaleCheck(d *vk.Device, groups [3]uint32, s UnscaleCheckSpec, p UnscaleC
 	return run(d, k, groups, push[:], b.Data, b.Table, b.State, b.Found)
 }
 
+// UnscaleCheckTexSpec holds the specialization constants of unscale_check_tex.comp. A zero field
+// takes the shader's default.
+type UnscaleCheckTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// UnscaleCheckTexPush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type UnscaleCheckTexPush struct {
+	Nchunks uint32 // offset 0
+}
+
+func (p *UnscaleCheckTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+}
+
+// UnscaleCheckTexBind names the bindings of unscale_check_tex.comp.
+type UnscaleCheckTexBind struct {
+	Data    *vk.Buffer // binding 0: read and written
+	Table   *vk.Buffer // binding 1: read
+	State   *vk.Buffer // binding 2: read and written
+	Found   *vk.Buffer // binding 3: written
+	DataTex *vk.Buffer // binding 4: read as texels
+}
+
+// UnscaleCheckTex records unscale_check_tex.comp on d over groups workgroups.
+func UnscaleCheckTex(d *vk.Device, groups [3]uint32, s UnscaleCheckTexSpec, p UnscaleCheckTexPush, b UnscaleCheckTexBind) error {
+	k := key{op: "unscale_check_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Data, b.Table, b.State, b.Found, b.DataTex)
+}
+
 // WhereSpec holds the specialization constants of where.comp. A zero field
 // takes the shader's default.
 type WhereSpec struct {

@@ -1,0 +1,125 @@
+// The body of unscale_check.comp and its texel form (unscale_check_tex.comp,
+// with TEXELS defined).
+#ifndef VKAMP_UNSCALE_CHECK_GLSL
+#define VKAMP_UNSCALE_CHECK_GLSL
+
+#include "common.glsl"
+#include "fp16.glsl"
+#include "det.glsl"
+
+layout(push_constant) uniform Push { uint nchunks; } p;
+layout(set = 0, binding = 0) buffer Data { uint data[]; };
+// The same binding by 16-byte words: the 16-byte aligned run of a chunk goes
+// four words per access (a quarter of the loop trips; on lavapipe, with the
+// dtype tested outside the loop, 1.8x as fast), head and tail word by word.
+layout(set = 0, binding = 0) buffer Data4 { uvec4 data4[]; };
+#if defined(TEXELS)
+// The texel form reads the same memory as texels (SIMD gathers on CPU
+// drivers) and stores 64-bit words, half the stores of uvec4s; each word is
+// read and then written by the same invocation.
+layout(set = 0, binding = 0) buffer Data64 { u64vec2 data64[]; };
+layout(set = 0, binding = 4) uniform usamplerBuffer data_tex;
+uvec4 load4(uint i) { return texelFetch(data_tex, int(i)); }
+void store4(uint i, uvec4 w) { data64[i] = u64vec2(packUint2x32(w.xy), packUint2x32(w.zw)); }
+#else
+uvec4 load4(uint i) { return data4[i]; }
+void store4(uint i, uvec4 w) { data4[i] = w; }
+#endif
+// Per chunk: first word, element count, dtype (0 fp32, 1 fp16), unused.
+layout(set = 0, binding = 1) readonly buffer Table { uvec4 chunks[]; };
+// Scaler state: [0] scale, [1] inv_scale, [2] growth tracker, [3] found_inf
+// of all optimizers since the last update, [4] overflows counted.
+layout(set = 0, binding = 2) buffer State { uint state[]; };
+layout(set = 0, binding = 3) writeonly buffer Found { float found[]; };
+
+shared uint wg_bad;
+
+const uint EXP32 = 0x7F800000u;
+const uint EXP16 = 0x7C00u;
+
+// nonfinite32 and nonfinite16 are 1 where the word is inf or NaN (the low
+// and high halves of an fp16 word tested on their own), 0 elsewhere: counts
+// ORed together without branches.
+uvec4 nonfinite32(uvec4 w) { return uvec4(equal(w & EXP32, uvec4(EXP32))); }
+uvec4 nonfinite16(uvec4 w) {
+    return uvec4(equal(w & EXP16, uvec4(EXP16))) | uvec4(equal(w & (EXP16 << 16), uvec4(EXP16 << 16)));
+}
+float unscale(float x, float inv) { return DETERMINISTIC ? det_mul(x, inv) : x * inv; }
+uint unscale32(uint w, float inv) { return floatBitsToUint(unscale(uintBitsToFloat(w), inv)); }
+uint unscale16(uint h, float inv) { return f32_to_f16(unscale(f16_to_f32(h), inv)); }
+// unscale_word multiplies the elements of word w: one fp32, or two fp16
+// (the high one only if two: past an odd count it is padding, kept).
+uint unscale_word(uint w, float inv, bool wide, bool two) {
+    if (wide) return unscale32(w, inv);
+    uint hi = two ? unscale16(w >> 16, inv) : w >> 16;
+    return unscale16(w & 0xFFFFu, inv) | (hi << 16);
+}
+uvec4 unscale_words(uvec4 w, float inv, bool wide) {
+    return uvec4(unscale_word(w.x, inv, wide, true), unscale_word(w.y, inv, wide, true),
+                 unscale_word(w.z, inv, wide, true), unscale_word(w.w, inv, wide, true));
+}
+
+// sweep checks and unscales the uvec4s v0..v0+nv-1 of a chunk, of fp32
+// elements if wide, fp16 ones otherwise, and returns the nonfinite flags.
+uvec4 sweep(uint v0, uint nv, float inv, bool scale, const bool wide) {
+    uvec4 bad = uvec4(0u);
+    for (uint i = gl_LocalInvocationIndex; i < nv; i += gl_WorkGroupSize.x) {
+        uvec4 w = load4(v0 + i);
+        bad |= wide ? nonfinite32(w) : nonfinite16(w);
+        if (scale) {
+            uvec4 r = unscale_words(w, inv, wide);
+            bad |= wide ? nonfinite32(r) : nonfinite16(r);
+            store4(v0 + i, r);
+        }
+    }
+    return bad;
+}
+
+void main() {
+    uint c = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint lid = gl_LocalInvocationIndex;
+    if (lid == 0u) wg_bad = 0u;
+    barrier();
+    if (c < p.nchunks) {
+        uvec4 e = chunks[c];
+        float inv = uintBitsToFloat(state[1]);
+        bool scale = inv != 1.0;
+        bool wide = e.z == 0u;
+        // The chunk's words: whole ones (every element counted), then for an
+        // odd fp16 count one whose high half is padding. Whole words split
+        // into a head up to a 16-byte boundary, a run of uvec4s and a tail;
+        // head, tail and the padded word (at most 7 words) take one scalar
+        // access each, by the first invocations.
+        uint whole = wide ? e.y : e.y / 2u;
+        uint head = min((0u - e.x) & 3u, whole);
+        uint v0 = (e.x + head) / 4u;
+        uint nv = (whole - head) / 4u;
+        uint after = head + 4u * nv;
+        uint nscalar = head + (wide ? e.y : (e.y + 1u) / 2u) - after;
+        uvec4 bad = uvec4(0u);
+        // Two calls with constant dtypes, not one loop that tests it: CPU
+        // drivers would make both dtypes' arithmetic for every word.
+        if (wide) bad = sweep(v0, nv, inv, scale, true);
+        else bad = sweep(v0, nv, inv, scale, false);
+        if (lid < nscalar) {
+            uint i = lid < head ? lid : after + (lid - head);
+            bool two = 2u * i + 1u < e.y;
+            uint w = data[e.x + i];
+            uint counted = wide || two ? ~0u : 0xFFFFu; // the bits of elements
+            bad.x |= wide ? nonfinite32(uvec4(w)).x : nonfinite16(uvec4(w & counted)).x;
+            if (scale) {
+                uint r = unscale_word(w, inv, wide, two);
+                bad.x |= wide ? nonfinite32(uvec4(r)).x : nonfinite16(uvec4(r & counted)).x;
+                data[e.x + i] = r;
+            }
+        }
+        if (any(notEqual(bad, uvec4(0u)))) atomicOr(wg_bad, 1u);
+    }
+    barrier();
+    if (lid == 0u && wg_bad != 0u) {
+        found[0] = 1.0;
+        state[3] = floatBitsToUint(1.0);
+    }
+}
+
+#endif
