@@ -67,7 +67,10 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		return err
 	}
 	defer adam.Close()
-	sc, err := scaler.New(scaler.Options{InitScale: 4})
+	// Scale 1: every round multiplies the same gradients by 1, so they stay
+	// what they were (by 1/4 they would turn subnormal, then zero, within
+	// a hundred rounds, and the rounds would measure other values).
+	sc, err := scaler.New(scaler.Options{InitScale: 1})
 	if err != nil {
 		return err
 	}
@@ -118,7 +121,7 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 				if err := sc.Unscale(unscaleOpt); err != nil {
 					return err
 				}
-				if err := sc.UpdateTo(4); err != nil {
+				if err := sc.UpdateTo(1); err != nil {
 					return err
 				}
 				return d.Wait()
