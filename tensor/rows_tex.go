@@ -29,18 +29,11 @@ var rowTexelsOff bool
 // reading ins, takes its texel form on d: not where one row would loop
 // past the driver's limit (rows of about 170000 for softmax on lavapipe).
 func rowTexels(d *vk.Device, cols, passes int, ins ...*vk.Buffer) bool {
-	if rowTexelsOff || d.Deterministic() || !texelsDevice(d) {
+	if rowTexelsOff || d.Deterministic() || !texelsServe(d, ins...) {
 		return false
 	}
-	if limit := loopLimit(d); limit != 0 && 1+texRowLoops(cols, passes) > limit {
-		return false
-	}
-	for _, b := range ins {
-		if !b.TexelsFit() {
-			return false
-		}
-	}
-	return true
+	limit := loopLimit(d)
+	return limit == 0 || 1+texRowLoops(cols, passes) <= limit
 }
 
 // texRowGrid is the grid of a row kernel's texel form over rows whose

@@ -79,18 +79,26 @@ func uwRandom(r *rand.Rand, fp16 bool) []uint32 {
 	return w
 }
 
-func TestLossScaleUnscaleWords(t *testing.T) {
+// uwSetup returns a loss scale at scale that has scaled once (so that its
+// inverse is on the device), a buffer of uwWords words and a found flag,
+// released when t ends.
+func uwSetup(t *testing.T, scale float64) (ls *tensor.LossScale, x, found *tensor.Tensor) {
 	d := devtest.Open(t)
-	const scale = 3072.0
-	inv := float32(1 / float64(float32(scale)))
-	ls := tensor.NewLossScale(scale, 0)
-	defer ls.Close()
+	ls = tensor.NewLossScale(scale, 0)
+	t.Cleanup(func() { ls.Close() })
 	one, _ := opInput(t, d, []float32{1}, tensor.Float32, 1)
 	ls.Scale(one).Release()
-	x := tensor.New(d, tensor.Float32, uwWords)
-	defer x.Release()
-	found := tensor.New(d, tensor.Float32, 1)
-	defer found.Release()
+	x = tensor.New(d, tensor.Float32, uwWords)
+	t.Cleanup(x.Release)
+	found = tensor.New(d, tensor.Float32, 1)
+	t.Cleanup(found.Release)
+	return ls, x, found
+}
+
+func TestLossScaleUnscaleWords(t *testing.T) {
+	const scale = 3072.0
+	inv := float32(1 / float64(float32(scale)))
+	ls, x, found := uwSetup(t, scale)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, texels := range []bool{false, true} {
 		for code := uint32(0); code < 2; code++ {
@@ -122,15 +130,7 @@ func TestLossScaleUnscaleWords(t *testing.T) {
 // (head, each component of the run, tail) is found, and one just outside
 // it, or in the padding half past an odd fp16 count, is not.
 func TestLossScaleUnscaleFindsEvery(t *testing.T) {
-	d := devtest.Open(t)
-	ls := tensor.NewLossScale(2, 0)
-	defer ls.Close()
-	one, _ := opInput(t, d, []float32{1}, tensor.Float32, 1)
-	ls.Scale(one).Release()
-	x := tensor.New(d, tensor.Float32, uwWords)
-	defer x.Release()
-	found := tensor.New(d, tensor.Float32, 1)
-	defer found.Release()
+	ls, x, found := uwSetup(t, 2)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, texels := range []bool{false, true} {
 		for code := uint32(0); code < 2; code++ {
