@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // The fused optimizer updates: one dispatch per group of memory blocks
@@ -35,6 +36,10 @@ var optLayout = tableLayout{
 		return raw
 	},
 }
+
+// optWordwise reports whether the optimizer kernels go word by word on d,
+// never with vec4 accesses: SwiftShader runs those about 1.5x slower.
+func optWordwise(d *vk.Device) bool { return mmSwiftShader(d.Info()) }
 
 // OptimizerState is what a fused optimizer keeps on the device for a fixed
 // list of Float32 parameters: the moment tensors of each parameter, a count
@@ -199,7 +204,7 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 	s.noHalves("SGDStep")
 	return s.step("SGDStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{}, p, kernels.SgdBind{
+		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{Vec4: !optWordwise(flag.dev)}, p, kernels.SgdBind{
 			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf})
 	})
 }
@@ -218,7 +223,7 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 		usagePanic("AdamStep", "Adam needs an OptimizerState with two moments")
 	}
 	p := kernels.AdamPush{Lr: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay, Decoupled: boolWord(c.Decoupled)}
-	l, cells, spec, h := &optLayout, s.active(), kernels.AdamSpec{}, 0
+	l, cells, spec, h := &optLayout, s.active(), kernels.AdamSpec{Vec4: !optWordwise(s.steps.dev)}, 0
 	if s.halves != nil {
 		l, cells, spec.HalfDT, h = &adamHalfLayout, s.halfRows(), s.halfDT.code(), 4
 	}

@@ -29,20 +29,29 @@ var optVecShifts = [][5]int{{0, 0, 0, 0, 0}, {1, 2, 3, 1, 0}, {0, 0, 0, 2, 0}, {
 // four elements at a time with vector accesses, any other chunk word by
 // word: both give the same bits, with counts that are not multiples of 4.
 // One dispatch updates copies of the same data at aligned and misaligned
-// offsets, which must end equal.
+// offsets, which must end equal. With the VEC4 constant false (SwiftShader's
+// setting) every chunk goes word by word, and the bits must not change.
 func TestOptimizerVec4Offsets(t *testing.T) {
 	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "sgd", "sgd-nesterov", "sgd-plain", "adadelta"}
 	for _, det := range []bool{false, true} {
 		d := devtest.Open(t, vk.Options{Deterministic: det})
 		for _, kind := range kinds {
 			t.Run(fmt.Sprintf("%s/deterministic=%t", kind, det), func(t *testing.T) {
-				optVecCheck(t, d, kind)
+				vec := optVecCheck(t, d, kind, false)
+				words := optVecCheck(t, d, kind, true)
+				for b := range vec {
+					if !bytes.Equal(vec[b], words[b]) {
+						t.Errorf("buffer %d differs when every chunk goes word by word", b)
+					}
+				}
 			})
 		}
 	}
 }
 
-func optVecCheck(t *testing.T, d *vk.Device, kind string) {
+// optVecCheck runs the check with the VEC4 constant !wordwise and
+// returns the bytes of the five buffers after the step.
+func optVecCheck(t *testing.T, d *vk.Device, kind string, wordwise bool) [5][]byte {
 	rng := rand.New(rand.NewPCG(7, uint64(len(kind))))
 	stride := 0 // words per copy of a chunk's data, aligned
 	for _, n := range optVecCounts {
@@ -103,7 +112,7 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string) {
 	p, g, m, v, h := bufs[0].buf, bufs[1].buf, bufs[2].buf, bufs[3].buf, bufs[4].buf
 	switch kind {
 	case "adam", "adamw", "adam-f16", "adam-bf16":
-		spec := kernels.AdamSpec{}
+		spec := kernels.AdamSpec{Vec4: !wordwise}
 		if kind == "adam-f16" {
 			spec.HalfDT = Float16.code()
 		} else if kind == "adam-bf16" {
@@ -116,16 +125,18 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string) {
 		if kind == "sgd-plain" {
 			push.Momentum, push.Dampening = 0, 0
 		}
-		err = kernels.Sgd(d, grid, kernels.SgdSpec{}, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf})
+		err = kernels.Sgd(d, grid, kernels.SgdSpec{Vec4: !wordwise}, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf})
 	case "adadelta":
 		push := kernels.AdadeltaPush{Nchunks: uint32(nc), Lr: 1, Rho: 0.9, Eps: 1e-6, WeightDecay: 0.01}
-		err = kernels.Adadelta(d, grid, kernels.AdadeltaSpec{}, push, kernels.AdadeltaBind{P: p, G: g, M: m, Table: tb, Found: found.buf, V: v})
+		err = kernels.Adadelta(d, grid, kernels.AdadeltaSpec{Vec4: !wordwise}, push, kernels.AdadeltaBind{P: p, G: g, M: m, Table: tb, Found: found.buf, V: v})
 	}
 	require.NoError(t, err)
 	names := []string{"weights", "gradients", "first moments", "second moments", "half copies"}
+	var out [5][]byte
 	for b, x := range bufs {
 		raw, err := x.Bytes()
 		require.NoError(t, err)
+		out[b] = raw
 		for c, n := range optVecCounts {
 			nw := n
 			if b == 4 {
@@ -145,6 +156,7 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string) {
 			}
 		}
 	}
+	return out
 }
 
 func optVecBytes(w []uint32) []byte {

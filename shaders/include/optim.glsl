@@ -14,11 +14,16 @@
 // elements at a time, with one vector access per buffer where one per
 // element was (lavapipe runs every storage access as a loop over its lanes,
 // whatever its width). WORD(A, i) is word i of such an array, for the other
-// chunks and the last count % 4 elements of a chunk. Every element's
-// arithmetic is the same on both paths, so are its bits.
+// chunks and the last count % 4 elements of a chunk, read through a float
+// view of the same binding (SwiftShader runs a dynamic component index of a
+// vec4 slowly). Every element's arithmetic is the same on both paths, so
+// are its bits.
 layout(set = 0, binding = 0) buffer P { vec4 param[]; };
+layout(set = 0, binding = 0) buffer PW { float param_w[]; };
 layout(set = 0, binding = 1) readonly buffer G { vec4 grad[]; };
+layout(set = 0, binding = 1) readonly buffer GW { float grad_w[]; };
 layout(set = 0, binding = 2) buffer M { vec4 m1[]; };
+layout(set = 0, binding = 2) buffer MW { float m1_w[]; };
 layout(set = 0, binding = 3) readonly buffer Table { uvec4 chunks[]; };
 layout(set = 0, binding = 4) readonly buffer Found { float found[]; };
 #ifndef NO_STEPS
@@ -31,13 +36,21 @@ layout(set = 0, binding = 5) readonly buffer Steps { uint steps[]; };
 #endif
 #ifdef SECOND_MOMENT
 layout(set = 0, binding = V_BINDING) buffer V { vec4 m2[]; };
+layout(set = 0, binding = V_BINDING) buffer VW { float m2_w[]; };
 #endif
 
-#define WORD(A, I) A[(I) >> 2][(I) & 3u]
+// VEC4 allows the vec4 path; without it every chunk goes word by word,
+// which SwiftShader runs faster. It is false there, not a true "word by
+// word" flag, because vk freezes only false constants into plain ones and
+// SwiftShader drops dead code only after those: a vec4 path it cannot drop
+// slows the word path too.
+layout(constant_id = 4) const bool VEC4 = false;
+
+#define WORD(A, I) A##_w[I]
 
 // chunk_vec4 reports whether word offsets at allow vec4 accesses (an absent
 // moment's offset is 0).
-bool chunk_vec4(uvec4 at) { return ((at.x | at.y | at.z | at.w) & 3u) == 0u; }
+bool chunk_vec4(uvec4 at) { return VEC4 && ((at.x | at.y | at.z | at.w) & 3u) == 0u; }
 
 // FOR_EACH_QUAD runs BODY with q over the count / 4 groups of four elements
 // of a vec4 chunk (element 4q on, vec4 index at / 4 + q), then E_BODY with

@@ -87,6 +87,7 @@ func AccumulateTex(d *vk.Device, groups [3]uint32, s AccumulateTexSpec, p Accumu
 // takes the shader's default.
 type AdadeltaSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Vec4       bool   // VEC4: constant 4, default 0
 }
 
 // AdadeltaPush is the push-constant block Push (20 bytes), laid out as the
@@ -121,6 +122,7 @@ type AdadeltaBind struct {
 func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b AdadeltaBind) error {
 	k := key{op: "adadelta"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(4, b2u(s.Vec4))
 	var push [20]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.V)
@@ -131,6 +133,7 @@ func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b 
 type AdamSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	HalfDT     DType  // HALF_DT: constant 1, default 0
+	Vec4       bool   // VEC4: constant 4, default 0
 }
 
 // AdamPush is the push-constant block Push (28 bytes), laid out as the
@@ -172,6 +175,7 @@ func Adam(d *vk.Device, groups [3]uint32, s AdamSpec, p AdamPush, b AdamBind) er
 	k := key{op: "adam"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.HalfDT))
+	k.put(4, b2u(s.Vec4))
 	var push [28]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H)
@@ -3421,6 +3425,7 @@ func ScaleUpdate(d *vk.Device, groups [3]uint32, s ScaleUpdateSpec, p ScaleUpdat
 // takes the shader's default.
 type SgdSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Vec4       bool   // VEC4: constant 4, default 0
 }
 
 // SgdPush is the push-constant block Push (24 bytes), laid out as the
@@ -3457,6 +3462,7 @@ type SgdBind struct {
 func Sgd(d *vk.Device, groups [3]uint32, s SgdSpec, p SgdPush, b SgdBind) error {
 	k := key{op: "sgd"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(4, b2u(s.Vec4))
 	var push [24]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps)
