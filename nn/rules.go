@@ -119,8 +119,7 @@ func linearBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 		grads[1] = tensor.MatMul(dy, x, tensor.MatMulOpts{TransA: true, Out: w.DType()})
 	}
 	if len(n.inputs) == 3 && need(n, 2) {
-		db := g.keep(tensor.SumAxis(dy, 0))
-		grads[2] = tensor.Cast(db, n.inputs[2].DType())
+		grads[2] = tensor.SumAxisAs(dy, 0, n.inputs[2].DType())
 	}
 	return grads
 }
@@ -133,7 +132,7 @@ func addBiasBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 		if len(dy.Shape()) != 2 {
 			flat = g.keep(reshaped(dy, rows, cols))
 		}
-		db = tensor.Cast(g.keep(tensor.SumAxis(flat, 0)), n.inputs[1].DType())
+		db = tensor.SumAxisAs(flat, 0, n.inputs[1].DType())
 	}
 	return []*tensor.Tensor{dy, db}
 }

@@ -62,7 +62,7 @@ func SumTo(x *Tensor, shape ...int) *Tensor {
 
 var (
 	minRows = withRowsTex(asKernel(kernels.MinRows), asKernel(kernels.MinRowsTex))
-	minCols = asKernel(kernels.MinCols)
+	minCols = asColsKernel(kernels.MinCols)
 )
 
 // reducedAxes returns which axes of a tensor of shape the axes name,
@@ -190,6 +190,6 @@ func colsPass(op string, out *Tensor, k colsKernel, x *Tensor, outer, kk, inner 
 	per := ceilDiv(outer*inner, int(grid[0])*int(kernels.LocalSize(out.dev))) // outputs per invocation
 	if checkLoopsN(out, op, per*(kk+1), "reducing an axis of %d", kk) {
 		p := kernels.ColsPush{Outer: uint32(outer), K: uint32(kk), Inner: uint32(inner), Scale: scale}
-		launched(out, k(out.dev, grid, xSpec{In0DT: x.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
+		launched(out, k(out.dev, grid, colsSpec{In0DT: x.dtype.code(), OutDT: out.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
 	}
 }

@@ -42,18 +42,27 @@ func Max(x *Tensor) *Tensor { return whole("Max", x, maxRows, maxRows, false) }
 // SumAxis returns the sum of x over axis, which is removed from the shape (a
 // 1-D x gives shape [1], as Sum does). A negative axis counts from the end.
 func SumAxis(x *Tensor, axis int) *Tensor {
-	return alongAxis("SumAxis", x, axis, sumRows, sumCols, false)
+	return alongAxis("SumAxis", x, axis, sumRows, sumCols, false, Float32)
+}
+
+// SumAxisAs is SumAxis with the sums stored as dt (Float32, Float16 or
+// BFloat16), each rounded once from its fp32 value: bit for bit
+// Cast(SumAxis(x, axis), dt), without the cast's kernel when axis is not
+// the last (a bias gradient under autocast).
+func SumAxisAs(x *Tensor, axis int, dt DType) *Tensor {
+	checkFloating("SumAxisAs", dt)
+	return alongAxis("SumAxisAs", x, axis, sumRows, sumCols, false, dt)
 }
 
 // MeanAxis is SumAxis divided by the length of axis.
 func MeanAxis(x *Tensor, axis int) *Tensor {
-	return alongAxis("MeanAxis", x, axis, sumRows, sumCols, true)
+	return alongAxis("MeanAxis", x, axis, sumRows, sumCols, true, Float32)
 }
 
 // MaxAxis returns the maximum of x over axis, removed from the shape as in
 // SumAxis; NaN wins.
 func MaxAxis(x *Tensor, axis int) *Tensor {
-	return alongAxis("MaxAxis", x, axis, maxRows, maxCols, false)
+	return alongAxis("MaxAxis", x, axis, maxRows, maxCols, false, Float32)
 }
 
 // Softmax returns exp(x - m) / sum(exp(x - m)) over the last axis, m being
@@ -97,10 +106,11 @@ func whole(op string, x *Tensor, first, second rowsKernel, mean bool) *Tensor {
 	return out
 }
 
-// alongAxis reduces x over one axis: with the row kernel when the axis is
-// the last (or all later axes have length 1), else with one invocation per
-// output looping over the axis.
-func alongAxis(op string, x *Tensor, axis int, rowsK rowsKernel, colsK colsKernel, mean bool) *Tensor {
+// alongAxis reduces x over one axis into a tensor of dtype dt: with the
+// row kernel when the axis is the last (or all later axes have length 1),
+// then a cast for a dt other than Float32, else with one invocation per
+// output looping over the axis, which stores dt itself.
+func alongAxis(op string, x *Tensor, axis int, rowsK rowsKernel, colsK colsKernel, mean bool, dt DType) *Tensor {
 	sameDevice(op, x)
 	checkFloating(op, Float32, x)
 	ax := checkAxis(op, x, axis)
@@ -115,20 +125,25 @@ func alongAxis(op string, x *Tensor, axis int, rowsK rowsKernel, colsK colsKerne
 	if len(shape) == 0 {
 		shape = []int{1}
 	}
-	out := newOut(x.dev, Float32, shape, x)
 	scale := float32(1)
 	if mean {
 		scale = float32(1 / float64(k))
 	}
 	if inner == 1 {
+		out := newOut(x.dev, Float32, shape, x)
 		rows(op, out, rowsK, x, outer, k, x.n, scale)
-		return out
+		if dt == Float32 {
+			return out
+		}
+		defer out.Release()
+		return Cast(out, dt)
 	}
+	out := newOut(x.dev, dt, shape, x)
 	grid := groups1D(out, outer*inner)
 	per := ceilDiv(outer*inner, int(grid[0])*int(kernels.LocalSize(out.dev))) // outputs per invocation
 	if checkLoopsN(out, op, per*(k+1), "reducing an axis of %d", k) {
 		p := kernels.ColsPush{Outer: uint32(outer), K: uint32(k), Inner: uint32(inner), Scale: scale}
-		launched(out, colsK(out.dev, grid, xSpec{In0DT: x.dtype.code()}, p, xyBind{X: x.buf, Y: out.buf}))
+		launched(out, colsK(out.dev, grid, colsSpec{In0DT: x.dtype.code(), OutDT: dt.code()}, p, xyBind{X: x.buf, Y: out.buf}))
 	}
 	return out
 }
@@ -186,9 +201,13 @@ type (
 		LocalSizeX uint32
 		In0DT      kernels.DType
 	}
+	colsSpec = struct {
+		LocalSizeX   uint32
+		In0DT, OutDT kernels.DType
+	}
 	xyBind        = struct{ X, Y *vk.Buffer }
 	rowsKernel    = func(*vk.Device, [3]uint32, xSpec, kernels.RowsPush, xyBind) error
-	colsKernel    = func(*vk.Device, [3]uint32, xSpec, kernels.ColsPush, xyBind) error
+	colsKernel    = func(*vk.Device, [3]uint32, colsSpec, kernels.ColsPush, xyBind) error
 	softmaxKernel = func(*vk.Device, [3]uint32, xSpec, kernels.SoftmaxPush, xyBind) error
 )
 
@@ -196,8 +215,8 @@ var (
 	sumRows        = withRowsTex(asKernel(kernels.SumRows), asKernel(kernels.SumRowsTex))
 	sumsqRows      = withRowsTex(asKernel(kernels.SumsqRows), asKernel(kernels.SumsqRowsTex))
 	maxRows        = withRowsTex(asKernel(kernels.MaxRows), asKernel(kernels.MaxRowsTex))
-	sumCols        = asKernel(kernels.SumCols)
-	maxCols        = asKernel(kernels.MaxCols)
+	sumCols        = asColsKernel(kernels.SumCols)
+	maxCols        = asColsKernel(kernels.MaxCols)
 	softmaxRows    = withSoftmaxTex(asKernel(kernels.Softmax), asKernel(kernels.SoftmaxTex))
 	logSoftmaxRows = withSoftmaxTex(asKernel(kernels.LogSoftmax), asKernel(kernels.LogSoftmaxTex))
 )
@@ -206,6 +225,14 @@ var (
 // and an xyBind into a plain function of those.
 func asKernel[S ~xSpec, P any, B ~xyBind](k func(*vk.Device, [3]uint32, S, P, B) error) func(*vk.Device, [3]uint32, xSpec, P, xyBind) error {
 	return func(d *vk.Device, g [3]uint32, s xSpec, p P, b xyBind) error { return k(d, g, S(s), p, B(b)) }
+}
+
+// asColsKernel is asKernel for the column kernels, whose spec also holds
+// the output's dtype.
+func asColsKernel[S ~colsSpec, B ~xyBind](k func(*vk.Device, [3]uint32, S, kernels.ColsPush, B) error) colsKernel {
+	return func(d *vk.Device, g [3]uint32, s colsSpec, p kernels.ColsPush, b xyBind) error {
+		return k(d, g, S(s), p, B(b))
+	}
 }
 
 // reduceLocal is the workgroup size of tree reductions: the elementwise size

@@ -2803,6 +2803,7 @@ func MatmulTex(d *vk.Device, groups [3]uint32, s MatmulTexSpec, p MatmulPush, b 
 type MaxColsSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
 }
 
 // ColsPush is the push-constant block ColsPush (16 bytes), laid out as the
@@ -2832,6 +2833,7 @@ func MaxCols(d *vk.Device, groups [3]uint32, s MaxColsSpec, p ColsPush, b MaxCol
 	k := key{op: "max_cols"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
 	var push [16]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
@@ -2906,6 +2908,7 @@ func MaxRowsTex(d *vk.Device, groups [3]uint32, s MaxRowsTexSpec, p RowsPush, b 
 type MinColsSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
 }
 
 // MinColsBind names the bindings of min_cols.comp.
@@ -2919,6 +2922,7 @@ func MinCols(d *vk.Device, groups [3]uint32, s MinColsSpec, p ColsPush, b MinCol
 	k := key{op: "min_cols"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
 	var push [16]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
@@ -3666,6 +3670,7 @@ func Sub(d *vk.Device, groups [3]uint32, s SubSpec, p EwisePush, b SubBind) erro
 type SumColsSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
 }
 
 // SumColsBind names the bindings of sum_cols.comp.
@@ -3679,6 +3684,7 @@ func SumCols(d *vk.Device, groups [3]uint32, s SumColsSpec, p ColsPush, b SumCol
 	k := key{op: "sum_cols"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
 	var push [16]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
