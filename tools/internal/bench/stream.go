@@ -17,7 +17,7 @@ const streamCols = 1024
 // StreamNames are the names of Stream's results, in order (tools/bench's
 // -run chooses by them).
 var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32",
-	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/unscale-f32",
+	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/unscale-f32",
 	"stream/gelu-f16", "stream/accumulate-f32"}
 
 // streamOp is one streaming kernel to measure: run records it once and
@@ -67,6 +67,18 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		return err
 	}
 	defer adam.Close()
+	// adamHalf is AMP's Adam: it also writes each weight's fp16 copy.
+	adamHalf, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 2)
+	if err != nil {
+		return err
+	}
+	defer adamHalf.Close()
+	hw := tensor.Zeros(d, tensor.Float16, n)
+	keep = append(keep, hw)
+	if err := hw.Err(); err != nil {
+		return fmt.Errorf("bench: stream: %w", err)
+	}
+	adamHalf.SetHalfCopy(0, hw)
 	// Scale 1: every round multiplies the same gradients by 1, so they stay
 	// what they were (by 1/4 they would turn subnormal, then zero, within
 	// a hundred rounds, and the rounds would measure other values).
@@ -112,6 +124,13 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		{"stream/adam-f32", "Adam step in place: reads value, gradient, two moments; writes value, two moments", 28 * fn,
 			func() error {
 				if err := adam.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil); err != nil {
+					return err
+				}
+				return d.Wait()
+			}},
+		{"stream/adam-half-f32", "Adam step in place writing an fp16 copy of each weight (AMP's Adam): stream/adam-f32's bytes and the copy", 30 * fn,
+			func() error {
+				if err := adamHalf.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil); err != nil {
 					return err
 				}
 				return d.Wait()
