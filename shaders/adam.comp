@@ -11,9 +11,11 @@
 
 // HALF_DT: DT_F32 writes no half copies; DT_F16 or DT_BF16 writes them.
 layout(constant_id = 1) const uint HALF_DT = DT_F32;
-// The half copies, two per word, as pairs of words (H2 reaches one word).
-// Without them any buffer is bound here.
-layout(set = 0, binding = 7) writeonly buffer H { uvec2 h[]; };
+// The half copies, two per word. Without them any buffer is bound here.
+// The vec4 path stores its four halves as two words, not one uvec2: on
+// lavapipe a uvec2 store made the step with half copies 1.9x the time of
+// one without, two word stores 1.5-1.6x (tools/bench stream/adam-half-f32).
+layout(set = 0, binding = 7) writeonly buffer H { uint h[]; };
 
 layout(push_constant) uniform Push {
     uint nchunks;
@@ -102,8 +104,6 @@ vec4 quad(uvec4 at4, uint q, float bc2, float step_size) {
     return w;
 }
 
-#define H2(I) h[(I) >> 1][(I) & 1u]
-
 void main() {
     if (found[0] != 0.0) return;
     uint c = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -131,18 +131,17 @@ void main() {
             elem(at, e, bc2, step_size);
         return;
     }
-    uint h2 = more.y >> 1;
     for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x) {
         vec4 w = quad(at4, q, bc2, step_size);
-        h[h2 + q] = uvec2(f32_to_half(w.x, HALF_DT) | (f32_to_half(w.y, HALF_DT) << 16),
-                          f32_to_half(w.z, HALF_DT) | (f32_to_half(w.w, HALF_DT) << 16));
+        h[more.y + 2u * q] = f32_to_half_flat(w.x, HALF_DT) | (f32_to_half_flat(w.y, HALF_DT) << 16);
+        h[more.y + 2u * q + 1u] = f32_to_half_flat(w.z, HALF_DT) | (f32_to_half_flat(w.w, HALF_DT) << 16);
     }
     // Then two consecutive elements per invocation: a word of the copy has
     // one writer. An odd count pads the last word's high half with 0, as Cast.
     for (uint q = 2u * quads + gl_LocalInvocationIndex; 2u * q < count; q += gl_WorkGroupSize.x) {
-        uint lo = f32_to_half(elem(at, 2u * q, bc2, step_size), HALF_DT);
+        uint lo = f32_to_half_flat(elem(at, 2u * q, bc2, step_size), HALF_DT);
         uint hi = 0u;
-        if (2u * q + 1u < count) hi = f32_to_half(elem(at, 2u * q + 1u, bc2, step_size), HALF_DT);
-        H2(more.y + q) = lo | (hi << 16);
+        if (2u * q + 1u < count) hi = f32_to_half_flat(elem(at, 2u * q + 1u, bc2, step_size), HALF_DT);
+        h[more.y + q] = lo | (hi << 16);
     }
 }

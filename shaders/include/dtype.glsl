@@ -47,6 +47,11 @@ float half_to_f32(uint h, uint dt) { return dt == DT_BF16 ? bf16_to_f32(h) : f16
 // f32_to_half encodes f as a 16-bit element of dtype dt.
 uint f32_to_half(float f, uint dt) { return dt == DT_BF16 ? f32_to_bf16(f) : f32_to_f16(f); }
 
+// half_to_f32_flat and f32_to_half_flat are half_to_f32 and f32_to_half
+// with the flat fp16 conversions.
+float half_to_f32_flat(uint h, uint dt) { return dt == DT_BF16 ? bf16_to_f32(h) : f16_to_f32_flat(h); }
+uint f32_to_half_flat(float f, uint dt) { return dt == DT_BF16 ? f32_to_bf16(f) : f32_to_f16_flat(f); }
+
 // word_to_f32 decodes a 32-bit element of dtype dt.
 float word_to_f32(uint w, uint dt) { return dt == DT_I32 ? float(int(w)) : uintBitsToFloat(w); }
 

@@ -47,4 +47,38 @@ float f16_to_f32(uint h) {
     return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
 }
 
+// f16_to_f32_flat and f32_to_f16_flat are the conversions above, bit for
+// bit, with every case computed and one picked by selects: lavapipe runs
+// every side of a branch anyway, and pays for the masking.
+float f16_to_f32_flat(uint h) {
+    uint s = (h & 0x8000u) << 16;
+    uint e = (h >> 10) & 31u;
+    uint m = h & 0x3FFu;
+    uint sub_ = floatBitsToUint(float(m) * 5.9604644775390625e-8) | s;
+    uint inf_ = s | 0x7F800000u | (m != 0u ? 0x400000u : 0u) | (m << 13);
+    uint norm = s | ((e + 112u) << 23) | (m << 13);
+    return uintBitsToFloat(mix(mix(norm, inf_, e == 31u), sub_, e == 0u));
+}
+
+uint f32_to_f16_flat(float f) {
+    uint x = floatBitsToUint(f);
+    uint s = (x >> 16) & 0x8000u;
+    uint a = x & 0x7FFFFFFFu;
+    uint r = a - 0x38000000u; // a normal half: rebias, round to nearest even
+    uint norm = (r + 0x0FFFu + ((r >> 13) & 1u)) >> 13;
+    uint sh = uint(clamp(126 - int(a >> 23), 14, 24)); // a subnormal half
+    uint m = (a & 0x7FFFFFu) | 0x800000u;
+    uint q = m >> sh;
+    uint rem = m & ((1u << sh) - 1u);
+    uint half_ = 1u << (sh - 1u);
+    bool up = rem > half_ || (rem == half_ && (q & 1u) != 0u);
+    q += up ? 1u : 0u;
+    uint special = 0x7C00u | mix(0u, 0x0200u | ((a & 0x7FFFFFu) >> 13), a > 0x7F800000u); // inf or NaN
+    uint res = mix(q, 0u, a <= 0x33000000u);
+    res = mix(res, norm, a >= 0x38800000u);
+    res = mix(res, 0x7C00u, a >= 0x477FF000u);
+    res = mix(res, special, a >= 0x7F800000u);
+    return s | res;
+}
+
 #endif
