@@ -121,8 +121,7 @@ void main() {
     }
     uint count = more.x;
     bool half_copy = HALF_DT != DT_F32 && more.z != 0u;
-    bool vec = chunk_vec4(at) && (!half_copy || (more.y & 1u) == 0u);
-    uint quads = vec ? count >> 2 : 0u;
+    uint quads = chunk_vec4(at) ? count >> 2 : 0u; // the half copy is stored by words, at any word
     uvec4 at4 = at >> 2;
     if (!half_copy) {
         for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x)

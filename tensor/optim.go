@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
-	"github.com/vkamp/vkamp/vk"
 )
 
 // The fused optimizer updates: one dispatch per group of memory blocks
@@ -37,10 +36,6 @@ var optLayout = tableLayout{
 	},
 }
 
-// optWordwise reports whether the optimizer kernels go word by word on d,
-// never with vec4 accesses: SwiftShader runs those about 1.5x slower.
-func optWordwise(d *vk.Device) bool { return mmSwiftShader(d.Info()) }
-
 // OptimizerState is what a fused optimizer keeps on the device for a fixed
 // list of Float32 parameters: the moment tensors of each parameter, a count
 // of the steps taken, and the block tables through which one dispatch per
@@ -57,6 +52,10 @@ type OptimizerState struct {
 	frozen        []bool    // per parameter: left out of the steps (SetFrozen)
 	halves        []*Tensor // per parameter: its half copy or nil (SetHalfCopy); nil when none has one
 	halfDT        DType     // the half copies' dtype
+	// vec4 lets the kernels update aligned chunks four elements per access
+	// (their VEC4 constant); SwiftShader runs those about 1.5x slower than
+	// word by word.
+	vec4 bool
 }
 
 // NewOptimizerState returns the state of an optimizer over the parameters
@@ -79,7 +78,7 @@ func NewOptimizerState(values, grads []*Tensor, moments int) (*OptimizerState, e
 	}
 	checkDistinct(op, values, grads)
 	d := values[0].dev
-	s := &OptimizerState{values: values, grads: grads, frozen: make([]bool, len(values))}
+	s := &OptimizerState{values: values, grads: grads, frozen: make([]bool, len(values)), vec4: !mmSwiftShader(d.Info())}
 	var made []*Tensor
 	keep := func(t *Tensor) *Tensor { made = append(made, t); return t }
 	for m := range moments {
@@ -204,7 +203,7 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 	s.noHalves("SGDStep")
 	return s.step("SGDStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{Vec4: !optWordwise(flag.dev)}, p, kernels.SgdBind{
+		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{Vec4: s.vec4}, p, kernels.SgdBind{
 			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf})
 	})
 }
@@ -223,7 +222,7 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 		usagePanic("AdamStep", "Adam needs an OptimizerState with two moments")
 	}
 	p := kernels.AdamPush{Lr: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay, Decoupled: boolWord(c.Decoupled)}
-	l, cells, spec, h := &optLayout, s.active(), kernels.AdamSpec{Vec4: !optWordwise(s.steps.dev)}, 0
+	l, cells, spec, h := &optLayout, s.active(), kernels.AdamSpec{Vec4: s.vec4}, 0
 	if s.halves != nil {
 		l, cells, spec.HalfDT, h = &adamHalfLayout, s.halfRows(), s.halfDT.code(), 4
 	}

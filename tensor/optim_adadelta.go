@@ -21,7 +21,7 @@ func (s *OptimizerState) AdadeltaStep(c AdadeltaConfig, skip *Tensor) error {
 	s.noHalves("AdadeltaStep")
 	return s.step("AdadeltaStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Adadelta(flag.dev, g.grid(), kernels.AdadeltaSpec{Vec4: !optWordwise(flag.dev)}, p, kernels.AdadeltaBind{
+		return kernels.Adadelta(flag.dev, g.grid(), kernels.AdadeltaSpec{Vec4: s.vec4}, p, kernels.AdadeltaBind{
 			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, V: g.bind[3]})
 	})
 }

@@ -21,13 +21,14 @@ var optVecCounts = []int{1, 3, 6, 8, 1027, 2050}
 
 // optVecShifts are word shifts of the parameter, gradient, two moments and
 // half copy per copy of a chunk's data: the first is aligned (vec4
-// accesses), every other one is not (word by word).
+// accesses), the next two are not (word by word), the last shifts only the
+// half copy (vec4 accesses, its halves stored from an odd word).
 var optVecShifts = [][5]int{{0, 0, 0, 0, 0}, {1, 2, 3, 1, 0}, {0, 0, 0, 2, 0}, {0, 0, 0, 0, 1}}
 
 // TestOptimizerVec4Offsets: the optimizer kernels update a chunk whose word
-// offsets are multiples of 4 (and whose half copy starts at an even word)
-// four elements at a time with vector accesses, any other chunk word by
-// word: both give the same bits, with counts that are not multiples of 4.
+// offsets are multiples of 4 (the half copy's may be any word) four
+// elements at a time with vector accesses, any other chunk word by word:
+// both give the same bits, with counts that are not multiples of 4.
 // One dispatch updates copies of the same data at aligned and misaligned
 // offsets, which must end equal. With the VEC4 constant false (SwiftShader's
 // setting) every chunk goes word by word, and the bits must not change.

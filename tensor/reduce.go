@@ -139,12 +139,7 @@ func alongAxis(op string, x *Tensor, axis int, rowsK rowsKernel, colsK colsKerne
 		return Cast(out, dt)
 	}
 	out := newOut(x.dev, dt, shape, x)
-	grid := groups1D(out, outer*inner)
-	per := ceilDiv(outer*inner, int(grid[0])*int(kernels.LocalSize(out.dev))) // outputs per invocation
-	if checkLoopsN(out, op, per*(k+1), "reducing an axis of %d", k) {
-		p := kernels.ColsPush{Outer: uint32(outer), K: uint32(k), Inner: uint32(inner), Scale: scale}
-		launched(out, colsK(out.dev, grid, colsSpec{In0DT: x.dtype.code(), OutDT: dt.code()}, p, xyBind{X: x.buf, Y: out.buf}))
-	}
+	colsPass(op, out, colsK, x, outer, k, inner, scale)
 	return out
 }
 

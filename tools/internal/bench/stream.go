@@ -92,6 +92,12 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 	sc.Scale(one).Release()
 	unscaleOpt := &gradOnly{[]*tensor.Tensor{ug}}
 
+	adamStep := func(s *tensor.OptimizerState) error {
+		if err := s.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil); err != nil {
+			return err
+		}
+		return d.Wait()
+	}
 	wait := func(outs ...*tensor.Tensor) error {
 		for _, o := range outs {
 			defer o.Release()
@@ -122,19 +128,9 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		{"stream/layernorm-f32", fmt.Sprintf("LayerNorm over rows of %d, fp32", streamCols), 8*fn + 8*float64(rows),
 			func() error { return wait(tensor.LayerNorm(a, gamma, beta, 1e-5)) }},
 		{"stream/adam-f32", "Adam step in place: reads value, gradient, two moments; writes value, two moments", 28 * fn,
-			func() error {
-				if err := adam.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil); err != nil {
-					return err
-				}
-				return d.Wait()
-			}},
+			func() error { return adamStep(adam) }},
 		{"stream/adam-half-f32", "Adam step in place writing an fp16 copy of each weight (AMP's Adam): stream/adam-f32's bytes and the copy", 30 * fn,
-			func() error {
-				if err := adamHalf.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil); err != nil {
-					return err
-				}
-				return d.Wait()
-			}},
+			func() error { return adamStep(adamHalf) }},
 		{"stream/unscale-f32", "scaler's fused inf check and unscale, in place (and the scale's update)", 8 * fn,
 			func() error {
 				if err := sc.Unscale(unscaleOpt); err != nil {
