@@ -120,6 +120,28 @@ func checkFloating(op string, out DType, in ...*Tensor) {
 // Host conversions, for uploads, downloads and fills. They match the
 // kernels' integer code bit for bit.
 
+// Encode16 rounds each value of src to dt, Float16 or BFloat16, into dst
+// as Cast rounds on the device (to nearest even, the same bits): what
+// Tensor.Write16s uploads. It panics with a *DTypeError for other dtypes
+// and a *UsageError unless dst and src have the same length.
+func Encode16(dt DType, dst []uint16, src []float32) {
+	if len(dst) != len(src) {
+		usagePanic("Encode16", "%d values into %d", len(src), len(dst))
+	}
+	switch dt {
+	case Float16:
+		for i, v := range src {
+			dst[i] = f16bits(v)
+		}
+	case BFloat16:
+		for i, v := range src {
+			dst[i] = bf16bits(v)
+		}
+	default:
+		panic(&DTypeError{Op: "Encode16", Got: dt, Want: "float16 or bfloat16"})
+	}
+}
+
 func f16bits(v float32) uint16 { return float16.Fromfloat32(v).Bits() }
 
 // bf16bits rounds v to bfloat16 bits, to nearest even; NaN keeps its sign

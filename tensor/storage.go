@@ -90,6 +90,37 @@ func (t *Tensor) WriteFloat32s(fill func(dst []float32)) error {
 	return nil
 }
 
+// Write16s overwrites a Float16 or BFloat16 tensor's value with the Len()
+// 16-bit patterns fill writes (Encode16 makes them), as WriteFloat32s does
+// for a Float32 tensor: a batch gathered from a dataset encoded once, which
+// the device then neither casts nor reads at twice the size. It panics
+// with a *DTypeError for other dtypes.
+func (t *Tensor) Write16s(fill func(dst []uint16)) error {
+	if t.dtype != Float16 && t.dtype != BFloat16 {
+		panic(&DTypeError{Op: "Write16s", Got: t.dtype, Want: "float16 or bfloat16"})
+	}
+	t.live("Write16s")
+	if t.err != nil {
+		return t.err
+	}
+	if !littleEndian {
+		data := make([]uint16, t.n)
+		fill(data)
+		raw := make([]byte, 2*len(data))
+		for i, v := range data {
+			binary.LittleEndian.PutUint16(raw[2*i:], v)
+		}
+		return t.SetBytes(raw)
+	}
+	err := t.buf.WriteWith(0, int64(2*t.n), func(b []byte) {
+		fill(unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), t.n))
+	})
+	if err != nil {
+		return fmt.Errorf("tensor: write 16-bit values of %s%v: %w", t.dtype, t.shape, err)
+	}
+	return nil
+}
+
 // Zero sets every element to zero in place, keeping the tensor's memory (a
 // gradient before a step's backward pass). It records a fill, no kernel,
 // and returns failures instead of making the tensor carry them.

@@ -122,6 +122,43 @@ func TestWriteFloat32s(t *testing.T) {
 	opPanics[*tensor.DTypeError](t, "fp16 tensor", func() { h.WriteFloat32s(func([]float32) {}) }, "WriteFloat32s", "float16")
 }
 
+// TestWrite16s: the patterns Encode16 makes and Write16s uploads are the
+// bits Cast gives on the device, ties, overflow, subnormals and infinities
+// included; recorded work still reads the old value.
+func TestWrite16s(t *testing.T) {
+	d := devtest.Open(t)
+	v := []float32{1, -0.1, 1 + 0x1p-11, 1 + 0x3p-11, 70000, -0x1p-20, 0x1p-25, 0x1.8p-24, float32(math.Inf(-1)),
+		3.14159, 1 + 0x1p-8, 1 + 0x3p-8, 0x1p-130, 1e38, -2.5e-3, 0}
+	for _, dt := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+		t.Run(dt.String(), func(t *testing.T) {
+			src := tensor.FromFloat32(d, v, len(v))
+			defer src.Release()
+			want := tensor.Cast(src, dt)
+			defer want.Release()
+			wantBits, err := want.Bytes()
+			require.NoError(t, err)
+			x := tensor.Zeros(d, dt, len(v))
+			defer x.Release()
+			y := tensor.Cast(x, tensor.Float32) // recorded, reads x's old value
+			defer y.Release()
+			enc := make([]uint16, len(v))
+			tensor.Encode16(dt, enc, v)
+			require.NoError(t, x.Write16s(func(dst []uint16) {
+				require.Len(t, dst, len(v))
+				copy(dst, enc)
+			}))
+			got, err := x.Bytes()
+			require.NoError(t, err)
+			require.Equal(t, wantBits, got, "Write16s(Encode16) against the device's Cast")
+			require.Equal(t, make([]float32, len(v)), opRead(t, y))
+		})
+	}
+	f, _ := opInput(t, d, []float32{1, 2}, tensor.Float32, 2)
+	opPanics[*tensor.DTypeError](t, "fp32 tensor", func() { f.Write16s(func([]uint16) {}) }, "Write16s", "float32")
+	opPanics[*tensor.DTypeError](t, "fp32 encoding", func() { tensor.Encode16(tensor.Float32, make([]uint16, 1), []float32{1}) }, "Encode16", "float32")
+	opPanics[*tensor.UsageError](t, "short dst", func() { tensor.Encode16(tensor.Float16, make([]uint16, 1), []float32{1, 2}) }, "Encode16", "2 values into 1")
+}
+
 // TestNewOverBindingRange: a tensor larger than the device's
 // maxStorageBufferRange could never be bound by a kernel. New refuses it
 // before allocating, with an error the tensor carries naming the limit
