@@ -16,6 +16,7 @@ import (
 type stepIO struct {
 	x, y  *tensor.Tensor    // the batch, written before each step
 	yb    []byte            // y's bytes
+	x16   []uint16          // the training images in x's dtype when it is 16-bit (inputDType), else nil
 	sum   *tensor.Tensor    // the epoch's running loss sum
 	last  *tensor.Tensor    // the last step's loss
 	found *tensor.Tensor    // the last step's skip flag (fp16)
@@ -60,7 +61,12 @@ func (t *Trainer) initIO() error {
 	o, d := t.o, t.o.Device
 	io := &t.io
 	n := o.Batch / o.Group.Size()
-	io.x, io.y = tensor.New(d, tensor.Float32, t.inputShape(n)...), tensor.New(d, tensor.Int32, n)
+	in := t.inputDType()
+	io.x, io.y = tensor.New(d, in, t.inputShape(n)...), tensor.New(d, tensor.Int32, n)
+	if in != tensor.Float32 {
+		io.x16 = make([]uint16, len(o.Train.Images))
+		tensor.Encode16(in, io.x16, o.Train.Images)
+	}
 	io.yb = make([]byte, 4*n)
 	io.sum, io.last, io.found = tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1)
 	errs := []error{io.x.Err(), io.y.Err(), io.sum.Err(), io.last.Err(), io.found.Err()}
@@ -95,15 +101,23 @@ func (io *stepIO) close() {
 // load writes the samples idx of s into the step's input tensors.
 func (io *stepIO) load(px int, images []float32, labels []uint8, idx []int) error {
 	// The rows are gathered straight into x's memory (or its upload's).
-	errX := io.x.WriteFloat32s(func(xf []float32) {
-		for j, k := range idx {
-			copy(xf[j*px:(j+1)*px], images[k*px:(k+1)*px])
-		}
-	})
+	var errX error
+	if io.x16 != nil {
+		errX = io.x.Write16s(func(dst []uint16) { gather(dst, io.x16, px, idx) })
+	} else {
+		errX = io.x.WriteFloat32s(func(dst []float32) { gather(dst, images, px, idx) })
+	}
 	for j, k := range idx {
 		binary.LittleEndian.PutUint32(io.yb[4*j:], uint32(labels[k]))
 	}
 	return errors.Join(errX, io.y.SetBytes(io.yb))
+}
+
+// gather copies the rows idx of src, px values each, into dst in order.
+func gather[T any](dst, src []T, px int, idx []int) {
+	for j, k := range idx {
+		copy(dst[j*px:(j+1)*px], src[k*px:(k+1)*px])
+	}
 }
 
 // run runs one step: replayed where it can be, recorded otherwise. The key

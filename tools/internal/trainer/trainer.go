@@ -143,6 +143,22 @@ func New(o Options) (*Trainer, error) {
 	return t, nil
 }
 
+// uploadFP32 makes trainers upload fp32 batches under autocast too, as
+// they did before inputDType: the reference of a test.
+var uploadFP32 = false
+
+// inputDType is the dtype each batch is uploaded in. Under autocast both
+// models' first layer (a Linear, a Conv2d) casts its input to the autocast
+// dtype, so the training set is rounded once on the host to the same bits
+// (tensor.Encode16) instead of every batch on the device: a kernel fewer
+// per step, and half the bytes to gather and upload.
+func (t *Trainer) inputDType() tensor.DType {
+	if (t.o.FP16 || t.o.BF16) && !uploadFP32 {
+		return autocastDType(t.o)
+	}
+	return tensor.Float32
+}
+
 // autocastDType is the run's autocast dtype.
 func autocastDType(o Options) tensor.DType {
 	if o.BF16 {
