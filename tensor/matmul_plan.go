@@ -187,16 +187,16 @@ func mmPlanFor(info vk.Info, kind mmKind, g mmGeom) mmPlan {
 		// WG invocations cover TM rows of TN columns each. Measured on
 		// lavapipe (fp16 1024^3, 2 s per tile, noisy to +-15%): 16 rows
 		// of 8 columns reuse each texel most within its registers, and 32
-		// invocations (four SIMD rows) edge out 8 and 16; fp32 fetches
-		// half as many elements per texel and gains from 16 columns
-		// (24 against 17 GFLOP/s). Thin problems (M <= 16) take 8 rows and
-		// 8 invocations, so that no fetched row is wasted and the few
-		// workgroups spread over the CPU's threads. Always specialised:
-		// the rule gives it large problems only.
+		// invocations (four SIMD rows) edge out 8 and 16. fp32 takes the
+		// same tile: 16 columns once measured faster, but no longer are
+		// (four alternated runs: 1024^3 58.7-59.5 GFLOP/s against
+		// 58.8-59.9, 1024x1024x64 24.1-24.9 against 22.6-24.7, the MNIST
+		// MLP's weight gradient 256x784x64 18.5-20.1 against 17.7-18.9).
+		// Thin problems (M <= 16) take 8 rows and 8 invocations, so that
+		// no fetched row is wasted and the few workgroups spread over the
+		// CPU's threads. Always specialised: the rule gives it large
+		// problems only.
 		tm, tn, wg := 16, 8, 32
-		if g.aMode == mmModeF32 && g.bMode == mmModeF32 {
-			tn = 16
-		}
 		if g.m <= 16 {
 			tm, tn, wg = 8, 8, 8
 		}
