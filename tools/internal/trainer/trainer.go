@@ -26,7 +26,10 @@ import (
 
 // Options configure a run. Zero fields take the defaults in brackets.
 type Options struct {
-	Device      *vk.Device
+	Device *vk.Device
+	// Train and Test are the data; under autocast New rounds Train's
+	// images to the autocast dtype once (inputDType), so later changes to
+	// them are not seen.
 	Train, Test *mnist.Set
 	Model       string  // "mlp" or "cnn" ["mlp"]
 	Hidden      int     // hidden units of the MLP [256]
