@@ -72,22 +72,9 @@ func (t *Tensor) WriteFloat32s(fill func(dst []float32)) error {
 	if t.dtype != Float32 {
 		panic(&DTypeError{Op: "WriteFloat32s", Got: t.dtype, Want: "float32"})
 	}
-	t.live("WriteFloat32s")
-	if t.err != nil {
-		return t.err
-	}
-	if !littleEndian {
-		data := make([]float32, t.n)
-		fill(data)
-		return t.SetFloat32s(data)
-	}
-	err := t.buf.WriteWith(0, int64(4*t.n), func(b []byte) {
-		fill(unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), t.n))
+	return writeElems(t, "WriteFloat32s", fill, func(b []byte, v float32) {
+		binary.LittleEndian.PutUint32(b, math.Float32bits(v))
 	})
-	if err != nil {
-		return fmt.Errorf("tensor: write floats of %s%v: %w", t.dtype, t.shape, err)
-	}
-	return nil
 }
 
 // Write16s overwrites a Float16 or BFloat16 tensor's value with the Len()
@@ -99,24 +86,32 @@ func (t *Tensor) Write16s(fill func(dst []uint16)) error {
 	if t.dtype != Float16 && t.dtype != BFloat16 {
 		panic(&DTypeError{Op: "Write16s", Got: t.dtype, Want: "float16 or bfloat16"})
 	}
-	t.live("Write16s")
+	return writeElems(t, "Write16s", fill, binary.LittleEndian.PutUint16)
+}
+
+// writeElems has fill write t's Len() elements, each the element's whole
+// storage: in place on a little-endian host (the tensor's memory, or its
+// upload's), else into a slice that put encodes for SetBytes.
+func writeElems[T uint16 | float32](t *Tensor, op string, fill func(dst []T), put func(b []byte, v T)) error {
+	t.live(op)
 	if t.err != nil {
 		return t.err
 	}
+	size := int(unsafe.Sizeof(T(0)))
 	if !littleEndian {
-		data := make([]uint16, t.n)
+		data := make([]T, t.n)
 		fill(data)
-		raw := make([]byte, 2*len(data))
+		raw := make([]byte, size*t.n)
 		for i, v := range data {
-			binary.LittleEndian.PutUint16(raw[2*i:], v)
+			put(raw[size*i:], v)
 		}
 		return t.SetBytes(raw)
 	}
-	err := t.buf.WriteWith(0, int64(2*t.n), func(b []byte) {
-		fill(unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), t.n))
+	err := t.buf.WriteWith(0, int64(size*t.n), func(b []byte) {
+		fill(unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), t.n))
 	})
 	if err != nil {
-		return fmt.Errorf("tensor: write 16-bit values of %s%v: %w", t.dtype, t.shape, err)
+		return fmt.Errorf("tensor: %s of %s%v: %w", op, t.dtype, t.shape, err)
 	}
 	return nil
 }
