@@ -48,6 +48,7 @@ var table = []Kernel{
 	{Name: "cross_entropy_backward", Tier: vk.TierPacked, File: "spv/cross_entropy_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write, vk.ReadWrite}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "det_math", Tier: vk.TierPacked, File: "spv/det_math.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "dropout", Tier: vk.TierPacked, File: "spv/dropout.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "dropout_seeded", Tier: vk.TierPacked, File: "spv/dropout_seeded.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "embedding_backward", Tier: vk.TierPacked, File: "spv/embedding_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.ReadWrite}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "exp", Tier: vk.TierPacked, File: "spv/exp.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "fill32", Tier: vk.TierPacked, File: "spv/fill32.packed.spv", Bindings: []vk.Access{vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -21,13 +21,8 @@ import (
 // Dropout(x, p, seed). p must be in [0, 1); it panics with a *UsageError
 // otherwise.
 func Dropout(x *Tensor, p float32, seed uint32) *Tensor {
-	sameDevice("Dropout", x)
-	checkFloating("Dropout", x.dtype, x)
-	if !(p >= 0 && p < 1) {
-		usagePanic("Dropout", "probability %g is not in [0, 1)", p)
-	}
+	threshold := checkDropout("Dropout", x, p)
 	out := newOut(x.dev, x.dtype, x.shape, x)
-	threshold := uint32(math.Min(float64(p)*4294967296.0, 4294967295))
 	recordInto("Dropout", func() error {
 		return kernels.Dropout(x.dev, pairGroups(x.dev, x.n),
 			kernels.DropoutSpec{In0DT: x.dtype.code(), OutDT: x.dtype.code()},
@@ -35,6 +30,42 @@ func Dropout(x *Tensor, p float32, seed uint32) *Tensor {
 			kernels.DropoutBind{X: x.buf, Out: out.buf})
 	}, out)
 	return out
+}
+
+// DropoutSeeded is Dropout with a seed the device reads when the work runs:
+// the mask of Dropout(x, p, s*0x9E3779B9 + k), s the bits of seed's one
+// Int32 element at that time. A step captured by a Replayer thus draws the
+// masks of the seed written into seed before each replay, where Dropout's
+// seed would be recorded once. It panics as Dropout does, and with a
+// *ShapeError or *DTypeError unless seed is one Int32 element.
+func DropoutSeeded(x *Tensor, p float32, seed *Tensor, k uint32) *Tensor {
+	sameDevice("DropoutSeeded", x, seed)
+	if seed.n != 1 {
+		shapePanic("DropoutSeeded", seed.shape, []int{1}, "want a one-element seed")
+	}
+	if seed.dtype != Int32 {
+		panic(&DTypeError{Op: "DropoutSeeded", Got: seed.dtype, Want: "an int32 seed"})
+	}
+	threshold := checkDropout("DropoutSeeded", x, p)
+	out := newOut(x.dev, x.dtype, x.shape, x, seed)
+	recordInto("DropoutSeeded", func() error {
+		return kernels.DropoutSeeded(x.dev, pairGroups(x.dev, x.n),
+			kernels.DropoutSeededSpec{In0DT: x.dtype.code(), OutDT: x.dtype.code()},
+			kernels.DropoutSeededPush{N: uint32(x.n), K: k, Threshold: threshold, Scale: 1 / (1 - p)},
+			kernels.DropoutSeededBind{X: x.buf, Seed: seed.buf, Out: out.buf})
+	}, out)
+	return out
+}
+
+// checkDropout panics unless x is floating point and p in [0, 1), and
+// returns the hash threshold below which an element is dropped.
+func checkDropout(op string, x *Tensor, p float32) uint32 {
+	sameDevice(op, x)
+	checkFloating(op, x.dtype, x)
+	if !(p >= 0 && p < 1) {
+		usagePanic(op, "probability %g is not in [0, 1)", p)
+	}
+	return uint32(math.Min(float64(p)*4294967296.0, 4294967295))
 }
 
 // ScaleByItem returns alpha * s[0] * x in dtype dt, for a one-element

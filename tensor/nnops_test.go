@@ -80,6 +80,51 @@ func TestDropout(t *testing.T) {
 	require.InDelta(t, 0.25, float64(dropped)/float64(len(va)), 0.02, "fraction dropped")
 }
 
+// TestDropoutSeeded: the seed read on the device gives Dropout's mask of
+// s*0x9E3779B9 + k, each op the seed written before it was recorded (a write
+// waits for the work recorded before it), and a bad seed panics.
+func TestDropoutSeeded(t *testing.T) {
+	d := devtest.Open(t)
+	seed := tensor.New(d, tensor.Int32, 1)
+	defer seed.Release()
+	setSeed := func(s uint32) {
+		t.Helper()
+		require.NoError(t, seed.SetBytes([]byte{byte(s), byte(s >> 8), byte(s >> 16), byte(s >> 24)}))
+	}
+	for _, dt := range opDTypes {
+		x, held := opRand(t, d, 3, 2, dt, 33, 7)
+		var outs []*tensor.Tensor
+		var wants [][]float64
+		for _, c := range []struct{ s, k uint32 }{{0xDEADBEEF, 1}, {0xDEADBEEF, 2}, {5, 1}, {0xFFFFFFFF, 0}} {
+			setSeed(c.s)
+			outs = append(outs, tensor.DropoutSeeded(x, 0.5, seed, c.k))
+			want, _ := nnDropout(held, 0.5, c.s*0x9E3779B9+c.k, dt)
+			wants = append(wants, want)
+		}
+		for i, out := range outs {
+			got := opRead(t, out)
+			for j := range got {
+				if float64(got[j]) != wants[i][j] {
+					t.Fatalf("DropoutSeeded %s, seed %d: [%d] = %g, want %g", dt, i, j, got[j], wants[i][j])
+				}
+			}
+			out.Release()
+		}
+		x.Release()
+	}
+
+	z := func(dt tensor.DType, shape ...int) *tensor.Tensor {
+		x := tensor.Zeros(d, dt, shape...)
+		t.Cleanup(x.Release)
+		return x
+	}
+	x := z(tensor.Float32, 4)
+	opPanics[*tensor.ShapeError](t, "DropoutSeeded, two seeds", func() { tensor.DropoutSeeded(x, 0.5, z(tensor.Int32, 2), 0) }, "DropoutSeeded", "[2]")
+	opPanics[*tensor.DTypeError](t, "DropoutSeeded, fp32 seed", func() { tensor.DropoutSeeded(x, 0.5, z(tensor.Float32, 1), 0) }, "DropoutSeeded", "float32")
+	opPanics[*tensor.UsageError](t, "DropoutSeeded p=1", func() { tensor.DropoutSeeded(x, 1, seed, 0) }, "DropoutSeeded", "[0, 1)")
+	opPanics[*tensor.DTypeError](t, "DropoutSeeded of int32", func() { tensor.DropoutSeeded(z(tensor.Int32, 4), 0.5, seed, 0) }, "DropoutSeeded")
+}
+
 func nnOnes(n int) []float32 {
 	v := make([]float32, n)
 	for i := range v {

@@ -1606,6 +1606,48 @@ func Dropout(d *vk.Device, groups [3]uint32, s DropoutSpec, p DropoutPush, b Dro
 	return run(d, k, groups, push[:], b.X, b.Out)
 }
 
+// DropoutSeededSpec holds the specialization constants of dropout_seeded.comp. A zero field
+// takes the shader's default.
+type DropoutSeededSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// DropoutSeededPush is the push-constant block Push (16 bytes), laid out as the
+// SPIR-V says.
+type DropoutSeededPush struct {
+	N         uint32  // offset 0
+	K         uint32  // offset 4
+	Threshold uint32  // offset 8
+	Scale     float32 // offset 12
+}
+
+func (p *DropoutSeededPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.K)
+	binary.LittleEndian.PutUint32(b[8:], p.Threshold)
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Scale))
+}
+
+// DropoutSeededBind names the bindings of dropout_seeded.comp.
+type DropoutSeededBind struct {
+	X    *vk.Buffer // binding 0: read
+	Seed *vk.Buffer // binding 1: read
+	Out  *vk.Buffer // binding 2: written
+}
+
+// DropoutSeeded records dropout_seeded.comp on d over groups workgroups.
+func DropoutSeeded(d *vk.Device, groups [3]uint32, s DropoutSeededSpec, p DropoutSeededPush, b DropoutSeededBind) error {
+	k := key{op: "dropout_seeded"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Seed, b.Out)
+}
+
 // EmbeddingBackwardSpec holds the specialization constants of embedding_backward.comp. A zero field
 // takes the shader's default.
 type EmbeddingBackwardSpec struct {
