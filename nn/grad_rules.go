@@ -328,7 +328,7 @@ func mseDouble(g *Graph, n *node, dy *Var) []*Var {
 func dropoutDouble(g *Graph, n *node, dy *Var) []*Var {
 	x := n.inputs[0].t
 	ones := g.keep(tensor.Full(g.dev, tensor.Float32, 1, x.Shape()...))
-	return []*Var{g.Mul(dy, g.constant(tensor.Dropout(ones, n.attr.f, n.attr.seed)))}
+	return []*Var{g.Mul(dy, g.constant(dropoutMask(ones, n.attr)))}
 }
 
 func permuteDouble(g *Graph, n *node, dy *Var) []*Var {

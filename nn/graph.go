@@ -34,6 +34,8 @@ type Graph struct {
 	drops    uint32 // dropout masks made, for distinct seeds per op
 	seeds    *SeedSource
 	seed     uint32                 // drawn from seeds at the first Dropout
+	devSeed  *tensor.Tensor         // Options.DeviceSeed
+	seedCopy *tensor.Tensor         // devSeed as the first Dropout found it, read by every mask
 	busy     atomic.Bool            // a method of the graph is running
 	mark     int                    // tensors the graph held when the running method began
 	lastOut  *tensor.Tensor         // the output the last op recorded
@@ -126,8 +128,9 @@ type attrs struct {
 	f              float32
 	n              int
 	seed           uint32
-	tanh           bool  // GELU's tanh form
-	axes           []int // reduced axes, as given (nil: all)
+	seedT          *tensor.Tensor // Dropout's seed on the device (Options.DeviceSeed): seed is then the op's k
+	tanh           bool           // GELU's tanh form
+	axes           []int          // reduced axes, as given (nil: all)
 	keepdim        bool
 	ints           []int      // layout ops: a permutation, or an axis and the sizes along it
 	conv           *convAttrs // conv2d, the poolings and reshape (nn/conv.go)
@@ -156,6 +159,16 @@ type Options struct {
 	// draws from DefaultSeeds, so that graph after graph gets new masks;
 	// nn.NewSeedSource(runSeed) gives a run its own reproducible sequence.
 	Seeds *SeedSource
+	// DeviceSeed, when set, is a one-element tensor.Int32 on the graph's
+	// device that holds the graph's dropout seed, in place of a draw from
+	// Seeds: the caller writes each step's seed into it (SetBytes; Seeds.Next
+	// gives the masks a draw would) before the step. The graph's first
+	// Dropout records a copy of it that every mask of the graph, forward and
+	// backward, reads, so a later write changes only later graphs. A step
+	// captured by a tensor.Replayer then replays with the seed written
+	// before each replay, where a drawn seed would be a recorded constant
+	// and repeat its masks. Dropout panics unless it is one Int32 element.
+	DeviceSeed *tensor.Tensor
 	// RetainGraph lets Backward run more than once on the graph, as
 	// PyTorch's backward(retain_graph=True): each run adds its gradients
 	// into the parameters' Grad again. Without it a second Backward
@@ -180,7 +193,7 @@ func NewGraph(d *vk.Device, o Options) *Graph {
 	if dt == tensor.Float32 {
 		dt = tensor.Float16
 	}
-	g := &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, retain: o.RetainGraph, ready: o.GradReady}
+	g := &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, devSeed: o.DeviceSeed, retain: o.RetainGraph, ready: o.GradReady}
 	g.nodes = g.nodeBuf[:0]
 	return g
 }
@@ -288,6 +301,10 @@ func (g *Graph) Release() {
 		g.amp = g.amp.Exit()
 	}
 	g.temps.Release()
+	if g.seedCopy != nil {
+		g.seedCopy.Release()
+		g.seedCopy = nil
+	}
 	g.nodes, g.nodeBuf, g.nodeMem = nil, [16]*node{}, nil
 }
 

@@ -183,6 +183,15 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 		return x
 	}
 	x = g.cast(x, g.dtypeFor(tensor.OpDropout, x))
+	if g.devSeed != nil {
+		if g.seedCopy == nil { // the graph's own copy, which later writes leave alone
+			checkDeviceSeed(g.devSeed)
+			g.seedCopy = tensor.Cast(g.devSeed, tensor.Int32) // outside temps: NoGrad would release it after this op
+		}
+		g.drops++
+		a := attrs{f: p, seed: g.drops, seedT: g.seedCopy}
+		return g.record(tensor.OpDropout, dropoutMask(x.t, a), a, nil, x)
+	}
 	if g.drops == 0 { // the graph's first dropout draws its seed
 		if g.seeds == nil {
 			g.seeds = defaultSeeds
@@ -190,8 +199,29 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 		g.seed = g.seeds.Next()
 	}
 	g.drops++
-	seed := g.seed*0x9E3779B9 + g.drops
-	return g.record(tensor.OpDropout, tensor.Dropout(x.t, p, seed), attrs{f: p, seed: seed}, nil, x)
+	a := attrs{f: p, seed: g.seed*0x9E3779B9 + g.drops}
+	return g.record(tensor.OpDropout, dropoutMask(x.t, a), a, nil, x)
+}
+
+// checkDeviceSeed panics unless s can be Options.DeviceSeed.
+func checkDeviceSeed(s *tensor.Tensor) {
+	if s.Len() != 1 {
+		panic(&tensor.ShapeError{Op: "Dropout", A: s.Shape(), B: []int{1}, Msg: "Options.DeviceSeed must have one element"})
+	}
+	if s.DType() != tensor.Int32 {
+		panic(&tensor.DTypeError{Op: "Dropout", Got: s.DType(), Want: "an int32 Options.DeviceSeed"})
+	}
+}
+
+// dropoutMask applies a Dropout op's mask (its attrs) to x: Dropout's
+// forward, and its backward applied to the upstream gradient. A seed on
+// the device gives the masks of the seed a draw would: its value times
+// 0x9E3779B9 plus the op's count.
+func dropoutMask(x *tensor.Tensor, a attrs) *tensor.Tensor {
+	if a.seedT != nil {
+		return tensor.DropoutSeeded(x, a.f, a.seedT, a.seed)
+	}
+	return tensor.Dropout(x, a.f, a.seed)
 }
 
 func lastDim(t *tensor.Tensor) (rows, cols int) {

@@ -17,6 +17,7 @@ func TestOps(t *testing.T) {
 	d := devtest.Open(t)
 	t.Run("DropoutMask", func(t *testing.T) { opsDropoutMask(t, d) })
 	t.Run("DropoutSeedAdvances", func(t *testing.T) { opsDropoutSeedAdvances(t, d) })
+	t.Run("DropoutDeviceSeed", func(t *testing.T) { opsDropoutDeviceSeed(t, d) })
 	t.Run("MisusePanics", func(t *testing.T) { opsMisusePanics(t, d) })
 	t.Run("CrossEntropyFloatLabels", func(t *testing.T) { opsCrossEntropyFloatLabels(t, d) })
 }
@@ -144,6 +145,64 @@ func opsDropoutSeedAdvances(t *testing.T, d *vk.Device) {
 	g.Release()
 	if src.Step() != 3 {
 		t.Errorf("a graph without dropout advanced the source to step %d", src.Step())
+	}
+}
+
+// A seed on the device (Options.DeviceSeed) gives the masks and gradients
+// of the seed a SeedSource would draw, forward and backward; the graph
+// reads its own copy, so a write after its first Dropout (the next step's
+// seed) leaves its backward alone; a NoGrad graph takes it too; a bad seed
+// panics.
+func opsDropoutDeviceSeed(t *testing.T, d *vk.Device) {
+	const n = 2048
+	w := tParam(t, d, "w", tRand(n, 4, 1, f32), 32, 64)
+	seedT := tensor.New(d, tensor.Int32, 1)
+	defer seedT.Release()
+	write := func(s uint32) {
+		t.Helper()
+		if err := seedT.SetBytes([]byte{byte(s), byte(s >> 8), byte(s >> 16), byte(s >> 24)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// run: two dropouts, one in fp16 under autocast's cast, a loss and its
+	// gradient; rewrite is written into the device seed after the forward.
+	run := func(o nn.Options, rewrite func()) (out, grad []float32) {
+		t.Helper()
+		g := nn.NewGraph(d, o)
+		defer g.Release()
+		a := g.Dropout(g.Param(w), 0.3)
+		b := g.Dropout(g.Cast(g.Mul(a, a), f16), 0.6)
+		loss := g.Sum(g.Cast(b, f32))
+		if rewrite != nil {
+			rewrite()
+		}
+		w.ZeroGrad()
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		return tRead(t, b.Value()), tRead(t, w.Grad)
+	}
+	for _, runSeed := range []uint64{3, 4} {
+		src := nn.NewSeedSource(runSeed)
+		wantOut, wantGrad := run(nn.Options{Seeds: src}, nil)
+		write(nn.NewSeedSource(runSeed).Next())
+		gotOut, gotGrad := run(nn.Options{DeviceSeed: seedT}, func() { write(12345) })
+		tSameBits(t, fmt.Sprintf("run seed %d: output", runSeed), gotOut, wantOut)
+		tSameBits(t, fmt.Sprintf("run seed %d: gradient, the seed rewritten after the forward", runSeed), gotGrad, wantGrad)
+
+		g := nn.NewGraph(d, nn.Options{NoGrad: true, DeviceSeed: seedT})
+		write(nn.NewSeedSource(runSeed).Next())
+		a := g.Dropout(g.Param(w), 0.3)
+		b := g.Dropout(g.Cast(g.Mul(a, a), f16), 0.6)
+		tSameBits(t, fmt.Sprintf("run seed %d: NoGrad output", runSeed), tRead(t, b.Value()), wantOut)
+		g.Release()
+	}
+	for _, bad := range []*tensor.Tensor{tensor.New(d, tensor.Int32, 2), tensor.New(d, tensor.Float32, 1)} {
+		g := nn.NewGraph(d, nn.Options{DeviceSeed: bad})
+		msg := tPanics(t, "DeviceSeed "+bad.String(), func() { g.Dropout(g.Param(w), 0.5) })
+		tContains(t, "DeviceSeed "+bad.String(), msg, "Dropout", "DeviceSeed")
+		g.Release()
+		bad.Release()
 	}
 }
 

@@ -169,7 +169,7 @@ func reduceBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 }
 
 func dropoutBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
-	return []*tensor.Tensor{tensor.Dropout(dy, n.attr.f, n.attr.seed)}
+	return []*tensor.Tensor{dropoutMask(dy, n.attr)}
 }
 
 // reshaped copies t into a tensor of another shape with the same elements.
