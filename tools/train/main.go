@@ -23,10 +23,10 @@
 // set, and exits; -resume continues from it to the same result as an
 // uninterrupted run.
 //
-// -replay (the default) captures the MLP's training step once and replays
-// it (tensor.Replayer), with the same results; the CNN, whose dropout draws
-// a seed every step, and data-parallel runs record every step. The run ends
-// with the counts of steps replayed, captured and recorded.
+// -replay (the default) captures the training step once and replays it
+// (tensor.Replayer), with the same results (the CNN's dropout reads each
+// step's seed from the device); data-parallel runs record every step. The
+// run ends with the counts of steps replayed, captured and recorded.
 //
 // bf16 runs autocast in bfloat16 without a loss scaler (bf16 has fp32's
 // range), as torch.autocast(dtype=torch.bfloat16) is used.
@@ -108,7 +108,7 @@ func main() {
 	flag.IntVar(&c.trainSamples, "train-samples", 0, "train on the first this many training digits only (0: all), for short runs")
 	flag.IntVar(&c.testSamples, "test-samples", 0, "test on the first this many test digits only (0: all)")
 	flag.BoolVar(&c.compare, "compare", false, "also train in the other precision and compare in the report")
-	flag.BoolVar(&c.replay, "replay", true, "capture a training step's command buffers once and replay them for the following steps (same results; the CNN's dropout and data-parallel runs record every step)")
+	flag.BoolVar(&c.replay, "replay", true, "capture a training step's command buffers once and replay them for the following steps (same results; data-parallel runs record every step)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

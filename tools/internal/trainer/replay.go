@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
 )
@@ -20,6 +21,7 @@ type stepIO struct {
 	sum   *tensor.Tensor    // the epoch's running loss sum
 	last  *tensor.Tensor    // the last step's loss
 	found *tensor.Tensor    // the last step's skip flag (fp16)
+	seed  *tensor.Tensor    // the step's dropout seed (nn.Options.DeviceSeed), written before each step; nil without dropout
 	skips [8]*tensor.Tensor // the skip flags of the last 8 steps, by step mod 8
 
 	rp       *tensor.Replayer // nil without Options.Replay
@@ -70,6 +72,10 @@ func (t *Trainer) initIO() error {
 	io.yb = make([]byte, 4*n)
 	io.sum, io.last, io.found = tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1)
 	errs := []error{io.x.Err(), io.y.Err(), io.sum.Err(), io.last.Err(), io.found.Err()}
+	if hasDropout(t.model) {
+		io.seed = tensor.New(d, tensor.Int32, 1)
+		errs = append(errs, io.seed.Err())
+	}
 	for i := range io.skips {
 		io.skips[i] = tensor.Zeros(d, tensor.Float32, 1)
 		errs = append(errs, io.skips[i].Err())
@@ -91,7 +97,7 @@ func (io *stepIO) close() {
 	if io.rp != nil {
 		io.rp.Close()
 	}
-	for _, x := range append([]*tensor.Tensor{io.x, io.y, io.sum, io.last, io.found}, io.skips[:]...) {
+	for _, x := range append([]*tensor.Tensor{io.x, io.y, io.sum, io.last, io.found, io.seed}, io.skips[:]...) {
 		if x != nil {
 			x.Release()
 		}
@@ -120,11 +126,29 @@ func gather[T any](dst, src []T, px int, idx []int) {
 	}
 }
 
+// hasDropout reports whether the model drops anything while training.
+func hasDropout(m nn.Sequential) bool {
+	for _, l := range m {
+		if d, ok := l.(*nn.Dropout); ok && d.P > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // run runs one step: replayed where it can be, recorded otherwise. The key
 // names what the recorded work depends on besides the tensors: the batch
-// shape and the learning rate (a push constant).
+// shape and the learning rate (a push constant). A model with dropout
+// draws the step's seed here, into the tensor its graph reads it from
+// (nn.Options.DeviceSeed): the draw a recorded graph would make, so both
+// ways give the same masks.
 func (t *Trainer) run(step func() error) error {
 	io := &t.io
+	if io.seed != nil {
+		if err := io.seed.SetBytes(binary.LittleEndian.AppendUint32(nil, t.seeds.Next())); err != nil {
+			return err
+		}
+	}
 	if io.rp == nil || io.fallback != "" {
 		io.direct++
 		return step()
@@ -132,9 +156,10 @@ func (t *Trainer) run(step func() error) error {
 	drawn := t.seeds.Step()
 	err := io.rp.Step(fmt.Sprintf("%v lr %g", io.x.Shape(), t.lr()), step)
 	if t.seeds.Step() != drawn {
-		// The step drew a dropout seed, a push constant that changes every
-		// step: a replay would repeat the mask. The Replayer records a
-		// key's first step, so no step with a seed was captured.
+		// The step's graph drew a dropout seed itself, a push constant
+		// that changes every step: a replay would repeat the mask. The
+		// Replayer records a key's first step, so no step with a seed was
+		// captured. (Dropout layers read io.seed: this guards the others.)
 		io.fallback = "dropout draws a seed per step"
 	}
 	return err

@@ -61,9 +61,11 @@ type Options struct {
 	Group dist.Group
 	// Replay captures a training step's command buffers once and replays
 	// them for the following steps (tensor.Replayer), as CUDA graphs do,
-	// with the same results. Steps are recorded instead with a Group of
-	// several ranks, with AfterBackward, and once a step draws a dropout
-	// seed (the CNN): ReplayStats says which.
+	// with the same results. A model's dropout reads each step's seed from
+	// the device (nn.Options.DeviceSeed), so the CNN replays too. Steps are
+	// recorded instead with a Group of several ranks, with AfterBackward,
+	// and once a step's graph draws a dropout seed itself: ReplayStats says
+	// which.
 	Replay bool
 }
 
@@ -332,7 +334,7 @@ func (t *Trainer) record() error {
 	o := t.o
 	d := o.Device
 	xb, yb := t.io.x, t.io.y
-	opts := nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds}
+	opts := nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds, DeviceSeed: t.io.seed}
 	if o.AfterBackward == nil && t.dp.Group().Size() > 1 {
 		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
 	}
