@@ -16,6 +16,12 @@ layout(constant_id = 1) const uint HALF_DT = DT_F32;
 // lavapipe a uvec2 store made the step with half copies 1.9x the time of
 // one without, two word stores 1.5-1.6x (tools/bench stream/adam-half-f32).
 layout(set = 0, binding = 7) writeonly buffer H { uint h[]; };
+// LR_DEV reads the learning rate from lr_dev[0] when the step runs, not
+// from the push constants (PyTorch's capturable Adam with a tensor lr): a
+// captured step replays with the rate written before each replay. Without
+// it any buffer is bound here.
+layout(constant_id = 5) const bool LR_DEV = false;
+layout(set = 0, binding = 8) readonly buffer LR { float lr_dev[]; };
 
 layout(push_constant) uniform Push {
     uint nchunks;
@@ -26,6 +32,8 @@ layout(push_constant) uniform Push {
     float weight_decay;
     uint decoupled; // AdamW: decay the weight, not the gradient
 } p;
+
+float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
 
 // one_minus_pow returns 1 - b^t for b in [0, 1). 1.0 - pow(b, t) cancels
 // when b^t is near 1 (0.999^t for small t), and pow is only as accurate as
@@ -59,7 +67,7 @@ float det_one_minus_pow(float b, uint t) {
 float det_update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
     w = det_ftz(w);
     g = det_ftz(g);
-    if (p.decoupled != 0u) w = det_mul(w, det_sub(1.0, det_mul(p.lr, p.weight_decay)));
+    if (p.decoupled != 0u) w = det_mul(w, det_sub(1.0, det_mul(lr, p.weight_decay)));
     else g = det_mad(p.weight_decay, w, g);
     m = det_mad(det_sub(1.0, p.beta1), g, det_mul(p.beta1, m));
     v = det_mad(det_sub(1.0, p.beta2), det_mul(g, g), det_mul(p.beta2, v));
@@ -71,7 +79,7 @@ float det_update(float w, float g, inout float m, inout float v, float bc2, floa
 // (updated); it returns the new weight.
 float update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
     if (DETERMINISTIC) return det_update(w, g, m, v, bc2, step_size);
-    if (p.decoupled != 0u) w *= 1.0 - p.lr * p.weight_decay;
+    if (p.decoupled != 0u) w *= 1.0 - lr * p.weight_decay;
     else g += p.weight_decay * w;
     m = p.beta1 * m + (1.0 - p.beta1) * g;
     v = p.beta2 * v + (1.0 - p.beta2) * g * g;
@@ -111,13 +119,14 @@ void main() {
     uvec4 at = chunks[2u * c];
     uvec4 more = chunks[2u * c + 1u]; // count, half copy's first word, has a half copy
     uint t = steps[0] + 1u;
+    lr = LR_DEV ? lr_dev[0] : p.lr;
     float bc2, step_size;
     if (DETERMINISTIC) {
         bc2 = det_sqrt(det_one_minus_pow(p.beta2, t));
-        step_size = det_div(p.lr, det_one_minus_pow(p.beta1, t));
+        step_size = det_div(lr, det_one_minus_pow(p.beta1, t));
     } else {
         bc2 = sqrt(one_minus_pow(p.beta2, t));
-        step_size = p.lr / one_minus_pow(p.beta1, t);
+        step_size = lr / one_minus_pow(p.beta1, t);
     }
     uint count = more.x;
     bool half_copy = HALF_DT != DT_F32 && more.z != 0u;

@@ -8,7 +8,7 @@ var table = []Kernel{
 	{Name: "accumulate", Tier: vk.TierPacked, File: "spv/accumulate.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "accumulate_tex", Tier: vk.TierPacked, File: "spv/accumulate_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "adadelta", Tier: vk.TierPacked, File: "spv/adadelta.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.ReadWrite}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
-	{Name: "adam", Tier: vk.TierPacked, File: "spv/adam.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read, vk.ReadWrite, vk.Write}, PushSize: 28, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "adam", Tier: vk.TierPacked, File: "spv/adam.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read, vk.ReadWrite, vk.Write, vk.Read}, PushSize: 28, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "add", Tier: vk.TierPacked, File: "spv/add.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "add_bias", Tier: vk.TierPacked, File: "spv/add_bias.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "add_tex", Tier: vk.TierPacked, File: "spv/add_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -213,6 +213,11 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 type AdamConfig struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32
 	Decoupled                          bool
+	// LRTensor, when set, is a one-element Float32 tensor the step reads
+	// its learning rate from when it runs, in place of LR (PyTorch's Adam
+	// with a tensor lr and capturable=True): a captured step replays with
+	// the rate written into it before each replay.
+	LRTensor *Tensor
 }
 
 // AdamStep records an Adam step over every parameter unless skip is
@@ -226,10 +231,20 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 	if s.halves != nil {
 		l, cells, spec.HalfDT, h = &adamHalfLayout, s.halfRows(), s.halfDT.code(), 4
 	}
+	lr := s.steps // bound, not read, without LRTensor
+	if c.LRTensor != nil {
+		if s.steps != nil {
+			sameDevice("AdamStep", c.LRTensor, s.steps)
+		}
+		if c.LRTensor.n != 1 || c.LRTensor.dtype != Float32 {
+			panic(&DTypeError{Op: "AdamStep", Got: c.LRTensor.dtype, Want: fmt.Sprintf("a one-element float32 LRTensor, not shape %v", c.LRTensor.shape)})
+		}
+		lr, spec.LrDev = c.LRTensor, true
+	}
 	return s.step("AdamStep", skip, l, cells, func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
 		return kernels.Adam(flag.dev, g.grid(), spec, p, kernels.AdamBind{
-			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h]})
+			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h], Lr: lr.buf})
 	})
 }
 

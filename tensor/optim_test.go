@@ -164,6 +164,39 @@ func TestAdamStep(t *testing.T) {
 	}
 }
 
+// TestAdamLRTensor: a learning rate read from a tensor (each step the value
+// written before it was recorded) gives the bits of the same rates pushed,
+// with weight decay coupled and decoupled; a bad tensor panics. (nn's Adam
+// always steps this way: nn's tests cover half copies and groups.)
+func TestAdamLRTensor(t *testing.T) {
+	d := devtest.Open(t)
+	lrs := []float32{0.01, 0.003, 0.02}
+	for _, decoupled := range []bool{false, true} {
+		push, dev := newOptRig(t, d, 2), newOptRig(t, d, 2)
+		lrT := tensor.New(d, tensor.Float32, 1)
+		t.Cleanup(lrT.Release)
+		for s, lr := range lrs {
+			for _, r := range []*optRig{push, dev} {
+				r.setGrads(t, s+1)
+			}
+			c := tensor.AdamConfig{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Decoupled: decoupled}
+			require.NoError(t, push.st.AdamStep(c, nil))
+			require.NoError(t, lrT.SetFloat32s([]float32{lr}))
+			c.LR, c.LRTensor = 7, lrT // LR is not read
+			require.NoError(t, dev.st.AdamStep(c, nil))
+		}
+		for i := range push.values {
+			require.Equal(t, opBits(opRead(t, push.values[i])), opBits(opRead(t, dev.values[i])), "decoupled %v: parameter %d", decoupled, i)
+		}
+	}
+	r := newOptRig(t, d, 2)
+	for _, bad := range []*tensor.Tensor{tensor.New(d, tensor.Float32, 2), tensor.New(d, tensor.Float16, 1)} {
+		t.Cleanup(bad.Release)
+		opPanics[*tensor.DTypeError](t, "LRTensor "+bad.String(), func() { r.st.AdamStep(tensor.AdamConfig{LR: 1, LRTensor: bad}, nil) },
+			"AdamStep", "LRTensor")
+	}
+}
+
 // optAdam is PyTorch's Adam (or AdamW) step t on w.
 func optAdam(c tensor.AdamConfig, t int, w, g, m, v []float64) {
 	b1, b2, lr, wd := float64(c.Beta1), float64(c.Beta2), float64(c.LR), float64(c.WeightDecay)

@@ -134,6 +134,7 @@ type AdamSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	HalfDT     DType  // HALF_DT: constant 1, default 0
 	Vec4       bool   // VEC4: constant 4, default 0
+	LrDev      bool   // LR_DEV: constant 5, default 0
 }
 
 // AdamPush is the push-constant block Push (28 bytes), laid out as the
@@ -168,6 +169,7 @@ type AdamBind struct {
 	Steps *vk.Buffer // binding 5: read
 	V     *vk.Buffer // binding 6: read and written
 	H     *vk.Buffer // binding 7: written
+	Lr    *vk.Buffer // binding 8: read
 }
 
 // Adam records adam.comp on d over groups workgroups.
@@ -176,9 +178,10 @@ func Adam(d *vk.Device, groups [3]uint32, s AdamSpec, p AdamPush, b AdamBind) er
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.HalfDT))
 	k.put(4, b2u(s.Vec4))
+	k.put(5, b2u(s.LrDev))
 	var push [28]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H, b.Lr)
 }
 
 // AddSpec holds the specialization constants of add.comp. A zero field
