@@ -130,6 +130,8 @@ func (r *capRun) weights(t *testing.T) [][]byte {
 // weights (and the loss scale and the overflow count) agree bit for bit.
 // The batches: full ones, a step that overflows fp16 (skipped under AMP),
 // a partial batch (a new shape: recorded, not replayed), full ones again.
+// The learning rate changes every step (SetLR, outside the step, as a
+// schedule does): Adam reads it on the device, so the key leaves it out.
 func TestReplayedSteps(t *testing.T) {
 	sizes := []int{16, 16, 16, 16, 16, 16, 16, 7, 16, 16, 7, 7, 16}
 	const poison = 4
@@ -140,6 +142,10 @@ func TestReplayedSteps(t *testing.T) {
 			rp := tensor.NewReplayer(d)
 			t.Cleanup(func() { rp.Close() })
 			for i, n := range sizes {
+				lr := 0.01 * (1 + 0.25*float64(i%4))
+				if err := errors.Join(rec.opt.SetLR(lr), rep.opt.SetLR(lr)); err != nil {
+					t.Fatal(err)
+				}
 				rec.load(t, i, n, poison)
 				if err := rec.step(n); err != nil {
 					t.Fatalf("step %d recorded: %v", i, err)
@@ -201,6 +207,21 @@ func TestReplayMisuse(t *testing.T) {
 	}
 	if rp.Graphs() != 0 {
 		t.Errorf("%d graphs kept from refused captures", rp.Graphs())
+	}
+	// Setting the learning rate inside a captured step is refused as well.
+	for i := range 2 {
+		err := rp.Step("lr", func() error {
+			if err := r.opt.SetLR(0.001 * float64(i+1)); err != nil {
+				return err
+			}
+			return r.step(8)
+		})
+		if i == 1 && !errors.Is(err, vk.ErrCapturing) {
+			t.Errorf("SetLR inside the capture: %v, want ErrCapturing", err)
+		}
+	}
+	if err := r.opt.SetLR(0.01); err != nil {
+		t.Fatalf("SetLR after the refused capture: %v", err)
 	}
 	// Releasing an input of a graph: the next step captures again.
 	for range 3 {

@@ -62,7 +62,7 @@ func NewAdamGroups(groups []ParamGroup, o AdamOptions) (*Adam, error) {
 		return nil, err
 	}
 	opt.grouped = true
-	return &Adam{optimizer: opt, o: o}, nil
+	return newAdam(opt, o)
 }
 
 // NewSGDGroups returns an SGD optimizer over the parameters of groups, each

@@ -393,7 +393,8 @@ func (o *AdamOptions) validate() error {
 type Adam struct {
 	*optimizer
 	o        AdamOptions
-	keepHalf bool // KeepHalfWeights
+	keepHalf bool      // KeepHalfWeights
+	lr       *deviceLR // the learning rate the steps read on the device
 }
 
 // NewAdam returns an Adam optimizer over params. Zero Beta1, Beta2 and Eps
@@ -406,7 +407,18 @@ func NewAdam(params []*Param, o AdamOptions) (*Adam, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adam{optimizer: opt, o: o}, nil
+	return newAdam(opt, o)
+}
+
+// newAdam returns an Adam over opt's state, with its learning rate on the
+// device.
+func newAdam(opt *optimizer, o AdamOptions) (*Adam, error) {
+	lr, err := newDeviceLR(opt, o.LR)
+	if err != nil {
+		opt.close()
+		return nil, err
+	}
+	return &Adam{optimizer: opt, o: o, lr: lr}, nil
 }
 
 // defaults gives zero Beta1, Beta2 and Eps PyTorch's defaults, then
@@ -449,9 +461,12 @@ func (a *Adam) step(found *tensor.Tensor) error {
 			return err
 		}
 	}
-	for _, pt := range a.parts {
+	if err := a.lr.set(a.optimizer, a.o.LR); err != nil { // a checkpoint's rate, loaded since SetLR
+		return err
+	}
+	for i, pt := range a.parts {
 		c := tensor.AdamConfig{LR: float32(a.o.LR * pt.lrScale), Beta1: float32(a.o.Beta1), Beta2: float32(a.o.Beta2), Eps: float32(a.o.Eps),
-			WeightDecay: float32(a.decay(pt, a.o.WeightDecay)), Decoupled: a.o.Decoupled}
+			WeightDecay: float32(a.decay(pt, a.o.WeightDecay)), Decoupled: a.o.Decoupled, LRTensor: a.lr.ts[i]}
 		if err := pt.state.AdamStep(c, found); err != nil {
 			return err
 		}
@@ -466,7 +481,10 @@ func (a *Adam) step(found *tensor.Tensor) error {
 func (a *Adam) LR() float64 { a.mu.Lock(); defer a.mu.Unlock(); return a.o.LR }
 
 // SetLR sets the learning rate for the following steps. 0 is an error
-// unless the options set ZeroLR.
+// unless the options set ZeroLR. The rate is written to the device, where
+// the steps read it: a step captured by a tensor.Replayer replays with the
+// rate of the last SetLR before the replay. Calling it while a step is
+// captured is an error wrapping vk.ErrCapturing.
 func (a *Adam) SetLR(lr float64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -474,11 +492,18 @@ func (a *Adam) SetLR(lr float64) error {
 		return err
 	}
 	a.o.LR = lr
-	return nil
+	return a.lr.set(a.optimizer, lr)
 }
 
 // Close releases the optimizer's state (not the parameters).
-func (a *Adam) Close() error { a.dropHalves(); a.close(); return nil }
+func (a *Adam) Close() error {
+	a.dropHalves()
+	a.close()
+	if a.lr != nil {
+		a.lr.close()
+	}
+	return nil
+}
 
 func errs(es ...error) error {
 	for _, e := range es {
