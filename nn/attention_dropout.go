@@ -46,20 +46,15 @@ func (g *Graph) composedAttention(qkv *Var, batch, heads int, p float32) *Var {
 }
 
 // causalMask is [t, t] Int32, 1 above the diagonal (a key after the
-// query), owned by the graph and uploaded once for all its layers.
+// query), owned by the graph and made once for all its layers, on the
+// device (a captured step uploads nothing).
 func (g *Graph) causalMask(t int) *tensor.Tensor {
 	if mask, ok := g.masks[t]; ok {
 		return mask
 	}
-	m := make([]int32, t*t)
-	for i := range t {
-		for j := i + 1; j < t; j++ {
-			m[i*t+j] = 1
-		}
-	}
 	if g.masks == nil {
 		g.masks = map[int]*tensor.Tensor{}
 	}
-	g.masks[t] = g.keep(tensor.FromInt32(g.dev, m, t, t))
+	g.masks[t] = g.keep(tensor.CausalMask(g.dev, t))
 	return g.masks[t]
 }

@@ -34,6 +34,7 @@ var table = []Kernel{
 	{Name: "cast_f32_f16", Tier: vk.TierPacked, File: "spv/cast_f32_f16.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "cast_f32_f16", Tier: vk.TierStorage16, File: "spv/cast_f32_f16.storage16.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "cast_tex", Tier: vk.TierPacked, File: "spv/cast_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "causal_mask", Tier: vk.TierPacked, File: "spv/causal_mask.packed.spv", Bindings: []vk.Access{vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "clip_coef", Tier: vk.TierPacked, File: "spv/clip_coef.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "conv_col2im", Tier: vk.TierPacked, File: "spv/conv_col2im.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 68, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "conv_im2col", Tier: vk.TierPacked, File: "spv/conv_im2col.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 68, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -211,3 +211,20 @@ func (a attnDims) loops(out *Tensor, op string) bool {
 	iters := (bh + 65534) / 65535 * (2*hd4 + 2*a.hd + blocks*perBlock)
 	return checkLoops(out, op, iters, fmt.Sprintf("attention over %d rows with head size %d", a.t, a.hd))
 }
+
+// CausalMask returns causal attention's [t, t] Int32 mask: 1 where the key
+// comes after the query (column above row), 0 elsewhere, as MaskedFill
+// takes it. It is made on the device, with no upload, so a step captured
+// by a Replayer may make it. t must be in [1, 65535]; it panics with a
+// *UsageError otherwise.
+func CausalMask(d *vk.Device, t int) *Tensor {
+	if t < 1 || t > 65535 {
+		usagePanic("CausalMask", "length %d is not in [1, 65535]", t)
+	}
+	out := New(d, Int32, t, t)
+	recordInto("CausalMask", func() error {
+		return kernels.CausalMask(d, groups1D(out, t*t), kernels.CausalMaskSpec{}, kernels.CausalMaskPush{T: uint32(t)},
+			kernels.CausalMaskBind{Out: out.buf})
+	}, out)
+	return out
+}

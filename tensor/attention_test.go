@@ -157,3 +157,25 @@ func attn64(v []float32) []float64 {
 	}
 	return out
 }
+
+// TestCausalMask: 1 exactly where the column is above the row, for lengths
+// from 1 past a workgroup's reach; out-of-range lengths panic.
+func TestCausalMask(t *testing.T) {
+	d := devtest.Open(t)
+	for _, n := range []int{1, 2, 7, 64, 300} {
+		m := tensor.CausalMask(d, n)
+		got, err := m.Int32s()
+		require.NoError(t, err)
+		require.Equal(t, []int{n, n}, m.Shape())
+		for i := range n {
+			for j := range n {
+				if want := int32(map[bool]int{false: 0, true: 1}[j > i]); got[i*n+j] != want {
+					t.Fatalf("CausalMask(%d)[%d, %d] = %d, want %d", n, i, j, got[i*n+j], want)
+				}
+			}
+		}
+		m.Release()
+	}
+	opPanics[*tensor.UsageError](t, "CausalMask(0)", func() { tensor.CausalMask(d, 0) }, "CausalMask", "0")
+	opPanics[*tensor.UsageError](t, "CausalMask(65536)", func() { tensor.CausalMask(d, 65536) }, "CausalMask", "65536")
+}

@@ -991,6 +991,36 @@ func CastTex(d *vk.Device, groups [3]uint32, s CastTexSpec, p EwisePush, b CastT
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// CausalMaskSpec holds the specialization constants of causal_mask.comp. A zero field
+// takes the shader's default.
+type CausalMaskSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// CausalMaskPush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type CausalMaskPush struct {
+	T uint32 // offset 0
+}
+
+func (p *CausalMaskPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.T)
+}
+
+// CausalMaskBind names the bindings of causal_mask.comp.
+type CausalMaskBind struct {
+	Out *vk.Buffer // binding 0: written
+}
+
+// CausalMask records causal_mask.comp on d over groups workgroups.
+func CausalMask(d *vk.Device, groups [3]uint32, s CausalMaskSpec, p CausalMaskPush, b CausalMaskBind) error {
+	k := key{op: "causal_mask"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Out)
+}
+
 // ClipCoefSpec holds the specialization constants of clip_coef.comp. A zero field
 // takes the shader's default.
 type ClipCoefSpec struct {
