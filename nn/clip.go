@@ -26,6 +26,28 @@ const clipEps = 1e-6
 // frozen: a norm of 0). The
 // gradients must be float32, none shared (the optimizers' rule).
 func ClipGradNorm(params []*Param, maxNorm float64) (*tensor.Tensor, error) {
+	var tab tensor.BlockTable
+	defer tab.Close() // the device keeps the tables until the clip has run
+	return clipGradNorm(params, maxNorm, &tab)
+}
+
+// NormClipper is ClipGradNorm with its block tables kept between calls: a
+// training loop that clips the same gradients every step uploads them once,
+// and a step captured by a tensor.Replayer can clip (ClipGradNorm uploads
+// its tables each call, a host write that a capture refuses). The zero
+// value is ready; Close frees the tables. It is not safe for concurrent
+// use.
+type NormClipper struct{ tab tensor.BlockTable }
+
+// Clip is ClipGradNorm(params, maxNorm).
+func (c *NormClipper) Clip(params []*Param, maxNorm float64) (*tensor.Tensor, error) {
+	return clipGradNorm(params, maxNorm, &c.tab)
+}
+
+// Close frees the tables; the clipper can be used again.
+func (c *NormClipper) Close() error { return c.tab.Close() }
+
+func clipGradNorm(params []*Param, maxNorm float64, tab *tensor.BlockTable) (*tensor.Tensor, error) {
 	if math.IsNaN(maxNorm) || maxNorm <= 0 || maxNorm < math.SmallestNonzeroFloat32 {
 		return nil, fmt.Errorf("nn: ClipGradNorm: invalid max norm %g: want a positive one", maxNorm)
 	}
@@ -36,9 +58,7 @@ func ClipGradNorm(params []*Param, maxNorm float64) (*tensor.Tensor, error) {
 	if len(grads) == 0 { // all frozen: PyTorch's norm of no gradients
 		return tensor.Zeros(params[0].Value.Device(), tensor.Float32, 1), nil
 	}
-	var tab tensor.BlockTable
-	defer tab.Close() // the device keeps the tables until the clip has run
-	norm, err := tensor.ClipNorm(grads, float32(maxNorm), clipEps, &tab)
+	norm, err := tensor.ClipNorm(grads, float32(maxNorm), clipEps, tab)
 	if err != nil {
 		norm.Release()
 		return nil, fmt.Errorf("nn: ClipGradNorm: %w", err)

@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -75,6 +77,67 @@ func TestClipGrad(t *testing.T) {
 		}
 	})
 	t.Run("AMPOverflowStillSkips", func(t *testing.T) { clipAMPOverflow(t, d) })
+	t.Run("Clipper", func(t *testing.T) { clipClipper(t, d) })
+}
+
+// A NormClipper gives ClipGradNorm's bits, call after call, and clips
+// inside a step captured and replayed by a tensor.Replayer, where
+// ClipGradNorm's table upload is refused.
+func clipClipper(t *testing.T, d *vk.Device) {
+	want, _ := clipParams(t, d, 11, 1)
+	got, _ := clipParams(t, d, 11, 1)
+	var c nn.NormClipper
+	defer c.Close()
+	rp := tensor.NewReplayer(d)
+	defer rp.Close()
+	for i := range 4 {
+		for j := range want { // new gradients each step, copied on the device
+			g := tInput(t, d, tRand(want[j].Grad.Len(), uint64(40+10*i+j), 1, f32), want[j].Grad.Shape()...)
+			if err := errors.Join(want[j].Grad.CopyFrom(g), got[j].Grad.CopyFrom(g)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wn, err := nn.ClipGradNorm(want, 0.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gn *tensor.Tensor
+		err = rp.Step("clip", func() error {
+			n, err := c.Clip(got, 0.5)
+			if err == nil {
+				n.Release()
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if i == 0 { // the norm (a clip at 1e9 changes nothing), outside the Replayer
+			if gn, err = c.Clip(got, 1e9); err != nil {
+				t.Fatal(err)
+			}
+			tSameBits(t, "norm after the clip", tRead(t, gn), tRead(t, tensorNorm(t, want)))
+			gn.Release()
+		}
+		wn.Release()
+		for j := range want {
+			tSameBits(t, fmt.Sprintf("step %d: %s", i, want[j].Name), tRead(t, got[j].Grad), tRead(t, want[j].Grad))
+		}
+	}
+	if rp.Replayed != 2 {
+		t.Errorf("%d clips replayed, want 2", rp.Replayed)
+	}
+}
+
+// tensorNorm is the norm of ps's gradients, which a clip at 1e9 leaves.
+func tensorNorm(t *testing.T, ps []*nn.Param) *tensor.Tensor {
+	t.Helper()
+	n, err := nn.ClipGradNorm(ps, 1e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Release)
+	return n
 }
 
 // Under AMP the clip runs between Unscale and Step. A gradient holding an
