@@ -34,6 +34,13 @@
 // evaluates the model, with -resume a checkpoint's, and exits: with
 // -eval-iters 200 it tells how far a 20-batch figure is from the model's
 // loss (the standard errors of the means are printed too).
+//
+// -replay (the default) captures the training step once and replays it
+// (tensor.Replayer), as CUDA graphs do: the batch and the dropout seed are
+// written into tensors the step reads, and AdamW reads the scheduled
+// learning rate on the device, so every iteration replays the same
+// capture with the same results as recording it. Data-parallel runs and
+// -profile record every step. The run ends with the counts.
 package main
 
 import (
@@ -79,6 +86,7 @@ type config struct {
 	temperature                                                         float64
 	seed                                                                uint64
 	resume, json, profile, evalOnly                                     bool
+	replay                                                              bool // capture the training step once and replay it
 	// stopAt, in tests, stops the run at that iteration as Ctrl-C would.
 	stopAt int
 }
@@ -107,7 +115,8 @@ func main() {
 	flag.Float64Var(&c.temperature, "temperature", 0.8, "sampling temperature (0: always the likeliest)")
 	flag.IntVar(&c.topK, "top-k", 200, "sample from the k likeliest characters only (0: all)")
 	flag.BoolVar(&c.json, "json", false, "print one JSON object per evaluation on stdout, the rest on stderr")
-	flag.BoolVar(&c.profile, "profile", false, "time every kernel on the device and print where the training time went")
+	flag.BoolVar(&c.profile, "profile", false, "time every kernel on the device and print where the training time went (steps are recorded, not replayed)")
+	flag.BoolVar(&c.replay, "replay", true, "capture the training step's command buffers once and replay them for the following iterations (same results; data-parallel and -profile runs record every step)")
 	flag.Parse()
 	r, ok := recipes[c.recipeName]
 	if !ok {

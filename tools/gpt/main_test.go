@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -28,7 +29,39 @@ func tiny() config {
 	r.iters, r.evalEvery, r.evalIters = 30, 10, 2
 	r.lr, r.minLR, r.warmup = 1e-2, 1e-3, 5
 	return config{recipe: r, data: "../../testdata/tinyshakespeare/input.txt", recipeName: "cpu", precision: "f16",
-		seed: 1337, temperature: 0.8, topK: 200, prompt: "\n"}
+		seed: 1337, temperature: 0.8, topK: 200, prompt: "\n", replay: true}
+}
+
+// TestReplayedTraining: runs with dropout, in each precision, leave the same
+// checkpoint (weights, AdamW's state, the scaler, the history) whether the
+// step is replayed from one capture (the default) or recorded every
+// iteration; the learning rate changes every iteration (warm-up, cosine).
+func TestReplayedTraining(t *testing.T) {
+	devtest.Open(t)
+	for _, prec := range []string{"f16", "bf16", "f32"} {
+		t.Run(prec, func(t *testing.T) {
+			dir := t.TempDir()
+			var logs [2]bytes.Buffer
+			for i, replay := range []bool{false, true} {
+				c := tiny()
+				c.precision, c.dropout, c.iters, c.replay = prec, 0.1, 12, replay
+				c.checkpoint = filepath.Join(dir, fmt.Sprint(replay))
+				if err := run(context.Background(), c, &logs[i], &logs[i], io.Discard); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []string{"model.safetensors", "optimizer-0.safetensors", "state.json"} {
+				if !bytes.Equal(latestFile(t, filepath.Join(dir, "false"), f), latestFile(t, filepath.Join(dir, "true"), f)) {
+					t.Errorf("%s differs between the recorded and the replayed run", f)
+				}
+			}
+			for i, want := range []string{"steps: 0 replayed, 0 captured, 12 recorded (replay off: off)", "steps: 10 replayed, 1 captured, 1 recorded\n"} {
+				if !strings.Contains(logs[i].String(), want) {
+					t.Errorf("run %d's log does not say %q:\n%s", i, want, logs[i].String())
+				}
+			}
+		})
+	}
 }
 
 func TestBadInput(t *testing.T) {

@@ -42,6 +42,8 @@ type trainer struct {
 	seeds  *nn.SeedSource // dropout
 	lr     func(iter int) float64
 	zero   *tensor.Tensor // a flag that is always 0
+	io     *stepIO        // the step's persistent tensors and its Replayer
+	clip   nn.NormClipper // its tables kept: a captured step clips too
 	hist   report.Curve
 	x, y   []int32
 
@@ -55,9 +57,8 @@ type trainer struct {
 // iterations later, when the device has finished it: reading at once
 // would make the host wait for every step.
 type pending struct {
-	iter        int
-	loss, scale *tensor.Tensor // copies the trainer owns; scale nil in fp32
-	skipped     scaler.Skipped
+	iter               int
+	loss, scale, found *tensor.Tensor // copies the trainer owns; scale and found nil without a scaler
 }
 
 // readLag is how many iterations a loss is read after its own.
@@ -190,7 +191,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 		return err
 	}
 	wall := time.Since(start)
-	fmt.Fprintf(log, "trained %d iterations in %s\n", c.iters, wall.Round(time.Millisecond))
+	fmt.Fprintf(log, "trained %d iterations in %s; %s\n", c.iters, wall.Round(time.Millisecond), t.io.stats())
 	if c.profile {
 		printProfile(log, t.d, wall)
 	}
@@ -283,11 +284,28 @@ func newTrainer(c config, d *vk.Device, g dist.Group, data *corpus) (*trainer, e
 	// ends at the last iteration, however many -iters asks for.
 	t.lr = nn.CosineWithWarmup(c.lr, c.minLR, min(c.warmup, c.iters), c.iters)
 	t.zero = tensor.Zeros(d, tensor.Float32, 1)
+	fallback := ""
+	switch {
+	case !c.replay:
+		fallback = "off"
+	case g.Size() > 1:
+		fallback = "data-parallel: the all-reduce runs on the host"
+	case c.profile:
+		fallback = "-profile times each kernel, and a captured step takes no timestamps"
+	}
+	if t.io, err = newStepIO(t, hi-lo, fallback); err != nil {
+		t.close()
+		return nil, err
+	}
 	return t, nil
 }
 
 func (t *trainer) close() {
 	t.dropPending()
+	if t.io != nil {
+		t.io.close()
+	}
+	t.clip.Close()
 	if t.sc != nil {
 		t.sc.Close()
 	}
@@ -302,10 +320,7 @@ func (t *trainer) close() {
 
 func (t *trainer) dropPending() {
 	for _, p := range t.pending {
-		p.loss.Release()
-		if p.scale != nil {
-			p.scale.Release()
-		}
+		p.release()
 	}
 	t.pending = nil
 }
@@ -391,33 +406,55 @@ func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
 }
 
 // step is one training iteration: the AMP loop of PyTorch, no host wait.
+// What changes per step (the learning rate, the batch, the dropout seed)
+// is written before it, so that it can be replayed; its loss, scale and
+// skip flag are copied for readOldest after it.
 func (t *trainer) step() error {
-	c, d := t.c, t.d
+	c := t.c
 	if err := t.opt.SetLR(t.lr(t.iter)); err != nil {
 		return err
 	}
 	batch(t.data.train, c.block, t.rng, t.x, t.y) // the whole batch, the same on every rank
+	if err := t.io.load(t.x[t.lo*c.block:t.hi*c.block], t.y[t.lo*c.block:t.hi*c.block], t.seeds); err != nil {
+		return err
+	}
+	if err := t.io.run(t.seeds, t.record); err != nil {
+		return err
+	}
+	p := pending{iter: t.iter, loss: tensor.Cast(t.io.loss, tensor.Float32)}
+	if t.io.scale != nil {
+		p.scale, p.found = tensor.Cast(t.io.scale, tensor.Float32), tensor.Cast(t.io.found, tensor.Float32)
+	}
+	t.pending = append(t.pending, p)
+	return nil
+}
+
+// record records the step: what a captured graph replays. It reads the
+// batch and the seed from t.io and leaves its loss, scale and skip flag
+// there, and reads nothing on the host.
+func (t *trainer) record() error {
+	d, io := t.d, t.io
 	var scope tensor.Scope
 	defer scope.Release()
-	x, y := t.x[t.lo*c.block:t.hi*c.block], t.y[t.lo*c.block:t.hi*c.block] // this rank's rows
-	xb := scope.Track(tensor.FromInt32(d, x, len(x)))
-	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
-	opts := nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), Seeds: t.seeds}
+	opts := nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), Seeds: t.seeds, DeviceSeed: io.seed}
 	if t.dp.Group().Size() > 1 {
 		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
 	}
 	g := nn.NewGraph(d, opts)
 	defer g.Release()
-	loss, _ := t.m.Loss(g, xb, yb, t.hi-t.lo)
+	loss, _ := t.m.Loss(g, io.x, io.y, t.hi-t.lo)
 	if err := t.opt.ZeroGrad(); err != nil {
 		return err
 	}
 	seed := t.sc.Seed(loss.Value()) // the scale, as the backward seed
-	p := pending{iter: t.iter, loss: tensor.Scale(loss.Value(), 1, tensor.Float32)}
-	if t.sc.Enabled() {
-		p.scale = tensor.Scale(seed, 1, tensor.Float32)
+	if err := io.loss.CopyFrom(scope.Track(tensor.Scale(loss.Value(), 1, tensor.Float32))); err != nil {
+		return err
 	}
-	t.pending = append(t.pending, p)
+	if io.scale != nil {
+		if err := io.scale.CopyFrom(scope.Track(tensor.Scale(seed, 1, tensor.Float32))); err != nil {
+			return err
+		}
+	}
 	if err := g.Backward(loss, seed); err != nil {
 		return err
 	}
@@ -427,25 +464,36 @@ func (t *trainer) step() error {
 	if err := t.dp.Unscale(t.sc, t.opt); err != nil { // and the ranks' inf checks combined
 		return err
 	}
-	norm, err := nn.ClipGradNorm(t.params, c.clip)
+	norm, err := t.clip.Clip(t.params, t.c.clip)
 	if err != nil {
 		return err
 	}
 	norm.Release()
-	if t.pending[len(t.pending)-1].skipped, err = t.sc.Step(t.opt); err != nil {
+	skipped, err := t.sc.Step(t.opt)
+	if err != nil {
 		return err
 	}
+	if f := skipped.Flag(); f != nil && io.found != nil {
+		if err := io.found.CopyFrom(f); err != nil {
+			return err
+		}
+	}
 	return t.sc.Update()
+}
+
+func (p pending) release() {
+	for _, x := range []*tensor.Tensor{p.loss, p.scale, p.found} {
+		if x != nil {
+			x.Release()
+		}
+	}
 }
 
 // readOldest reads the oldest pending iteration into the history.
 func (t *trainer) readOldest() error {
 	p := t.pending[0]
 	t.pending = t.pending[1:]
-	defer p.loss.Release()
-	if p.scale != nil {
-		defer p.scale.Release()
-	}
+	defer p.release()
 	l, err := p.loss.Item()
 	if err != nil {
 		return err
@@ -461,11 +509,11 @@ func (t *trainer) readOldest() error {
 	}
 	t.hist.ScaleIter = append(t.hist.ScaleIter, p.iter)
 	t.hist.Scale = append(t.hist.Scale, float64(s))
-	skipped, err := p.skipped.Value()
+	found, err := p.found.Item()
 	if err != nil {
 		return err
 	}
-	if !skipped {
+	if found == 0 {
 		t.inRow = 0
 		return nil
 	}
