@@ -15,10 +15,11 @@ import (
 // not seen twice, such as an epoch's last, partial batch, runs normally.
 //
 // The key names what the recorded work depends on: the input shapes, and
-// every value a kernel takes as a push constant (the learning rate, a
-// dropout seed). What a replay reads must live in tensors the step uses
-// and that stay alive between steps: write the next batch into the same
-// input tensors (SetBytes) before each Step. State kept on the device (the
+// every value a kernel takes as a push constant (Dropout's seed, an SGD
+// learning rate; DropoutSeeded and AdamConfig.LRTensor read theirs on the
+// device instead). What a replay reads must live in tensors the step uses
+// and that stay alive between steps: write the next batch (and seed, and
+// rate) into the same tensors (SetBytes) before each Step. State kept on the device (the
 // optimizer's moments and step count, the loss scale, the skip flag of an
 // overflowed step) is read and written by the replay itself, so a replayed
 // step gives the same bits as a recorded one.

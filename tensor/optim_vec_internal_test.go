@@ -120,7 +120,7 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, wordwise bool) [5][]by
 			spec.HalfDT = BFloat16.code()
 		}
 		push := kernels.AdamPush{Nchunks: uint32(nc), Lr: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Decoupled: boolWord(kind == "adamw")}
-		err = kernels.Adam(d, grid, spec, push, kernels.AdamBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h})
+		err = kernels.Adam(d, grid, spec, push, kernels.AdamBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf})
 	case "sgd", "sgd-nesterov", "sgd-plain":
 		push := kernels.SgdPush{Nchunks: uint32(nc), Lr: 0.1, Momentum: 0.9, Dampening: 0.1, WeightDecay: 0.01, Nesterov: boolWord(kind == "sgd-nesterov")}
 		if kind == "sgd-plain" {
