@@ -5,7 +5,8 @@
 // training steps (train-step/amp-vs-fp32), the AMP step replayed from a
 // captured graph (train-step/amp-replay-vs-amp), the host time per recorded
 // dispatch (dispatch/host-us) and per dispatch of the same step replayed
-// from a captured graph (dispatch/replay-us) beside the driver's floor
+// from a captured graph (dispatch/replay-us; dispatch/replay-us/gpt for
+// tools/gpt's step of the CPU recipe's size) beside the driver's floor
 // (dispatch/driver-us) and vk's own launch (dispatch/vk-us), and the share of an AMP step's wall time spent
 // in kernels (by the runtime's timestamps) at each -step batch.
 //

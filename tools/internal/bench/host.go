@@ -148,7 +148,8 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 
 // Host measures the host time per dispatch of an AMP training step at
 // batch (HostPerDispatch over steps samples): dispatch/host-us, and of the
-// same step replayed from a captured graph (Replay): dispatch/replay-us;
+// same step replayed from a captured graph (Replay): dispatch/replay-us,
+// and of the GPT's step (ReplayGPTResults): dispatch/replay-us/gpt;
 // and beside them the driver's floor and vk's own launch (Driver):
 // dispatch/driver-us, dispatch/vk-us.
 func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, error) {
@@ -167,6 +168,11 @@ func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, err
 		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
 	}
 	rs, err := Replay(d, train, batch, steps)
+	if err != nil {
+		return append(out, rs...), err
+	}
+	gs, err := ReplayGPTResults(d, steps)
+	rs = append(rs, gs...)
 	if err != nil {
 		return append(out, rs...), err
 	}

@@ -29,6 +29,15 @@ func (r ReplayReport) PerDispatch() time.Duration {
 	return r.Replay / time.Duration(max(r.Dispatches, 1))
 }
 
+// replayable is a training step that can be captured: load writes step
+// i's data into tensors that outlive the step, and step records the step
+// reading them.
+type replayable interface {
+	load(i int) error
+	step() error
+	close()
+}
+
 // replayMLP is the MNIST MLP 784-256-10 with Adam and a loss scaler (fp16
 // AMP), trained from input tensors that stay alive between steps, as a
 // captured step needs: the trainer's step uploads its batch inside the step.
@@ -40,11 +49,13 @@ type replayMLP struct {
 	x, y  *tensor.Tensor
 	xb    []byte
 	yb    []byte
+	train *mnist.Set
 }
 
-func newReplayMLP(d *vk.Device, batch, pixels int) (*replayMLP, error) {
+func newReplayMLP(d *vk.Device, train *mnist.Set, batch int) (*replayMLP, error) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	m := &replayMLP{d: d, model: nn.Sequential{
+	pixels := train.Rows * train.Cols
+	m := &replayMLP{d: d, train: train, model: nn.Sequential{
 		nn.NewLinear(d, "fc1", pixels, 256, rng), nn.ReLU{}, nn.NewLinear(d, "fc2", 256, 10, rng)}}
 	var err error
 	if m.opt, err = nn.NewAdam(m.model.Parameters(), nn.AdamOptions{LR: 1e-3}); err != nil {
@@ -66,8 +77,10 @@ func (m *replayMLP) close() {
 	nn.Close(m.model)
 }
 
-// load writes batch i of s (wrapping around) into the input tensors.
-func (m *replayMLP) load(s *mnist.Set, i int) error {
+// load writes batch i of the training set (wrapping around) into the
+// input tensors.
+func (m *replayMLP) load(i int) error {
+	s := m.train
 	n, px := m.y.Len(), s.Rows*s.Cols
 	m.xb, m.yb = m.xb[:0], m.yb[:0]
 	for j := range n {
@@ -98,20 +111,25 @@ func (m *replayMLP) step() error {
 }
 
 // ReplayPerDispatch measures the host time of a replayed AMP training step
-// of the MNIST MLP at batch: the step is recorded, captured and then
-// replayed by a tensor.Replayer; each of steps samples starts on a drained
-// device with its batch written, and times the Step call alone. The same
-// step recorded op by op is timed the same way for comparison. The fastest
-// samples are kept.
+// of the MNIST MLP at batch (replayPerDispatch).
 func ReplayPerDispatch(d *vk.Device, train *mnist.Set, batch, steps int) (ReplayReport, error) {
 	if batch < 1 || steps < 1 {
 		return ReplayReport{}, fmt.Errorf("bench: batch %d and steps %d must be positive", batch, steps)
 	}
-	m, err := newReplayMLP(d, batch, train.Rows*train.Cols)
+	m, err := newReplayMLP(d, train, batch)
 	if err != nil {
 		return ReplayReport{}, err
 	}
 	defer m.close()
+	return replayPerDispatch(d, m, steps)
+}
+
+// replayPerDispatch measures the host time of m's step replayed: the step
+// is recorded, captured and then replayed by a tensor.Replayer; each of
+// steps samples starts on a drained device with its data written, and
+// times the Step call alone. The same step recorded op by op is timed the
+// same way for comparison. The fastest samples are kept.
+func replayPerDispatch(d *vk.Device, m replayable, steps int) (ReplayReport, error) {
 	rp := tensor.NewReplayer(d)
 	defer rp.Close()
 	r := ReplayReport{Samples: steps}
@@ -120,7 +138,7 @@ func ReplayPerDispatch(d *vk.Device, train *mnist.Set, batch, steps int) (Replay
 			return 0, 0, err
 		}
 		t0 := time.Now()
-		if err := m.load(train, i); err != nil {
+		if err := m.load(i); err != nil {
 			return 0, 0, err
 		}
 		t1 := time.Now()
@@ -131,7 +149,7 @@ func ReplayPerDispatch(d *vk.Device, train *mnist.Set, batch, steps int) (Replay
 	// reset when it is next used, and the reset of a recorded step's
 	// commands is not the replay's cost. The warm-up replays go round the
 	// ring of command buffers once.
-	const key, warm = "mlp", 6
+	const key, warm = "step", 6
 	for i := range warm + steps {
 		_, host, err := timed(i, m.step)
 		if err != nil {

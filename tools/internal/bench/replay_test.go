@@ -34,4 +34,12 @@ func TestReplay(t *testing.T) {
 	if _, ok := byName["dispatch/replay-us"]; !ok {
 		t.Error("no dispatch/replay-us")
 	}
+	g, err := ReplayGPT(d, GPTSize{Layers: 2, Heads: 2, Dim: 32, Block: 16, Batch: 4}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GPT: replayed step %v (%v a dispatch, %d dispatches), recorded %v, data written in %v", g.Replay, g.PerDispatch(), g.Dispatches, g.Record, g.Load)
+	if g.Dispatches < 100 || g.Replay <= 0 || g.Record <= 0 {
+		t.Errorf("GPT report %+v: want the times of a step's hundreds of dispatches", g)
+	}
 }
