@@ -149,7 +149,7 @@ func ReplayGPTResults(d *vk.Device, steps int) ([]Result, error) {
 		z.Layers, z.Heads, z.Dim, z.Block, z.Batch)
 	out := []Result{
 		{Name: "dispatch/replay-us/gpt", Value: us(r.PerDispatch()), Unit: "us per dispatch",
-			Detail: fmt.Sprintf("host time replaying the captured training step of %s on a drained device, %.3g us, over its %d dispatches; writing the batch, seed and rate took %.3g us more; the same step recorded took %.3g us; fastest of %d steps",
+			Detail: fmt.Sprintf("host time replaying the captured training step of %s, on a drained device, %.3g us, over its %d dispatches; writing the batch, seed and rate took %.3g us more; the same step recorded took %.3g us; fastest of %d steps",
 				what, us(r.Replay), r.Dispatches, us(r.Load), us(r.Record), r.Samples)},
 		{Name: "dispatch/replay-vs-record/gpt", Value: float64(r.Record) / float64(max(r.Replay, 1)), Unit: "x",
 			Detail: "host time of the GPT's recorded step over that of its replayed step, same run"},
