@@ -24,18 +24,17 @@ var GPTCPU = GPTSize{Layers: 4, Heads: 4, Dim: 128, Block: 64, Batch: 12}
 // changes per step (the batch, the dropout seed, the learning rate) written
 // before it into tensors it reads, as tools/gpt replays it.
 type replayGPT struct {
-	d       *vk.Device
-	m       *gpt.Model
-	opt     *nn.Adam
-	sc      *scaler.Scaler
-	clip    nn.NormClipper
-	seeds   *nn.SeedSource
-	x, y    *tensor.Tensor
-	seed    *tensor.Tensor
-	xb, yb  []byte
-	batch   int
-	tokens  *rand.Rand
-	dropout float32
+	d      *vk.Device
+	m      *gpt.Model
+	opt    *nn.Adam
+	sc     *scaler.Scaler
+	clip   nn.NormClipper
+	seeds  *nn.SeedSource
+	x, y   *tensor.Tensor
+	seed   *tensor.Tensor
+	xb, yb []byte
+	batch  int
+	tokens *rand.Rand
 }
 
 func newReplayGPT(d *vk.Device, z GPTSize) (*replayGPT, error) {
