@@ -161,8 +161,8 @@ type Options struct {
 	Seeds *SeedSource
 	// DeviceSeed, when set, is a one-element tensor.Int32 on the graph's
 	// device that holds the graph's dropout seed, in place of a draw from
-	// Seeds: the caller writes each step's seed into it (SetBytes; Seeds.Next
-	// gives the masks a draw would) before the step. The graph's first
+	// Seeds: the caller writes each step's seed into it before the step
+	// (Seeds.NextTo gives the masks a draw would). The graph's first
 	// Dropout records a copy of it that every mask of the graph, forward and
 	// backward, reads, so a later write changes only later graphs. A step
 	// captured by a tensor.Replayer then replays with the seed written

@@ -1,6 +1,11 @@
 package nn
 
-import "sync"
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/vkamp/vkamp/tensor"
+)
 
 // SeedSource hands out dropout seeds, one per Graph, from a run's seed and a
 // step counter that advances with each draw: a training loop that makes one
@@ -30,6 +35,15 @@ func (s *SeedSource) Next() uint32 {
 	v := splitmix64(s.seed ^ splitmix64(s.step))
 	s.step++
 	return uint32(v >> 32)
+}
+
+// NextTo writes the seed of the current step into t, a graph's
+// Options.DeviceSeed (one Int32 element), and advances to the next step:
+// the masks of the draw the graph would make itself. The write is ordered
+// after the work recorded before it; while a step is captured it is
+// refused, so write the seed before the step.
+func (s *SeedSource) NextTo(t *tensor.Tensor) error {
+	return t.SetBytes(binary.LittleEndian.AppendUint32(nil, s.Next()))
 }
 
 // Seed returns the run seed.

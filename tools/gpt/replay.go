@@ -72,7 +72,7 @@ func (io *stepIO) load(x, y []int32, seeds *nn.SeedSource) error {
 	}
 	errs := []error{io.x.SetBytes(io.xb), io.y.SetBytes(io.yb)}
 	if io.seed != nil {
-		errs = append(errs, io.seed.SetBytes(binary.LittleEndian.AppendUint32(nil, seeds.Next())))
+		errs = append(errs, seeds.NextTo(io.seed))
 	}
 	return errors.Join(errs...)
 }

@@ -32,6 +32,15 @@ type Result struct {
 	Tier   string  `json:"tier"`
 }
 
+// onDevice names d (its name, driver and tier) in every result of out.
+func onDevice(d *vk.Device, out []Result) []Result {
+	info := d.Info()
+	for i := range out {
+		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
+	}
+	return out
+}
+
 // Options choose what to run.
 type Options struct {
 	Sizes    []int         // square matmul sizes

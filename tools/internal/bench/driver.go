@@ -81,7 +81,6 @@ func Driver(d *vk.Device, n, rounds int) ([]Result, error) {
 		return nil, err
 	}
 	perVK := best / time.Duration(n)
-	info := d.Info()
 	us := func(t time.Duration) float64 { return float64(t) / 1e3 }
 	out := []Result{
 		{Name: "dispatch/driver-us", Value: us(floor), Unit: "us per dispatch",
@@ -89,8 +88,6 @@ func Driver(d *vk.Device, n, rounds int) ([]Result, error) {
 		{Name: "dispatch/vk-us", Value: us(perVK), Unit: "us per dispatch", Ratio: float64(perVK) / float64(max(floor, 1)), Versus: "driver-us",
 			Detail: fmt.Sprintf("the same %d launches through vk.Device.Dispatch (checks, hazard tracking, a barrier each), a chain through 4 buffers, drained every 100 outside the time; fastest of %d", n, rounds)},
 	}
-	for i := range out {
-		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
-	}
+	out = onDevice(d, out)
 	return out, nil
 }

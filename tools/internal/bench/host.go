@@ -125,7 +125,6 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 			}
 		}
 	}
-	info := d.Info()
 	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
 	out := []Result{
 		{Name: fmt.Sprintf("train-step/amp/%d", batch), Value: ms(best[0]), Unit: "ms per step",
@@ -139,9 +138,7 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 		{Name: "train-step/amp-replay-vs-amp", Value: float64(best[0]) / float64(best[2]), Unit: "x",
 			Detail: fmt.Sprintf("recorded AMP step time over replayed AMP step time, batch %d, measured in turns (above 1: replay faster)", batch)},
 	}
-	for i := range out {
-		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
-	}
+	out = onDevice(d, out)
 	h, err := Host(d, train, test, batch, steps)
 	return append(out, h...), err
 }
@@ -157,16 +154,13 @@ func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, err
 	if err != nil {
 		return nil, err
 	}
-	info := d.Info()
 	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
 	out := []Result{
 		{Name: "dispatch/host-us", Value: float64(h.PerDispatch()) / 1e3, Unit: "us per dispatch",
 			Detail: fmt.Sprintf("host time recording an AMP step (batch %d) on a drained device, %.3g ms, over its %d dispatches (and %d copies), %.3g Go allocations per dispatch; fastest of %d steps, %d discarded for waiting",
 				batch, ms(h.Host), h.Dispatches, h.Copies, float64(h.Allocs)/float64(h.Dispatches), h.Samples, h.Discarded)},
 	}
-	for i := range out {
-		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
-	}
+	out = onDevice(d, out)
 	rs, err := Replay(d, train, batch, steps)
 	if err != nil {
 		return append(out, rs...), err

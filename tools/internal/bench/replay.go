@@ -182,17 +182,19 @@ func Replay(d *vk.Device, train *mnist.Set, batch, steps int) ([]Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	info := d.Info()
+	return replayResults(d, r, "", fmt.Sprintf("a captured AMP step (batch %d, MNIST MLP)", batch), "the batch"), nil
+}
+
+// replayResults are dispatch/replay-us and dispatch/replay-vs-record (each
+// name followed by suffix) of r, the replay of the step what, whose data
+// (wrote) is written before each.
+func replayResults(d *vk.Device, r ReplayReport, suffix, what, wrote string) []Result {
 	us := func(t time.Duration) float64 { return float64(t) / 1e3 }
-	out := []Result{
-		{Name: "dispatch/replay-us", Value: us(r.PerDispatch()), Unit: "us per dispatch",
-			Detail: fmt.Sprintf("host time replaying a captured AMP step (batch %d, MNIST MLP) on a drained device, %.3g us, over its %d dispatches; writing the batch took %.3g us more; the same step recorded took %.3g us; fastest of %d steps",
-				batch, us(r.Replay), r.Dispatches, us(r.Load), us(r.Record), r.Samples)},
-		{Name: "dispatch/replay-vs-record", Value: float64(r.Record) / float64(max(r.Replay, 1)), Unit: "x",
-			Detail: "host time of a recorded step over that of the replayed step, same run"},
-	}
-	for i := range out {
-		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
-	}
-	return out, nil
+	return onDevice(d, []Result{
+		{Name: "dispatch/replay-us" + suffix, Value: us(r.PerDispatch()), Unit: "us per dispatch",
+			Detail: fmt.Sprintf("host time replaying %s on a drained device, %.3g us, over its %d dispatches; writing %s took %.3g us more; the same step recorded took %.3g us; fastest of %d steps",
+				what, us(r.Replay), r.Dispatches, wrote, us(r.Load), us(r.Record), r.Samples)},
+		{Name: "dispatch/replay-vs-record" + suffix, Value: float64(r.Record) / float64(max(r.Replay, 1)), Unit: "x",
+			Detail: "host time of the recorded step over that of the replayed step, same run"},
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/nn/gpt"
@@ -88,7 +87,7 @@ func (g *replayGPT) load(i int) error {
 		binary.LittleEndian.PutUint32(g.yb[j:], uint32(g.tokens.IntN(65)))
 	}
 	return errors.Join(g.x.SetBytes(g.xb), g.y.SetBytes(g.yb),
-		g.seed.SetBytes(binary.LittleEndian.AppendUint32(nil, g.seeds.Next())),
+		g.seeds.NextTo(g.seed),
 		g.opt.SetLR(1e-3*(1+float64(i%10)/10)))
 }
 
@@ -143,19 +142,7 @@ func ReplayGPTResults(d *vk.Device, steps int) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	us := func(t time.Duration) float64 { return float64(t) / 1e3 }
-	what := fmt.Sprintf("a GPT of tools/gpt's CPU recipe (%d layers, %d heads, %d dims, context %d, batch %d), dropout 0.1, fp16 AMP, AdamW at a new rate each step, clipping",
+	what := fmt.Sprintf("the captured training step of a GPT of tools/gpt's CPU recipe (%d layers, %d heads, %d dims, context %d, batch %d), dropout 0.1, fp16 AMP, AdamW at a new rate each step, clipping,",
 		z.Layers, z.Heads, z.Dim, z.Block, z.Batch)
-	out := []Result{
-		{Name: "dispatch/replay-us/gpt", Value: us(r.PerDispatch()), Unit: "us per dispatch",
-			Detail: fmt.Sprintf("host time replaying the captured training step of %s, on a drained device, %.3g us, over its %d dispatches; writing the batch, seed and rate took %.3g us more; the same step recorded took %.3g us; fastest of %d steps",
-				what, us(r.Replay), r.Dispatches, us(r.Load), us(r.Record), r.Samples)},
-		{Name: "dispatch/replay-vs-record/gpt", Value: float64(r.Record) / float64(max(r.Replay, 1)), Unit: "x",
-			Detail: "host time of the GPT's recorded step over that of its replayed step, same run"},
-	}
-	info := d.Info()
-	for i := range out {
-		out[i].Device, out[i].Driver, out[i].Tier = info.Name, info.DriverName, d.Tier().String()
-	}
-	return out, nil
+	return replayResults(d, r, "/gpt", what, "the batch, seed and rate"), nil
 }

@@ -145,7 +145,7 @@ func hasDropout(m nn.Sequential) bool {
 func (t *Trainer) run(step func() error) error {
 	io := &t.io
 	if io.seed != nil {
-		if err := io.seed.SetBytes(binary.LittleEndian.AppendUint32(nil, t.seeds.Next())); err != nil {
+		if err := t.seeds.NextTo(io.seed); err != nil {
 			return err
 		}
 	}
