@@ -7,6 +7,12 @@
 #include "optim.glsl"
 #include "det.glsl"
 
+// LR_DEV reads the learning rate from lr_dev[0] when the step runs, not
+// from the push constants, as adam.comp does: a captured step replays with
+// the rate written before each replay. Without it any buffer is bound here.
+layout(constant_id = 5) const bool LR_DEV = false;
+layout(set = 0, binding = 6) readonly buffer LR { float lr_dev[]; };
+
 layout(push_constant) uniform Push {
     uint nchunks;
     float lr;
@@ -14,6 +20,8 @@ layout(push_constant) uniform Push {
     float eps;
     float weight_decay;
 } p;
+
+float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
 
 // det_update is update on the deterministic path: the same formulas with
 // det.glsl's operations, division and sqrt correctly rounded.
@@ -23,7 +31,7 @@ float det_update(float w, float g, inout float sq, inout float acc) {
     sq = det_add(det_mul(p.rho, sq), det_mul(det_mul(keep, g), g));
     float delta = det_mul(det_div(det_sqrt(det_add(acc, p.eps)), det_sqrt(det_add(sq, p.eps))), g);
     acc = det_add(det_mul(p.rho, acc), det_mul(det_mul(keep, delta), delta));
-    return det_sub(w, det_mul(p.lr, delta));
+    return det_sub(w, det_mul(lr, delta));
 }
 
 // update is one element's step: weight w, gradient g, the averages of
@@ -35,10 +43,11 @@ float update(float w, float g, inout float sq, inout float acc) {
     sq = p.rho * sq + (1.0 - p.rho) * g * g;
     float delta = sqrt(acc + p.eps) / sqrt(sq + p.eps) * g;
     acc = p.rho * acc + (1.0 - p.rho) * delta * delta;
-    return w - p.lr * delta;
+    return w - lr * delta;
 }
 
 void main() {
+    lr = LR_DEV ? lr_dev[0] : p.lr;
     FOR_EACH_QUAD(p.nchunks, {
         vec4 w = param[ip];
         vec4 g = grad[ig];

@@ -7,7 +7,7 @@ import "github.com/vkamp/vkamp/vk"
 var table = []Kernel{
 	{Name: "accumulate", Tier: vk.TierPacked, File: "spv/accumulate.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "accumulate_tex", Tier: vk.TierPacked, File: "spv/accumulate_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
-	{Name: "adadelta", Tier: vk.TierPacked, File: "spv/adadelta.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.ReadWrite}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "adadelta", Tier: vk.TierPacked, File: "spv/adadelta.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.ReadWrite, vk.Read}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "adam", Tier: vk.TierPacked, File: "spv/adam.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read, vk.ReadWrite, vk.Write, vk.Read}, PushSize: 28, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "add", Tier: vk.TierPacked, File: "spv/add.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "add_bias", Tier: vk.TierPacked, File: "spv/add_bias.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
@@ -107,7 +107,7 @@ var table = []Kernel{
 	{Name: "scale", Tier: vk.TierPacked, File: "spv/scale.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "scale_by", Tier: vk.TierPacked, File: "spv/scale_by.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "scale_update", Tier: vk.TierPacked, File: "spv/scale_update.packed.spv", Bindings: []vk.Access{vk.ReadWrite}, PushSize: 36, LocalSize: [3]uint32{1, 1, 1}},
-	{Name: "sgd", Tier: vk.TierPacked, File: "spv/sgd.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read}, PushSize: 24, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "sgd", Tier: vk.TierPacked, File: "spv/sgd.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read, vk.Read}, PushSize: 24, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "sigmoid", Tier: vk.TierPacked, File: "spv/sigmoid.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "softmax", Tier: vk.TierPacked, File: "spv/softmax.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "softmax_backward", Tier: vk.TierPacked, File: "spv/softmax_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

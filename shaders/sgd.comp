@@ -5,6 +5,12 @@
 #include "optim.glsl"
 #include "det.glsl"
 
+// LR_DEV reads the learning rate from lr_dev[0] when the step runs, not
+// from the push constants, as adam.comp does: a captured step replays with
+// the rate written before each replay. Without it any buffer is bound here.
+layout(constant_id = 5) const bool LR_DEV = false;
+layout(set = 0, binding = 6) readonly buffer LR { float lr_dev[]; };
+
 layout(push_constant) uniform Push {
     uint nchunks;
     float lr;
@@ -14,6 +20,8 @@ layout(push_constant) uniform Push {
     uint nesterov;
 } p;
 
+float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
+
 // det_update is update on the deterministic path: the same formulas with
 // det.glsl's operations.
 float det_update(float w, float g, inout float b, bool first) {
@@ -22,7 +30,7 @@ float det_update(float w, float g, inout float b, bool first) {
         b = first ? g : det_add(det_mul(p.momentum, b), det_mul(det_sub(1.0, p.dampening), g));
         g = p.nesterov != 0u ? det_mad(p.momentum, b, g) : b;
     }
-    return det_sub(w, det_mul(p.lr, g));
+    return det_sub(w, det_mul(lr, g));
 }
 
 // update is one element's step: weight w, gradient g and, with a momentum,
@@ -34,10 +42,11 @@ float update(float w, float g, inout float b, bool first) {
         b = first ? g : p.momentum * b + (1.0 - p.dampening) * g;
         g = p.nesterov != 0u ? g + p.momentum * b : b;
     }
-    return w - p.lr * g;
+    return w - lr * g;
 }
 
 void main() {
+    lr = LR_DEV ? lr_dev[0] : p.lr;
     bool first = steps[0] == 0u;
     bool mom = p.momentum != 0.0; // else m1 is absent
     FOR_EACH_QUAD(p.nchunks, {

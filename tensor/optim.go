@@ -185,6 +185,9 @@ func (s *OptimizerState) SetSteps(n int) error {
 type SGDConfig struct {
 	LR, Momentum, Dampening, WeightDecay float32
 	Nesterov                             bool
+	// LRTensor, when set, is read in place of LR when the step runs, as
+	// AdamConfig.LRTensor.
+	LRTensor *Tensor
 }
 
 // SGDStep records an SGD step over every parameter unless skip, a
@@ -201,10 +204,14 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 	}
 	p := kernels.SgdPush{Lr: c.LR, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay, Nesterov: boolWord(c.Nesterov)}
 	s.noHalves("SGDStep")
+	lr, lrDev, err := s.lrBinding("SGDStep", c.LRTensor)
+	if err != nil {
+		return err
+	}
 	return s.step("SGDStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{Vec4: s.vec4}, p, kernels.SgdBind{
-			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf})
+		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{Vec4: s.vec4, LrDev: lrDev}, p, kernels.SgdBind{
+			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, Lr: lr.buf})
 	})
 }
 
@@ -231,21 +238,34 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 	if s.halves != nil {
 		l, cells, spec.HalfDT, h = &adamHalfLayout, s.halfRows(), s.halfDT.code(), 4
 	}
-	lr := s.steps // bound, not read, without LRTensor
-	if c.LRTensor != nil {
-		if s.steps != nil {
-			sameDevice("AdamStep", c.LRTensor, s.steps)
-		}
-		if c.LRTensor.n != 1 || c.LRTensor.dtype != Float32 {
-			panic(&DTypeError{Op: "AdamStep", Got: c.LRTensor.dtype, Want: fmt.Sprintf("a one-element float32 LRTensor, not shape %v", c.LRTensor.shape)})
-		}
-		lr, spec.LrDev = c.LRTensor, true
+	lr, lrDev, err := s.lrBinding("AdamStep", c.LRTensor)
+	if err != nil {
+		return err
 	}
+	spec.LrDev = lrDev
 	return s.step("AdamStep", skip, l, cells, func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
 		return kernels.Adam(flag.dev, g.grid(), spec, p, kernels.AdamBind{
 			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h], Lr: lr.buf})
 	})
+}
+
+// lrBinding checks a step's LRTensor (nil: the rate is pushed) and
+// returns the tensor its kernel binds for the rate, whether the kernel
+// reads it, and the error the tensor carries. Without one the step count is
+// bound, not read.
+func (s *OptimizerState) lrBinding(op string, t *Tensor) (*Tensor, bool, error) {
+	if s == nil || s.steps == nil {
+		usagePanic(op, "closed or zero OptimizerState")
+	}
+	if t == nil {
+		return s.steps, false, nil
+	}
+	sameDevice(op, t, s.steps)
+	if t.n != 1 || t.dtype != Float32 {
+		panic(&DTypeError{Op: op, Got: t.dtype, Want: fmt.Sprintf("a one-element float32 LRTensor, not shape %v", t.shape)})
+	}
+	return t, true, firstErr(t)
 }
 
 // step records update over every group of the table, then the step count.

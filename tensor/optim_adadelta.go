@@ -8,6 +8,9 @@ import "github.com/vkamp/vkamp/tensor/internal/kernels"
 // w -= LR*delta, with v moment 0 and u moment 1.
 type AdadeltaConfig struct {
 	LR, Rho, Eps, WeightDecay float32
+	// LRTensor, when set, is read in place of LR when the step runs, as
+	// AdamConfig.LRTensor.
+	LRTensor *Tensor
 }
 
 // AdadeltaStep records an Adadelta step over every parameter unless skip
@@ -19,9 +22,13 @@ func (s *OptimizerState) AdadeltaStep(c AdadeltaConfig, skip *Tensor) error {
 	}
 	p := kernels.AdadeltaPush{Lr: c.LR, Rho: c.Rho, Eps: c.Eps, WeightDecay: c.WeightDecay}
 	s.noHalves("AdadeltaStep")
+	lr, lrDev, err := s.lrBinding("AdadeltaStep", c.LRTensor)
+	if err != nil {
+		return err
+	}
 	return s.step("AdadeltaStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Adadelta(flag.dev, g.grid(), kernels.AdadeltaSpec{Vec4: s.vec4}, p, kernels.AdadeltaBind{
-			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, V: g.bind[3]})
+		return kernels.Adadelta(flag.dev, g.grid(), kernels.AdadeltaSpec{Vec4: s.vec4, LrDev: lrDev}, p, kernels.AdadeltaBind{
+			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, V: g.bind[3], Lr: lr.buf})
 	})
 }

@@ -164,36 +164,56 @@ func TestAdamStep(t *testing.T) {
 	}
 }
 
-// TestAdamLRTensor: a learning rate read from a tensor (each step the value
+// TestLRTensor: a learning rate read from a tensor (each step the value
 // written before it was recorded) gives the bits of the same rates pushed,
-// with weight decay coupled and decoupled; a bad tensor panics. (nn's Adam
-// always steps this way: nn's tests cover half copies and groups.)
-func TestAdamLRTensor(t *testing.T) {
+// for Adam (weight decay coupled and decoupled), SGD (with momentum and
+// Nesterov) and Adadelta; a bad tensor panics. (nn's optimizers always
+// step this way: nn's tests cover half copies and groups.)
+func TestLRTensor(t *testing.T) {
 	d := devtest.Open(t)
+	type stepFn func(st *tensor.OptimizerState, lr float32, lrT *tensor.Tensor) error
+	adam := func(decoupled bool) stepFn {
+		return func(st *tensor.OptimizerState, lr float32, lrT *tensor.Tensor) error {
+			return st.AdamStep(tensor.AdamConfig{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Decoupled: decoupled, LRTensor: lrT}, nil)
+		}
+	}
+	sgd := func(st *tensor.OptimizerState, lr float32, lrT *tensor.Tensor) error {
+		return st.SGDStep(tensor.SGDConfig{LR: lr, Momentum: 0.9, WeightDecay: 0.1, Nesterov: true, LRTensor: lrT}, nil)
+	}
+	adadelta := func(st *tensor.OptimizerState, lr float32, lrT *tensor.Tensor) error {
+		return st.AdadeltaStep(tensor.AdadeltaConfig{LR: lr, Rho: 0.9, Eps: 1e-6, WeightDecay: 0.1, LRTensor: lrT}, nil)
+	}
 	lrs := []float32{0.01, 0.003, 0.02}
-	for _, decoupled := range []bool{false, true} {
-		push, dev := newOptRig(t, d, 2), newOptRig(t, d, 2)
+	for _, c := range []struct {
+		name    string
+		moments int
+		step    stepFn
+	}{{"Adam", 2, adam(false)}, {"AdamW", 2, adam(true)}, {"SGD", 1, sgd}, {"Adadelta", 2, adadelta}} {
+		push, dev := newOptRig(t, d, c.moments), newOptRig(t, d, c.moments)
 		lrT := tensor.New(d, tensor.Float32, 1)
 		t.Cleanup(lrT.Release)
 		for s, lr := range lrs {
 			for _, r := range []*optRig{push, dev} {
 				r.setGrads(t, s+1)
 			}
-			c := tensor.AdamConfig{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Decoupled: decoupled}
-			require.NoError(t, push.st.AdamStep(c, nil))
+			require.NoError(t, c.step(push.st, lr, nil))
 			require.NoError(t, lrT.SetFloat32s([]float32{lr}))
-			c.LR, c.LRTensor = 7, lrT // LR is not read
-			require.NoError(t, dev.st.AdamStep(c, nil))
+			require.NoError(t, c.step(dev.st, 7, lrT)) // 7 is not read
 		}
+		start := newOptRig(t, d, 0) // the values before any step
 		for i := range push.values {
-			require.Equal(t, opBits(opRead(t, push.values[i])), opBits(opRead(t, dev.values[i])), "decoupled %v: parameter %d", decoupled, i)
+			pushed, read := opBits(opRead(t, push.values[i])), opBits(opRead(t, dev.values[i]))
+			require.Equal(t, pushed, read, "%s: parameter %d", c.name, i)
+			require.NotEqual(t, opBits(opRead(t, start.values[i])), read, "%s: parameter %d did not move", c.name, i)
 		}
-	}
-	r := newOptRig(t, d, 2)
-	for _, bad := range []*tensor.Tensor{tensor.New(d, tensor.Float32, 2), tensor.New(d, tensor.Float16, 1)} {
-		t.Cleanup(bad.Release)
-		opPanics[*tensor.DTypeError](t, "LRTensor "+bad.String(), func() { r.st.AdamStep(tensor.AdamConfig{LR: 1, LRTensor: bad}, nil) },
-			"AdamStep", "LRTensor")
+		r := newOptRig(t, d, c.moments)
+		for _, bad := range []*tensor.Tensor{tensor.New(d, tensor.Float32, 2), tensor.New(d, tensor.Float16, 1)} {
+			t.Cleanup(bad.Release)
+			opPanics[*tensor.DTypeError](t, c.name+" LRTensor "+bad.String(), func() { _ = c.step(r.st, 1, bad) }, "Step", "LRTensor")
+		}
+		gone := tensor.New(d, tensor.Float32, 1)
+		gone.Release()
+		opPanics[*tensor.UsageError](t, c.name+" released LRTensor", func() { _ = c.step(r.st, 1, gone) }, "Step", "released")
 	}
 }
 

@@ -126,10 +126,10 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, wordwise bool) [5][]by
 		if kind == "sgd-plain" {
 			push.Momentum, push.Dampening = 0, 0
 		}
-		err = kernels.Sgd(d, grid, kernels.SgdSpec{Vec4: !wordwise}, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf})
+		err = kernels.Sgd(d, grid, kernels.SgdSpec{Vec4: !wordwise}, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf})
 	case "adadelta":
 		push := kernels.AdadeltaPush{Nchunks: uint32(nc), Lr: 1, Rho: 0.9, Eps: 1e-6, WeightDecay: 0.01}
-		err = kernels.Adadelta(d, grid, kernels.AdadeltaSpec{Vec4: !wordwise}, push, kernels.AdadeltaBind{P: p, G: g, M: m, Table: tb, Found: found.buf, V: v})
+		err = kernels.Adadelta(d, grid, kernels.AdadeltaSpec{Vec4: !wordwise}, push, kernels.AdadeltaBind{P: p, G: g, M: m, Table: tb, Found: found.buf, V: v, Lr: steps.buf})
 	}
 	require.NoError(t, err)
 	names := []string{"weights", "gradients", "first moments", "second moments", "half copies"}

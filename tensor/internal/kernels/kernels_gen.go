@@ -88,6 +88,7 @@ func AccumulateTex(d *vk.Device, groups [3]uint32, s AccumulateTexSpec, p Accumu
 type AdadeltaSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	Vec4       bool   // VEC4: constant 4, default 0
+	LrDev      bool   // LR_DEV: constant 5, default 0
 }
 
 // AdadeltaPush is the push-constant block Push (20 bytes), laid out as the
@@ -116,6 +117,7 @@ type AdadeltaBind struct {
 	Table *vk.Buffer // binding 3: read
 	Found *vk.Buffer // binding 4: read
 	V     *vk.Buffer // binding 5: read and written
+	Lr    *vk.Buffer // binding 6: read
 }
 
 // Adadelta records adadelta.comp on d over groups workgroups.
@@ -123,9 +125,10 @@ func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b 
 	k := key{op: "adadelta"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(4, b2u(s.Vec4))
+	k.put(5, b2u(s.LrDev))
 	var push [20]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.V)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.V, b.Lr)
 }
 
 // AdamSpec holds the specialization constants of adam.comp. A zero field
@@ -3505,6 +3508,7 @@ func ScaleUpdate(d *vk.Device, groups [3]uint32, s ScaleUpdateSpec, p ScaleUpdat
 type SgdSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	Vec4       bool   // VEC4: constant 4, default 0
+	LrDev      bool   // LR_DEV: constant 5, default 0
 }
 
 // SgdPush is the push-constant block Push (24 bytes), laid out as the
@@ -3535,6 +3539,7 @@ type SgdBind struct {
 	Table *vk.Buffer // binding 3: read
 	Found *vk.Buffer // binding 4: read
 	Steps *vk.Buffer // binding 5: read
+	Lr    *vk.Buffer // binding 6: read
 }
 
 // Sgd records sgd.comp on d over groups workgroups.
@@ -3542,9 +3547,10 @@ func Sgd(d *vk.Device, groups [3]uint32, s SgdSpec, p SgdPush, b SgdBind) error 
 	k := key{op: "sgd"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(4, b2u(s.Vec4))
+	k.put(5, b2u(s.LrDev))
 	var push [24]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.Lr)
 }
 
 // SigmoidSpec holds the specialization constants of sigmoid.comp. A zero field
