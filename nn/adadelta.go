@@ -50,6 +50,9 @@ func NewAdadelta(params []*Param, o AdadeltaOptions) (*Adadelta, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := opt.rateOnDevice(o.LR); err != nil {
+		return nil, err
+	}
 	return &Adadelta{optimizer: opt, o: o}, nil
 }
 
@@ -72,9 +75,12 @@ func (a *Adadelta) step(found *tensor.Tensor) error {
 	if err := a.check("adadelta", found); err != nil {
 		return err
 	}
-	for _, pt := range a.parts {
+	if err := a.lr.set(a.optimizer, a.o.LR); err != nil { // a checkpoint's rate, loaded since SetLR
+		return err
+	}
+	for i, pt := range a.parts {
 		c := tensor.AdadeltaConfig{LR: float32(a.o.LR * pt.lrScale), Rho: float32(a.o.Rho), Eps: float32(a.o.Eps),
-			WeightDecay: float32(a.decay(pt, a.o.WeightDecay))}
+			WeightDecay: float32(a.decay(pt, a.o.WeightDecay)), LRTensor: a.lr.ts[i]}
 		if err := pt.state.AdadeltaStep(c, found); err != nil {
 			return err
 		}
@@ -86,8 +92,9 @@ func (a *Adadelta) step(found *tensor.Tensor) error {
 func (a *Adadelta) LR() float64 { a.mu.Lock(); defer a.mu.Unlock(); return a.o.LR }
 
 // SetLR sets the learning rate for the following steps (a schedule such
-// as examples/mnist's StepLR(gamma=0.7) calls it once per epoch). It must
-// be positive and finite.
+// as examples/mnist's StepLR(gamma=0.7) calls it once per epoch), on the
+// device as Adam's SetLR, so a captured step follows it. It must be
+// positive and finite.
 func (a *Adadelta) SetLR(lr float64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -95,7 +102,7 @@ func (a *Adadelta) SetLR(lr float64) error {
 		return err
 	}
 	a.o.LR = lr
-	return nil
+	return a.lr.set(a.optimizer, lr)
 }
 
 // Close releases the optimizer's state (not the parameters).

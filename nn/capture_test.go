@@ -16,26 +16,49 @@ import (
 	"github.com/vkamp/vkamp/vk"
 )
 
-// capRun is one MLP trained with Adam (and a scaler under AMP), with
-// persistent input tensors per batch size, as a replayed step needs.
+// capRun is one MLP trained with Adam (or SGD or Adadelta, newCapRunWith)
+// and a scaler under AMP, with persistent input tensors per batch size, as
+// a replayed step needs.
 type capRun struct {
 	d     *vk.Device
 	amp   bool
 	model nn.Sequential
-	opt   *nn.Adam
+	opt   capOptimizer
 	sc    *scaler.Scaler
 	x, y  map[int]*tensor.Tensor
+}
+
+// capOptimizer is what capRun needs of an optimizer.
+type capOptimizer interface {
+	scaler.DeviceSkipper
+	ZeroGrad() error
+	SetLR(float64) error
+	Close() error
+}
+
+// capOptimizers make each optimizer a captured step may use.
+var capOptimizers = map[string]func(ps []*nn.Param) (capOptimizer, error){
+	"adam": func(ps []*nn.Param) (capOptimizer, error) { return nn.NewAdam(ps, nn.AdamOptions{LR: 0.01}) },
+	"sgd": func(ps []*nn.Param) (capOptimizer, error) {
+		return nn.NewSGD(ps, nn.SGDOptions{LR: 0.01, Momentum: 0.9})
+	},
+	"adadelta": func(ps []*nn.Param) (capOptimizer, error) { return nn.NewAdadelta(ps, nn.AdadeltaOptions{LR: 0.01}) },
 }
 
 const capIn, capHidden, capClasses = 20, 32, 5
 
 func newCapRun(t *testing.T, d *vk.Device, amp bool) *capRun {
 	t.Helper()
+	return newCapRunWith(t, d, amp, "adam")
+}
+
+func newCapRunWith(t *testing.T, d *vk.Device, amp bool, optimizer string) *capRun {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 8))
 	r := &capRun{d: d, amp: amp, x: map[int]*tensor.Tensor{}, y: map[int]*tensor.Tensor{}}
 	r.model = nn.Sequential{nn.NewLinear(d, "fc1", capIn, capHidden, rng), nn.ReLU{}, nn.NewLinear(d, "fc2", capHidden, capClasses, rng)}
 	var err error
-	if r.opt, err = nn.NewAdam(r.model.Parameters(), nn.AdamOptions{LR: 0.01}); err != nil {
+	if r.opt, err = capOptimizers[optimizer](r.model.Parameters()); err != nil {
 		t.Fatal(err)
 	}
 	if r.sc, err = scaler.New(scaler.Options{Disabled: !amp, InitScale: 1024, GrowthInterval: 3}); err != nil {
@@ -135,10 +158,14 @@ func (r *capRun) weights(t *testing.T) [][]byte {
 func TestReplayedSteps(t *testing.T) {
 	sizes := []int{16, 16, 16, 16, 16, 16, 16, 7, 16, 16, 7, 7, 16}
 	const poison = 4
-	for _, amp := range []bool{false, true} {
-		t.Run(fmt.Sprintf("amp=%v", amp), func(t *testing.T) {
+	for _, c := range []struct {
+		opt string
+		amp bool
+	}{{"adam", false}, {"adam", true}, {"sgd", true}, {"adadelta", true}} {
+		amp := c.amp
+		t.Run(fmt.Sprintf("%s/amp=%v", c.opt, amp), func(t *testing.T) {
 			d := devtest.Open(t)
-			rec, rep := newCapRun(t, d, amp), newCapRun(t, d, amp)
+			rec, rep := newCapRunWith(t, d, amp, c.opt), newCapRunWith(t, d, amp, c.opt)
 			rp := tensor.NewReplayer(d)
 			t.Cleanup(func() { rp.Close() })
 			for i, n := range sizes {

@@ -84,6 +84,9 @@ func NewSGDGroups(groups []ParamGroup, o SGDOptions) (*SGD, error) {
 		return nil, err
 	}
 	opt.grouped = true
+	if err := opt.rateOnDevice(o.LR); err != nil {
+		return nil, err
+	}
 	return &SGD{optimizer: opt, o: o}, nil
 }
 

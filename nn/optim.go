@@ -30,6 +30,7 @@ type optimizer struct {
 	parts         []optPart        // the groups of parameters, in order (one unless grouped)
 	grouped       bool             // made from ParamGroups: the parts' settings, not the options', decay
 	keepsHalves   bool             // an Adam that keeps half weights: its steps refresh the copies
+	lr            *deviceLR        // the learning rate the steps read on the device
 }
 
 // optPart is one group of an optimizer's parameters, following the
@@ -250,6 +251,9 @@ func (o *optimizer) close() {
 	for _, pt := range o.parts {
 		pt.state.Close()
 	}
+	if o.lr != nil {
+		o.lr.close()
+	}
 }
 
 func checkHyper(name string, v, lo, hi float64, loOpen, hiOpen bool) error {
@@ -318,6 +322,9 @@ func NewSGD(params []*Param, o SGDOptions) (*SGD, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := opt.rateOnDevice(o.LR); err != nil {
+		return nil, err
+	}
 	return &SGD{optimizer: opt, o: o}, nil
 }
 
@@ -339,9 +346,12 @@ func (s *SGD) step(found *tensor.Tensor) error {
 	if err := s.check("sgd", found); err != nil {
 		return err
 	}
-	for _, pt := range s.parts {
+	if err := s.lr.set(s.optimizer, s.o.LR); err != nil { // a checkpoint's rate, loaded since SetLR
+		return err
+	}
+	for i, pt := range s.parts {
 		c := tensor.SGDConfig{LR: float32(s.o.LR * pt.lrScale), Momentum: float32(s.o.Momentum), Dampening: float32(s.o.Dampening),
-			WeightDecay: float32(s.decay(pt, s.o.WeightDecay)), Nesterov: s.o.Nesterov}
+			WeightDecay: float32(s.decay(pt, s.o.WeightDecay)), Nesterov: s.o.Nesterov, LRTensor: s.lr.ts[i]}
 		if err := pt.state.SGDStep(c, found); err != nil {
 			return err
 		}
@@ -352,8 +362,9 @@ func (s *SGD) step(found *tensor.Tensor) error {
 // LR returns the learning rate.
 func (s *SGD) LR() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.o.LR }
 
-// SetLR sets the learning rate for the following steps. 0 is an error
-// unless the options set ZeroLR.
+// SetLR sets the learning rate for the following steps, as Adam's SetLR
+// (on the device, so a captured step follows it). 0 is an error unless the
+// options set ZeroLR.
 func (s *SGD) SetLR(lr float64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -361,7 +372,7 @@ func (s *SGD) SetLR(lr float64) error {
 		return err
 	}
 	s.o.LR = lr
-	return nil
+	return s.lr.set(s.optimizer, lr)
 }
 
 // Close releases the optimizer's state (not the parameters).
@@ -393,8 +404,7 @@ func (o *AdamOptions) validate() error {
 type Adam struct {
 	*optimizer
 	o        AdamOptions
-	keepHalf bool      // KeepHalfWeights
-	lr       *deviceLR // the learning rate the steps read on the device
+	keepHalf bool // KeepHalfWeights
 }
 
 // NewAdam returns an Adam optimizer over params. Zero Beta1, Beta2 and Eps
@@ -413,12 +423,10 @@ func NewAdam(params []*Param, o AdamOptions) (*Adam, error) {
 // newAdam returns an Adam over opt's state, with its learning rate on the
 // device.
 func newAdam(opt *optimizer, o AdamOptions) (*Adam, error) {
-	lr, err := newDeviceLR(opt, o.LR)
-	if err != nil {
-		opt.close()
+	if err := opt.rateOnDevice(o.LR); err != nil {
 		return nil, err
 	}
-	return &Adam{optimizer: opt, o: o, lr: lr}, nil
+	return &Adam{optimizer: opt, o: o}, nil
 }
 
 // defaults gives zero Beta1, Beta2 and Eps PyTorch's defaults, then
@@ -496,14 +504,7 @@ func (a *Adam) SetLR(lr float64) error {
 }
 
 // Close releases the optimizer's state (not the parameters).
-func (a *Adam) Close() error {
-	a.dropHalves()
-	a.close()
-	if a.lr != nil {
-		a.lr.close()
-	}
-	return nil
-}
+func (a *Adam) Close() error { a.dropHalves(); a.close(); return nil }
 
 func errs(es ...error) error {
 	for _, e := range es {

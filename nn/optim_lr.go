@@ -8,34 +8,37 @@ import (
 )
 
 // deviceLR keeps an optimizer's learning rate of each part in a one-element
-// tensor that its step reads when it runs (tensor.AdamConfig.LRTensor), as
-// PyTorch's capturable Adam keeps a tensor lr: a step captured by a
-// tensor.Replayer replays with the rate set before each replay, so a
-// schedule (CosineWithWarmup) changes it without a new capture. Each
-// tensor holds float32(lr * the part's scale), the value a push constant
-// would carry, so the step's bits are the same either way.
+// tensor that its step reads when it runs (the LRTensor of tensor's
+// AdamConfig, SGDConfig and AdadeltaConfig), as PyTorch's capturable Adam
+// keeps a tensor lr: a step captured by a tensor.Replayer replays with the
+// rate set before each replay, so a schedule (CosineWithWarmup, StepLR)
+// changes it without a new capture. Each tensor holds float32(lr * the
+// part's scale), the value a push constant would carry, so the step's bits
+// are the same either way.
 type deviceLR struct {
 	ts   []*tensor.Tensor // per part
 	vals []uint32         // the bits each holds
 }
 
-// newDeviceLR makes the tensors of o's parts on its device, holding lr.
-func newDeviceLR(o *optimizer, lr float64) (*deviceLR, error) {
+// rateOnDevice gives o its learning rate on the device, holding lr; on
+// failure it closes o.
+func (o *optimizer) rateOnDevice(lr float64) error {
 	l := &deviceLR{}
+	o.lr = l // closed with o
 	d := o.params[0].Value.Device()
 	for range o.parts {
 		t := tensor.New(d, tensor.Float32, 1)
 		l.ts, l.vals = append(l.ts, t), append(l.vals, math.Float32bits(float32(math.NaN())))
 		if err := t.Err(); err != nil {
-			l.close()
-			return nil, fmt.Errorf("nn: optimizer: learning rate on the device: %w", err)
+			o.close()
+			return fmt.Errorf("nn: optimizer: learning rate on the device: %w", err)
 		}
 	}
 	if err := l.set(o, lr); err != nil {
-		l.close()
-		return nil, err
+		o.close()
+		return err
 	}
-	return l, nil
+	return nil
 }
 
 // set writes lr times each part's scale where it changed. A write is

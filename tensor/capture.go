@@ -15,9 +15,9 @@ import (
 // not seen twice, such as an epoch's last, partial batch, runs normally.
 //
 // The key names what the recorded work depends on: the input shapes, and
-// every value a kernel takes as a push constant (Dropout's seed, an SGD
-// learning rate; DropoutSeeded and AdamConfig.LRTensor read theirs on the
-// device instead). What a replay reads must live in tensors the step uses
+// every value a kernel takes as a push constant (Dropout's seed, a
+// learning rate given as a number; DropoutSeeded and the optimizers'
+// LRTensor read theirs on the device instead). What a replay reads must live in tensors the step uses
 // and that stay alive between steps: write the next batch (and seed, and
 // rate) into the same tensors (SetBytes) before each Step. State kept on the device (the
 // optimizer's moments and step count, the loss scale, the skip flag of an

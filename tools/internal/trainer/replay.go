@@ -27,17 +27,6 @@ type stepIO struct {
 	rp       *tensor.Replayer // nil without Options.Replay
 	fallback string           // why steps are recorded, not replayed; "" if they are replayed
 	direct   int              // steps recorded outside rp
-	lr       float64          // the learning rate of the graphs rp holds
-}
-
-// newLR drops the graphs of another learning rate, which no later step
-// replays, so that they do not hold their memory or fill the Replayer.
-func (io *stepIO) newLR(lr float64) error {
-	if io.rp == nil || lr == io.lr {
-		return nil
-	}
-	io.lr = lr
-	return io.rp.Close()
 }
 
 // ReplayStats counts the training steps run each way.
@@ -138,7 +127,8 @@ func hasDropout(m nn.Sequential) bool {
 
 // run runs one step: replayed where it can be, recorded otherwise. The key
 // names what the recorded work depends on besides the tensors: the batch
-// shape and the learning rate (a push constant). A model with dropout
+// shape (every optimizer reads its learning rate on the device, so a new
+// epoch's rate needs no new capture). A model with dropout
 // draws the step's seed here, into the tensor its graph reads it from
 // (nn.Options.DeviceSeed): the draw a recorded graph would make, so both
 // ways give the same masks.
@@ -154,7 +144,7 @@ func (t *Trainer) run(step func() error) error {
 		return step()
 	}
 	drawn := t.seeds.Step()
-	err := io.rp.Step(fmt.Sprintf("%v lr %g", io.x.Shape(), t.lr()), step)
+	err := io.rp.Step(fmt.Sprint(io.x.Shape()), step)
 	if t.seeds.Step() != drawn {
 		// The step's graph drew a dropout seed itself, a push constant
 		// that changes every step: a replay would repeat the mask. The

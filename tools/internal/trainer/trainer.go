@@ -204,9 +204,6 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	if err := t.opt.SetLR(t.lr()); err != nil {
 		return Epoch{}, err
 	}
-	if err := t.io.newLR(t.lr()); err != nil {
-		return Epoch{}, err
-	}
 	setTraining(t.model, true)
 	steps := o.Train.N / o.Batch
 	order := rand.New(rand.NewPCG(o.Seed, uint64(t.epoch)+2)).Perm(o.Train.N)
