@@ -24,17 +24,37 @@ import (
 // command buffer, left recording, goes with its pool.
 // k takes storage buffers only (no texel bindings).
 func (d *Device) RecordingFloor(k *Kernel, n, rounds int, groups [3]uint32, push []byte, args ...*Buffer) (time.Duration, error) {
+	return d.recordingFloor([]*Kernel{k}, false, n, rounds, groups, push, args)
+}
+
+// RecordingFloorSwitching is RecordingFloor for a training step's sequence,
+// where consecutive launches run different kernels that each depend on the
+// one before: the launches alternate between k and other, each bound before
+// its launch, with a barrier before every launch. other takes the same
+// buffers and push constants as k.
+func (d *Device) RecordingFloorSwitching(k, other *Kernel, n, rounds int, groups [3]uint32, push []byte, args ...*Buffer) (time.Duration, error) {
+	return d.recordingFloor([]*Kernel{k, other}, true, n, rounds, groups, push, args)
+}
+
+func (d *Device) recordingFloor(ks []*Kernel, barrier bool, n, rounds int, groups [3]uint32, push []byte, args []*Buffer) (time.Duration, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.usable(); err != nil {
 		return 0, err
 	}
-	if k == nil || k.d != d || n < 1 || rounds < 1 || len(args) != len(k.access) || len(push) != k.pushSize {
-		return 0, fmt.Errorf("vk: recording floor: %w: kernel, count, rounds, buffers or push constants", ErrInvalidArgument)
+	var pipes [2]C.VkPipeline
+	var layouts [2]C.VkPipelineLayout
+	var setLayouts [2]C.VkDescriptorSetLayout
+	for i, k := range ks {
+		if k == nil || k.d != d || n < 1 || rounds < 1 || len(args) != len(k.access) || len(push) != k.pushSize {
+			return 0, fmt.Errorf("vk: recording floor: %w: kernel, count, rounds, buffers or push constants", ErrInvalidArgument)
+		}
+		pipes[i], layouts[i], setLayouts[i] = k.pipeline, k.layout, k.setLayout
 	}
+	k := ks[0]
 	var a C.vkamp_dispatch_args
 	for i, b := range args {
-		if b == nil || b.dead() || b.d != d || k.access[i]&Texels != 0 {
+		if b == nil || b.dead() || b.d != d || k.access[i]&Texels != 0 || ks[len(ks)-1].access[i]&Texels != 0 {
 			return 0, fmt.Errorf("vk: recording floor %s: %w: binding %d is nil, freed, from another device or texels", k.name, ErrInvalidArgument, i)
 		}
 		a.bufs[i], a.offs[i], a.ranges[i] = C.uint64_t(b.blk.buf), C.uint64_t(b.off), C.uint64_t(b.alloc)
@@ -56,8 +76,8 @@ func (d *Device) RecordingFloor(k *Kernel, n, rounds int, groups [3]uint32, push
 			return 0, d.fail(check(int32(r), "begin command buffer"))
 		}
 		t0 := time.Now()
-		r := C.vkamp_record_dispatches(d.dev, &s, k.pipeline, k.layout, k.setLayout, C.uint32_t(len(args)), &a,
-			C.uint32_t(len(push)), C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), C.uint32_t(n))
+		r := C.vkamp_record_dispatches(d.dev, &s, &pipes[0], &layouts[0], &setLayouts[0], C.uint32_t(len(ks)), C.uint32_t(len(args)), &a,
+			C.uint32_t(len(push)), C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), C.uint32_t(n), cbool(barrier))
 		t := time.Since(t0)
 		if r != C.VK_SUCCESS {
 			return 0, d.fail(check(int32(r), "record %d dispatches of %s", n, k.name))

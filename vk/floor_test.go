@@ -20,6 +20,16 @@ func TestRecordingFloor(t *testing.T) {
 			t.Fatalf("descriptor sets %v: %v per launch, %v", sets, per, err)
 		}
 		t.Logf("descriptor sets %v: %v per launch", sets, per)
+		// A step's sequence: copy32 and copy16 (the same bindings and push
+		// constants) in turn, each bound, a barrier before each.
+		sw, err := d.RecordingFloorSwitching(k, kernel(t, d, "copy16"), 300, 3, groups(d, 1024), push(1024), a, b)
+		if err != nil || sw <= 0 {
+			t.Fatalf("descriptor sets %v: switching: %v per launch, %v", sets, sw, err)
+		}
+		t.Logf("descriptor sets %v: switching kernels: %v per launch", sets, sw)
+		if _, err := d.RecordingFloorSwitching(k, kernel(t, d, "fill32"), 10, 1, groups(d, 1024), push(1024), a, b); !errors.Is(err, vk.ErrInvalidArgument) {
+			t.Errorf("switching to a kernel of other bindings: %v, want ErrInvalidArgument", err)
+		}
 		if _, err := d.RecordingFloor(k, 10, 1, groups(d, 1024), push(1024), a); !errors.Is(err, vk.ErrInvalidArgument) {
 			t.Errorf("one buffer for two bindings: %v, want ErrInvalidArgument", err)
 		}

@@ -69,3 +69,9 @@ func (d *Device) Local(key any, create func() any) any                         {
 func (d *Device) RecordingFloor(*Kernel, int, int, [3]uint32, []byte, ...*Buffer) (time.Duration, error) {
 	return 0, errNoCgo
 }
+
+// RecordingFloorSwitching measures the driver's recording cost of alternating
+// kernels; without cgo it returns an error.
+func (d *Device) RecordingFloorSwitching(*Kernel, *Kernel, int, int, [3]uint32, []byte, ...*Buffer) (time.Duration, error) {
+	return 0, errNoCgo
+}

@@ -593,11 +593,13 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 	return VK_SUCCESS;
 }
 
-VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
-	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
-	uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n) {
+VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, const VkPipeline *pipelines,
+	const VkPipelineLayout *layouts, const VkDescriptorSetLayout *set_layouts, uint32_t nk, uint32_t nbind,
+	const vkamp_dispatch_args *a, uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n, int barrier) {
 	for (uint32_t i = 0; i < n; i++) {
-		VkResult r = vkamp_cmd_dispatch(dev, s, pipeline, layout, set_layout, nbind, a, push_size, gx, gy, gz, -1, 0);
+		uint32_t k = i % nk;
+		VkResult r = vkamp_cmd_dispatch(dev, s, pipelines[k], layouts[k], set_layouts[k], nbind, a, push_size,
+			gx, gy, gz, -1, barrier);
 		if (r != VK_SUCCESS) return r;
 	}
 	return VK_SUCCESS;

@@ -127,9 +127,11 @@ VkResult vkamp_cmd_dispatch(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, Vk
 	uint32_t gx, uint32_t gy, uint32_t gz, int32_t ts, int barrier);
 // vkamp_record_dispatches records n times what vkamp_cmd_dispatch records
 // (no timestamps), in one call: the driver's floor of a launch's host cost.
-VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, VkPipeline pipeline, VkPipelineLayout layout,
-	VkDescriptorSetLayout set_layout, uint32_t nbind, const vkamp_dispatch_args *a, uint32_t push_size,
-	uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n);
+// Launch i uses pipeline i mod nk (and its layouts), bound only when it
+// changes; barrier puts a barrier before every launch.
+VkResult vkamp_record_dispatches(VkDevice dev, vkamp_slot *s, const VkPipeline *pipelines,
+	const VkPipelineLayout *layouts, const VkDescriptorSetLayout *set_layouts, uint32_t nk, uint32_t nbind,
+	const vkamp_dispatch_args *a, uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t n, int barrier);
 void vkamp_cmd_barrier(vkamp_slot *s);
 void vkamp_cmd_host_barrier(vkamp_slot *s);
 void vkamp_cmd_copy(vkamp_slot *s, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size);

@@ -7,8 +7,10 @@
 // dispatch (dispatch/host-us) and per dispatch of the same step replayed
 // from a captured graph (dispatch/replay-us; dispatch/replay-us/gpt for
 // tools/gpt's step of the CPU recipe's size) beside the driver's floor
-// (dispatch/driver-us) and vk's own launch (dispatch/vk-us), and the share of an AMP step's wall time spent
-// in kernels (by the runtime's timestamps) at each -step batch.
+// (dispatch/driver-us; dispatch/driver-switch-us with a pipeline switch and a
+// barrier per launch, as a step has) and vk's own launch (dispatch/vk-us), and
+// the share of an AMP step's wall time spent in kernels (by the runtime's
+// timestamps) at each -step batch.
 //
 //	go run ./tools/bench [-device NAME] [-sizes 256,512,1024] [-thin 8,16,32,64] [-step 64,256] [-step-only] [-conv-only] [-json]
 //	go run ./tools/bench -sizes= -thin= -conv=false -step=   # streaming kernels, steps, host time

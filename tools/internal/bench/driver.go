@@ -2,7 +2,6 @@ package bench
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 )
 
 // DriverNames are the results of Driver.
-var DriverNames = []string{"dispatch/driver-us", "dispatch/vk-us"}
+var DriverNames = []string{"dispatch/driver-us", "dispatch/driver-switch-us", "dispatch/vk-us"}
 
 // Driver measures what a launch costs the host below the tensor layer, to set
 // dispatch/host-us beside: the driver's floor (vk.Device.RecordingFloor: n
@@ -24,18 +23,11 @@ func Driver(d *vk.Device, n, rounds int) ([]Result, error) {
 	if n < 1 || rounds < 1 {
 		return nil, fmt.Errorf("bench: driver: count %d and rounds %d must be positive", n, rounds)
 	}
-	src, ok := shaders.Lookup("copy32", d.Tier())
-	if !ok {
-		return nil, errors.New("bench: driver: no copy32 kernel for this tier")
+	k, err := copyKernel(d, "copy32")
+	if err != nil {
+		return nil, err
 	}
-	k, err := d.KernelFor("bench copy32", func() (vk.KernelSource, error) {
-		s := vk.KernelSource{Name: "copy32", SPIRV: src.Code(), PushSize: src.PushSize, Bindings: src.Bindings}
-		if src.SpecLocalSizeX {
-			info := d.Info()
-			s.Spec = map[uint32]uint32{0: min(64, info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])}
-		}
-		return s, nil
-	})
+	k16, err := copyKernel(d, "copy16")
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +42,10 @@ func Driver(d *vk.Device, n, rounds int) ([]Result, error) {
 	push := binary.LittleEndian.AppendUint32(nil, words)
 	grid := [3]uint32{1, 1, 1}
 	floor, err := d.RecordingFloor(k, n, rounds, grid, push, bufs[0], bufs[1])
+	if err != nil {
+		return nil, err
+	}
+	switching, err := d.RecordingFloorSwitching(k, k16, n, rounds, grid, push, bufs[0], bufs[1])
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +81,28 @@ func Driver(d *vk.Device, n, rounds int) ([]Result, error) {
 	out := []Result{
 		{Name: "dispatch/driver-us", Value: us(floor), Unit: "us per dispatch",
 			Detail: fmt.Sprintf("the driver's floor: %d launches of a one-workgroup copy recorded straight through Vulkan in one call (pipeline bound once; per launch descriptors pushed or written, push constants, dispatch), not submitted; fastest of %d", n, rounds)},
+		{Name: "dispatch/driver-switch-us", Value: us(switching), Unit: "us per dispatch", Ratio: float64(switching) / float64(max(floor, 1)), Versus: "driver-us",
+			Detail: fmt.Sprintf("the driver's floor for a step's sequence: the same %d launches alternating between two kernels (copy32, copy16), each pipeline bound before its launch, a barrier before each; fastest of %d", n, rounds)},
 		{Name: "dispatch/vk-us", Value: us(perVK), Unit: "us per dispatch", Ratio: float64(perVK) / float64(max(floor, 1)), Versus: "driver-us",
 			Detail: fmt.Sprintf("the same %d launches through vk.Device.Dispatch (checks, hazard tracking, a barrier each), a chain through 4 buffers, drained every 100 outside the time; fastest of %d", n, rounds)},
 	}
 	out = onDevice(d, out)
 	return out, nil
+}
+
+// copyKernel makes the bench's pipeline of copy kernel op (copy32 or
+// copy16, which take the same bindings and push constants).
+func copyKernel(d *vk.Device, op string) (*vk.Kernel, error) {
+	src, ok := shaders.Lookup(op, d.Tier())
+	if !ok {
+		return nil, fmt.Errorf("bench: driver: no %s kernel for this tier", op)
+	}
+	return d.KernelFor("bench "+op, func() (vk.KernelSource, error) {
+		s := vk.KernelSource{Name: op, SPIRV: src.Code(), PushSize: src.PushSize, Bindings: src.Bindings}
+		if src.SpecLocalSizeX {
+			info := d.Info()
+			s.Spec = map[uint32]uint32{0: min(64, info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])}
+		}
+		return s, nil
+	})
 }

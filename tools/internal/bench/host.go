@@ -148,7 +148,8 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 // same step replayed from a captured graph (Replay): dispatch/replay-us,
 // and of the GPT's step (ReplayGPTResults): dispatch/replay-us/gpt;
 // and beside them the driver's floor and vk's own launch (Driver):
-// dispatch/driver-us, dispatch/vk-us.
+// dispatch/driver-us, dispatch/driver-switch-us (a step's sequence of
+// kernels, each bound, a barrier before each), dispatch/vk-us.
 func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, error) {
 	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
 	if err != nil {
