@@ -234,7 +234,7 @@ func host(d *vk.Device, data string, steps int, emit func(bench.Result)) error {
 	if err != nil {
 		return err
 	}
-	rs, err := bench.Host(d, train, test, 64, steps)
+	rs, err := bench.Host(d, train, test, bench.GPTCPU, 64, steps)
 	for _, r := range rs {
 		emit(r)
 	}

@@ -110,7 +110,7 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 				emit(stamp(x))
 			}
 		}
-		r, err := TrainSteps(d, train, test, 64, 20, 3)
+		r, err := TrainSteps(d, train, test, GPTCPU, 64, 20, 3)
 		if err != nil {
 			return err
 		}

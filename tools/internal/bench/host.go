@@ -111,8 +111,8 @@ func HostPerDispatch(d *vk.Device, train, test *mnist.Set, o StepOptions) (HostR
 // steps of the MNIST MLP at batch, and of the AMP step replayed from a
 // captured graph (StepWall, rounds times each, taking turns, keeping the
 // fastest of each) and the host time per dispatch of an AMP step
-// (HostPerDispatch).
-func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) ([]Result, error) {
+// (HostPerDispatch), and then Host's results, with the GPT of size z.
+func TrainSteps(d *vk.Device, train, test *mnist.Set, z GPTSize, batch, steps, rounds int) ([]Result, error) {
 	var best [3]time.Duration // AMP, fp32, AMP replayed
 	for r := 0; r < rounds; r++ {
 		for i := range best {
@@ -139,18 +139,19 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, batch, steps, rounds int) 
 			Detail: fmt.Sprintf("recorded AMP step time over replayed AMP step time, batch %d, measured in turns (above 1: replay faster)", batch)},
 	}
 	out = onDevice(d, out)
-	h, err := Host(d, train, test, batch, steps)
+	h, err := Host(d, train, test, z, batch, steps)
 	return append(out, h...), err
 }
 
 // Host measures the host time per dispatch of an AMP training step at
 // batch (HostPerDispatch over steps samples): dispatch/host-us, and of the
 // same step replayed from a captured graph (Replay): dispatch/replay-us,
-// and of the GPT's step (ReplayGPTResults): dispatch/replay-us/gpt;
+// and of the step of a GPT of size z (ReplayGPTResults; tools/bench
+// measures GPTCPU, a test a smaller one): dispatch/replay-us/gpt;
 // and beside them the driver's floor and vk's own launch (Driver):
 // dispatch/driver-us, dispatch/driver-switch-us (a step's sequence of
 // kernels, each bound, a barrier before each), dispatch/vk-us.
-func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, error) {
+func Host(d *vk.Device, train, test *mnist.Set, z GPTSize, batch, steps int) ([]Result, error) {
 	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func Host(d *vk.Device, train, test *mnist.Set, batch, steps int) ([]Result, err
 	if err != nil {
 		return append(out, rs...), err
 	}
-	gs, err := ReplayGPTResults(d, steps)
+	gs, err := ReplayGPTResults(d, z, steps)
 	rs = append(rs, gs...)
 	if err != nil {
 		return append(out, rs...), err

@@ -134,15 +134,18 @@ func ReplayGPT(d *vk.Device, z GPTSize, steps int) (ReplayReport, error) {
 	return replayPerDispatch(d, g, steps)
 }
 
-// ReplayGPTResults is ReplayGPT of tools/gpt's CPU recipe (GPTCPU) as
-// results: dispatch/replay-us/gpt and dispatch/replay-vs-record/gpt.
-func ReplayGPTResults(d *vk.Device, steps int) ([]Result, error) {
-	z := GPTCPU
+// ReplayGPTResults is ReplayGPT of a GPT of size z (tools/bench: GPTCPU)
+// as results: dispatch/replay-us/gpt and dispatch/replay-vs-record/gpt.
+func ReplayGPTResults(d *vk.Device, z GPTSize, steps int) ([]Result, error) {
 	r, err := ReplayGPT(d, z, steps)
 	if err != nil {
 		return nil, err
 	}
-	what := fmt.Sprintf("the captured training step of a GPT of tools/gpt's CPU recipe (%d layers, %d heads, %d dims, context %d, batch %d), dropout 0.1, fp16 AMP, AdamW at a new rate each step, clipping,",
-		z.Layers, z.Heads, z.Dim, z.Block, z.Batch)
+	recipe := ""
+	if z == GPTCPU {
+		recipe = "tools/gpt's CPU recipe, "
+	}
+	what := fmt.Sprintf("the captured training step of a GPT (%s%d layers, %d heads, %d dims, context %d, batch %d), dropout 0.1, fp16 AMP, AdamW at a new rate each step, clipping,",
+		recipe, z.Layers, z.Heads, z.Dim, z.Block, z.Batch)
 	return replayResults(d, r, "/gpt", what, "the batch, seed and rate"), nil
 }
