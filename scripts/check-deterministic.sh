@@ -3,9 +3,12 @@
 # hand and compare the sha256 of the model.safetensors each run leaves, and
 # the losses it reports: they must be the same bytes, per model and
 # precision. The models:
-#   mlp  the MNIST MLP, EPOCHS epochs of tools/train;
+#   mlp  the MNIST MLP, EPOCHS epochs of tools/train over the first
+#        MLP_SAMPLES training digits (32 steps of 64: one recorded, one
+#        captured, 30 replayed) and the first 512 test digits;
 #   cnn  the MNIST CNN (convolutions, max-pooling, dropout, Adadelta), one
-#        epoch of tools/train over the first CNN_SAMPLES training digits;
+#        epoch of tools/train over the first CNN_SAMPLES training digits
+#        (one step of 64) and the first 64 test digits;
 #   gpt  tools/gpt's tiny recipe (2 layers, 30 iterations, dropout 0.1:
 #        attention composed from graph ops in training, the fused kernels in
 #        the evaluations), and with GPT_FUSED=1 (the default) again without
@@ -14,7 +17,8 @@
 # Usage: scripts/check-deterministic.sh [-precision ...]   (default: f16 and f32)
 # Environment: SWIFTSHADER (ICD JSON; default /opt/vkamp/swiftshader/vk_swiftshader_icd.json),
 # LAVAPIPE (ICD JSON; default the first lvp_icd.*.json), MODELS (default "mlp cnn gpt"),
-# EPOCHS (mlp, default 1), CNN_SAMPLES (default 128), GPT_FUSED (default 1),
+# EPOCHS (mlp, default 1), MLP_SAMPLES (default 2048; 0: all), CNN_SAMPLES
+# (default 64), GPT_FUSED (default 1),
 # DETERMINISTIC (default 1: set 0 to see how the default mode differs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +29,10 @@ SWIFTSHADER=${SWIFTSHADER:-/opt/vkamp/swiftshader/vk_swiftshader_icd.json}
 LAVAPIPE=${LAVAPIPE:-$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null | head -n 1)}
 MODELS=${MODELS:-mlp cnn gpt}
 EPOCHS=${EPOCHS:-1}
-CNN_SAMPLES=${CNN_SAMPLES:-128}
+# Short runs: on SwiftShader the deterministic matmul (matmul_reg) is slow,
+# and a full MLP epoch took 2 minutes, a CNN step 50 seconds.
+MLP_SAMPLES=${MLP_SAMPLES:-2048}
+CNN_SAMPLES=${CNN_SAMPLES:-64}
 GPT_FUSED=${GPT_FUSED:-1}
 DETERMINISTIC=${DETERMINISTIC:-1}
 
@@ -45,7 +52,7 @@ configs=()
 runs=()
 for m in $MODELS; do
 	case $m in
-	mlp) runs+=("mlp|$work/train -epochs $EPOCHS -json") ;;
+	mlp) runs+=("mlp|$work/train -epochs $EPOCHS -train-samples $MLP_SAMPLES -test-samples 512 -json") ;;
 	cnn) runs+=("cnn|$work/train -model cnn -epochs 1 -train-samples $CNN_SAMPLES -test-samples 64 -json") ;;
 	gpt)
 		runs+=("gpt|$work/gpt -recipe tiny -json")
