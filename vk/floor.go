@@ -45,17 +45,24 @@ func (d *Device) recordingFloor(ks []*Kernel, barrier bool, n, rounds int, group
 	var pipes [2]C.VkPipeline
 	var layouts [2]C.VkPipelineLayout
 	var setLayouts [2]C.VkDescriptorSetLayout
+	if n < 1 || rounds < 1 {
+		return 0, fmt.Errorf("vk: recording floor: %w: count %d and rounds %d must be positive", ErrInvalidArgument, n, rounds)
+	}
 	for i, k := range ks {
-		if k == nil || k.d != d || n < 1 || rounds < 1 || len(args) != len(k.access) || len(push) != k.pushSize {
-			return 0, fmt.Errorf("vk: recording floor: %w: kernel, count, rounds, buffers or push constants", ErrInvalidArgument)
+		if k == nil || k.d != d || len(args) != len(k.access) || len(push) != k.pushSize {
+			return 0, fmt.Errorf("vk: recording floor: %w: kernel %d is nil or from another device, or takes other buffers or push constants", ErrInvalidArgument, i)
 		}
 		pipes[i], layouts[i], setLayouts[i] = k.pipeline, k.layout, k.setLayout
 	}
-	k := ks[0]
 	var a C.vkamp_dispatch_args
 	for i, b := range args {
-		if b == nil || b.dead() || b.d != d || k.access[i]&Texels != 0 || ks[len(ks)-1].access[i]&Texels != 0 {
-			return 0, fmt.Errorf("vk: recording floor %s: %w: binding %d is nil, freed, from another device or texels", k.name, ErrInvalidArgument, i)
+		if b == nil || b.dead() || b.d != d {
+			return 0, fmt.Errorf("vk: recording floor: %w: binding %d is nil, freed or from another device", ErrInvalidArgument, i)
+		}
+		for _, k := range ks {
+			if k.access[i]&Texels != 0 {
+				return 0, fmt.Errorf("vk: recording floor %s: %w: binding %d is texels", k.name, ErrInvalidArgument, i)
+			}
 		}
 		a.bufs[i], a.offs[i], a.ranges[i] = C.uint64_t(b.blk.buf), C.uint64_t(b.off), C.uint64_t(b.alloc)
 	}
@@ -80,7 +87,7 @@ func (d *Device) recordingFloor(ks []*Kernel, barrier bool, n, rounds int, group
 			C.uint32_t(len(push)), C.uint32_t(groups[0]), C.uint32_t(groups[1]), C.uint32_t(groups[2]), C.uint32_t(n), cbool(barrier))
 		t := time.Since(t0)
 		if r != C.VK_SUCCESS {
-			return 0, d.fail(check(int32(r), "record %d dispatches of %s", n, k.name))
+			return 0, d.fail(check(int32(r), "record %d dispatches of %s", n, ks[0].name))
 		}
 		if i == 0 || t < best {
 			best = t

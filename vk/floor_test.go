@@ -30,6 +30,14 @@ func TestRecordingFloor(t *testing.T) {
 		if _, err := d.RecordingFloorSwitching(k, kernel(t, d, "fill32"), 10, 1, groups(d, 1024), push(1024), a, b); !errors.Is(err, vk.ErrInvalidArgument) {
 			t.Errorf("switching to a kernel of other bindings: %v, want ErrInvalidArgument", err)
 		}
+		if _, err := d.RecordingFloorSwitching(k, nil, 10, 1, groups(d, 1024), push(1024), a, b); !errors.Is(err, vk.ErrInvalidArgument) {
+			t.Errorf("switching to a nil kernel: %v, want ErrInvalidArgument", err)
+		}
+		for _, nr := range [][2]int{{0, 1}, {10, 0}, {-1, 1}} {
+			if _, err := d.RecordingFloor(k, nr[0], nr[1], groups(d, 1024), push(1024), a, b); !errors.Is(err, vk.ErrInvalidArgument) {
+				t.Errorf("count %d, rounds %d: %v, want ErrInvalidArgument", nr[0], nr[1], err)
+			}
+		}
 		if _, err := d.RecordingFloor(k, 10, 1, groups(d, 1024), push(1024), a); !errors.Is(err, vk.ErrInvalidArgument) {
 			t.Errorf("one buffer for two bindings: %v, want ErrInvalidArgument", err)
 		}
