@@ -167,7 +167,10 @@ type Options struct {
 	// backward, reads, so a later write changes only later graphs. A step
 	// captured by a tensor.Replayer then replays with the seed written
 	// before each replay, where a drawn seed would be a recorded constant
-	// and repeat its masks. Dropout panics unless it is one Int32 element.
+	// and repeat its masks: a capture in which a graph draws its seed
+	// fails (the Replayer's Step returns an error wrapping vk.ErrCapturing,
+	// and nothing of the step runs). Dropout panics unless DeviceSeed is
+	// one Int32 element.
 	DeviceSeed *tensor.Tensor
 	// RetainGraph lets Backward run more than once on the graph, as
 	// PyTorch's backward(retain_graph=True): each run adds its gradients

@@ -1,9 +1,11 @@
 package nn
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // The graph's ops. Each picks its dtype from the autocast policy in amp,
@@ -196,6 +198,10 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 		if g.seeds == nil {
 			g.seeds = defaultSeeds
 		}
+		// The seed becomes a push constant: a captured step would replay
+		// this step's masks every time, so the capture fails instead.
+		_ = g.dev.RefuseCapture(fmt.Errorf("nn: Dropout: %w: the graph draws its dropout seed on the host, and every replay would repeat this step's masks: "+
+			"give the graph Options.DeviceSeed and write the seed before each step (SeedSource.NextTo)", vk.ErrCapturing))
 		g.seed = g.seeds.Next()
 	}
 	g.drops++

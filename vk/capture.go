@@ -145,6 +145,20 @@ func (g *Graph) refuse(err error) error {
 	return err
 }
 
+// RefuseCapture makes the open capture fail with err, as a host read or
+// write of a buffer does, for what a replay would not repeat that vk cannot
+// see: a value drawn on the host and recorded as a push constant (nn's
+// dropout seed). EndCapture closes the graph and returns the first refusal.
+// RefuseCapture returns err while a capture is open, nil otherwise.
+func (d *Device) RefuseCapture(err error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.capture == nil {
+		return nil
+	}
+	return d.capture.refuse(err)
+}
+
 // pin keeps a texel view the capture binds from being destroyed to make
 // room for others while the graph lives.
 func (g *Graph) pin(tv *texelView) {

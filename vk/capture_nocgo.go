@@ -7,6 +7,7 @@ type Graph struct{}
 
 func (d *Device) BeginCapture() error         { return errNoCgo }
 func (d *Device) EndCapture() (*Graph, error) { return nil, errNoCgo }
+func (d *Device) RefuseCapture(error) error   { return nil }
 func (g *Graph) Dispatches() int              { return 0 }
 func (g *Graph) Copies() int                  { return 0 }
 func (g *Graph) Replay() error                { return errNoCgo }

@@ -138,6 +138,25 @@ func TestCaptureMisuse(t *testing.T) {
 	if _, err := d.EndCapture(); !errors.Is(err, vk.ErrCapturing) {
 		t.Errorf("EndCapture after a refused read: %v, want ErrCapturing", err)
 	}
+	// A refusal from above vk (nn's host-drawn dropout seed) fails the
+	// capture the same way; outside a capture it refuses nothing.
+	mine := errors.New("a value drawn on the host")
+	if err := d.RefuseCapture(mine); err != nil {
+		t.Errorf("RefuseCapture outside a capture: %v, want nil", err)
+	}
+	if err := d.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	captureStep(t, d, in, out, words, 7)
+	if err := d.RefuseCapture(mine); err != mine {
+		t.Errorf("RefuseCapture inside a capture: %v, want its error", err)
+	}
+	if _, err := d.EndCapture(); err != mine {
+		t.Errorf("EndCapture after RefuseCapture: %v, want its error", err)
+	}
+	if got := read(t, out, 4*words, 4); got[0] == 7 {
+		t.Errorf("tail %v after a refused capture: it ran", got)
+	}
 	if err := d.BeginCapture(); err != nil {
 		t.Fatal(err)
 	}
