@@ -51,9 +51,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/vkamp/vkamp/tools/internal/report"
 )
 
 // recipe is a model and its training schedule.
@@ -179,13 +180,8 @@ func (c config) check() error {
 		return fmt.Errorf("model %d layers, %d heads, %d dims, context %d, batch %d: the sizes must be positive and dims a multiple of heads",
 			c.layers, c.heads, c.dim, c.block, c.batch)
 	}
-	if c.reportPath != "" { // fail now, not after an hour of training
-		f, err := os.CreateTemp(filepath.Dir(c.reportPath), ".report-check-*")
-		if err != nil {
-			return fmt.Errorf("cannot write the report %s: %w", c.reportPath, err)
-		}
-		f.Close()
-		os.Remove(f.Name())
+	if c.reportPath != "" {
+		return report.CheckWritable(c.reportPath)
 	}
 	return nil
 }

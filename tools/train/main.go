@@ -57,7 +57,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -148,13 +147,8 @@ func (c config) check() error {
 	case c.checkpointEvery > 0 && c.checkpoint == "":
 		return errors.New("-checkpoint-every needs -checkpoint DIR")
 	}
-	if c.reportPath != "" { // fail now, not after an hour of training
-		f, err := os.CreateTemp(filepath.Dir(c.reportPath), ".report-check-*")
-		if err != nil {
-			return fmt.Errorf("cannot write the report %s: %w", c.reportPath, err)
-		}
-		f.Close()
-		os.Remove(f.Name())
+	if c.reportPath != "" {
+		return report.CheckWritable(c.reportPath)
 	}
 	return nil
 }
