@@ -200,14 +200,18 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 		}
 		// The seed becomes a push constant: a captured step would replay
 		// this step's masks every time, so the capture fails instead.
-		_ = g.dev.RefuseCapture(fmt.Errorf("nn: Dropout: %w: the graph draws its dropout seed on the host, and every replay would repeat this step's masks: "+
-			"give the graph Options.DeviceSeed and write the seed before each step (SeedSource.NextTo)", vk.ErrCapturing))
+		_ = g.dev.RefuseCapture(errHostSeed)
 		g.seed = g.seeds.Next()
 	}
 	g.drops++
 	a := attrs{f: p, seed: g.seed*0x9E3779B9 + g.drops}
 	return g.record(tensor.OpDropout, dropoutMask(x.t, a), a, nil, x)
 }
+
+// errHostSeed fails a capture in which a graph draws its dropout seed on
+// the host; made once, so that a step outside a capture allocates nothing.
+var errHostSeed = fmt.Errorf("nn: Dropout: %w: the graph draws its dropout seed on the host, and every replay would repeat this step's masks: "+
+	"give the graph Options.DeviceSeed and write the seed before each step (SeedSource.NextTo)", vk.ErrCapturing)
 
 // checkDeviceSeed panics unless s can be Options.DeviceSeed.
 func checkDeviceSeed(s *tensor.Tensor) {

@@ -4,8 +4,8 @@
 # the losses it reports: they must be the same bytes, per model and
 # precision. The models:
 #   mlp  the MNIST MLP, EPOCHS epochs of tools/train over the first
-#        MLP_SAMPLES training digits (32 steps of 64: one recorded, one
-#        captured, 30 replayed) and the first 512 test digits;
+#        MLP_SAMPLES training digits (by default 32 steps of 64: one
+#        recorded, one captured, 30 replayed) and the first 512 test digits;
 #   cnn  the MNIST CNN (convolutions, max-pooling, dropout, Adadelta), one
 #        epoch of tools/train over the first CNN_SAMPLES training digits
 #        (one step of 64) and the first 64 test digits;
