@@ -36,6 +36,7 @@ type Graph struct {
 	dispatches int
 	copies     int
 	lastUse    uint64 // serial of the last batch that replayed it
+	aliveAt    uint64 // Device.frees+1 when its buffers were last found alive; 0: never
 	timestamps bool   // the device's setting, restored by EndCapture
 	err        error  // the first thing refused during the capture
 	closed     bool
@@ -226,10 +227,15 @@ func (g *Graph) Replay() error {
 	if d.capture != nil {
 		return fmt.Errorf("vk: replay: %w: replaying inside a capture", ErrCapturing)
 	}
-	for i, b := range g.bufs {
-		if b.dead() {
-			return fmt.Errorf("vk: replay: %w: buffer %d of %d (%d bytes) the graph uses was freed", ErrStaleGraph, i, len(g.bufs), b.size)
+	// The buffers are looked at again only when something was freed since
+	// they were last found alive: most replays follow a replay.
+	if g.aliveAt != d.frees+1 {
+		for i, b := range g.bufs {
+			if b.dead() {
+				return fmt.Errorf("vk: replay: %w: buffer %d of %d (%d bytes) the graph uses was freed", ErrStaleGraph, i, len(g.bufs), b.size)
+			}
 		}
+		g.aliveAt = d.frees + 1
 	}
 	if len(g.cmds) == 0 {
 		return nil
@@ -241,9 +247,7 @@ func (g *Graph) Replay() error {
 	// Barriers on both sides instead of tracking the graph's accesses: a
 	// step is long, and its first and last commands depend on its
 	// neighbours anyway.
-	C.vkamp_cmd_barrier(&s.c)
-	C.vkamp_cmd_execute(&s.c, C.uint32_t(len(g.cmds)), &g.cmds[0])
-	C.vkamp_cmd_barrier(&s.c)
+	C.vkamp_cmd_replay(&s.c, C.uint32_t(len(g.cmds)), &g.cmds[0])
 	d.stats.Barriers += 2
 	d.hz.clear()
 	for i, b := range g.bufs {

@@ -59,6 +59,7 @@ type Device struct {
 	scratch    scratch
 	capture    *Graph   // the open capture (capture.go)
 	graphs     []*Graph // captured graphs not yet closed
+	frees      uint64   // buffers freed and blocks destroyed so far (a graph's staleness check)
 
 	stats  Stats
 	times  map[string]*KernelTime

@@ -317,6 +317,7 @@ func (d *Device) destroyBlock(blk *block) {
 	C.vkamp_destroy_block(d.dev, blk.buf, blk.mem)
 	d.countBlock(blk, -1)
 	blk.gone = true
+	d.frees++
 	d.stats.MemoryBlocks--
 	d.stats.DeviceBytes -= blk.size
 	for i, b := range d.blocks {
@@ -416,6 +417,7 @@ func (b *Buffer) Free() error {
 		return nil // freed when the graph closes
 	}
 	b.freed = true
+	d.frees++
 	if b.parent != nil {
 		return nil // the parent owns the memory
 	}

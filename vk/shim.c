@@ -666,3 +666,9 @@ void vkamp_cmd_execute(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds) {
 	if (n) p_vkCmdExecuteCommands(s->cmd, n, cmds);
 	s->bound = 0; // the primary's bound pipeline is undefined after it
 }
+
+void vkamp_cmd_replay(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds) {
+	vkamp_cmd_barrier(s);
+	vkamp_cmd_execute(s, n, cmds);
+	vkamp_cmd_barrier(s);
+}

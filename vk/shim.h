@@ -143,5 +143,8 @@ VkResult vkamp_create_secondary(VkDevice dev, uint32_t family, uint32_t max_sets
 	int push_desc, vkamp_slot *s);
 VkResult vkamp_end_secondary(vkamp_slot *s);
 void vkamp_cmd_execute(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds);
+// vkamp_cmd_replay records a graph's replay: a barrier, the secondary
+// command buffers, a barrier (one cgo call, not three).
+void vkamp_cmd_replay(vkamp_slot *s, uint32_t n, const VkCommandBuffer *cmds);
 
 #endif
