@@ -23,7 +23,8 @@ import "github.com/vkamp/vkamp/vk"
 // tools/internal/trainer's TestDeterministic and scripts/check-deterministic.sh
 // on lavapipe at every tier and on SwiftShader): matmul with its epilogue
 // (bias, beta * C), sum_rows and sum_cols, log_softmax and softmax, nll,
-// cross_entropy_backward, relu and relu_backward, accumulate, adam,
+// cross_entropy_backward, relu and relu_backward, accumulate, adam (in
+// its texel form on lavapipe, the same bits: TestOptimizerVec4Offsets),
 // axpy_unless, the casts, fill and copy, the scaler's scale_by and
 // unscale_check (their products through det_mul), scale_update and
 // step_count (integer code), and broadcast_scale (the backward of sums,

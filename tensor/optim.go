@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // The fused optimizer updates: one dispatch per group of memory blocks
@@ -210,8 +211,13 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 	}
 	return s.step("SGDStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Sgd(flag.dev, g.grid(), kernels.SgdSpec{Vec4: s.vec4, LrDev: lrDev}, p, kernels.SgdBind{
-			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, Lr: lr.buf})
+		spec := kernels.SgdSpec{Vec4: s.vec4, LrDev: lrDev}
+		b := kernels.SgdBind{P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, Lr: lr.buf}
+		if s.texels(flag.dev, b.P, b.G, b.M) {
+			return kernels.SgdTex(flag.dev, g.grid(), kernels.SgdTexSpec(spec), kernels.SgdTexPush(p), kernels.SgdTexBind{
+				P: b.P, G: b.G, M: b.M, Table: b.Table, Found: b.Found, Steps: b.Steps, Lr: b.Lr, ParamTex: b.P, GradTex: b.G, M1Tex: b.M})
+		}
+		return kernels.Sgd(flag.dev, g.grid(), spec, p, b)
 	})
 }
 
@@ -245,9 +251,22 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 	spec.LrDev = lrDev
 	return s.step("AdamStep", skip, l, cells, func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Adam(flag.dev, g.grid(), spec, p, kernels.AdamBind{
-			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h], Lr: lr.buf})
+		b := kernels.AdamBind{P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h], Lr: lr.buf}
+		if s.texels(flag.dev, b.P, b.G, b.M, b.V) {
+			return kernels.AdamTex(flag.dev, g.grid(), kernels.AdamTexSpec(spec), kernels.AdamTexPush(p), kernels.AdamTexBind{
+				P: b.P, G: b.G, M: b.M, Table: b.Table, Found: b.Found, Steps: b.Steps, V: b.V, H: b.H, Lr: b.Lr,
+				ParamTex: b.P, GradTex: b.G, M1Tex: b.M, M2Tex: b.V})
+		}
+		return kernels.Adam(flag.dev, g.grid(), spec, p, b)
 	})
+}
+
+// texels reports whether the optimizer kernels' texel forms serve a group
+// whose blocks are bufs: the same update, its vec4 path reading texels (the
+// same bits; on lavapipe Adam moves about 1.45 times the bytes a second,
+// tools/bench stream/adam-f32).
+func (s *OptimizerState) texels(d *vk.Device, bufs ...*vk.Buffer) bool {
+	return s.vec4 && texelsServe(d, bufs...)
 }
 
 // lrBinding checks a step's LRTensor (nil: the rate is pushed) and

@@ -28,7 +28,12 @@ func (s *OptimizerState) AdadeltaStep(c AdadeltaConfig, skip *Tensor) error {
 	}
 	return s.step("AdadeltaStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		return kernels.Adadelta(flag.dev, g.grid(), kernels.AdadeltaSpec{Vec4: s.vec4, LrDev: lrDev}, p, kernels.AdadeltaBind{
-			P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, V: g.bind[3], Lr: lr.buf})
+		spec := kernels.AdadeltaSpec{Vec4: s.vec4, LrDev: lrDev}
+		b := kernels.AdadeltaBind{P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, V: g.bind[3], Lr: lr.buf}
+		if s.texels(flag.dev, b.P, b.G, b.M, b.V) {
+			return kernels.AdadeltaTex(flag.dev, g.grid(), kernels.AdadeltaTexSpec(spec), kernels.AdadeltaTexPush(p), kernels.AdadeltaTexBind{
+				P: b.P, G: b.G, M: b.M, Table: b.Table, Found: b.Found, V: b.V, Lr: b.Lr, ParamTex: b.P, GradTex: b.G, M1Tex: b.M, M2Tex: b.V})
+		}
+		return kernels.Adadelta(flag.dev, g.grid(), spec, p, b)
 	})
 }

@@ -31,18 +31,23 @@ var optVecShifts = [][5]int{{0, 0, 0, 0, 0}, {1, 2, 3, 1, 0}, {0, 0, 0, 2, 0}, {
 // both give the same bits, with counts that are not multiples of 4.
 // One dispatch updates copies of the same data at aligned and misaligned
 // offsets, which must end equal. With the VEC4 constant false (SwiftShader's
-// setting) every chunk goes word by word, and the bits must not change.
+// setting) every chunk goes word by word, and the bits must not change;
+// nor must they with the texel forms (adam_tex, sgd_tex, adadelta_tex,
+// lavapipe's), run here on every device.
 func TestOptimizerVec4Offsets(t *testing.T) {
 	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "sgd", "sgd-nesterov", "sgd-plain", "adadelta"}
 	for _, det := range []bool{false, true} {
 		d := devtest.Open(t, vk.Options{Deterministic: det})
 		for _, kind := range kinds {
 			t.Run(fmt.Sprintf("%s/deterministic=%t", kind, det), func(t *testing.T) {
-				vec := optVecCheck(t, d, kind, false)
-				words := optVecCheck(t, d, kind, true)
-				for b := range vec {
-					if !bytes.Equal(vec[b], words[b]) {
-						t.Errorf("buffer %d differs when every chunk goes word by word", b)
+				vec := optVecCheck(t, d, kind, optVec4)
+				others := map[optVecMode]string{optWords: "every chunk goes word by word", optTexels: "the texel form reads them"}
+				for mode, what := range others {
+					got := optVecCheck(t, d, kind, mode)
+					for b := range vec {
+						if !bytes.Equal(vec[b], got[b]) {
+							t.Errorf("buffer %d differs when %s", b, what)
+						}
 					}
 				}
 			})
@@ -50,9 +55,19 @@ func TestOptimizerVec4Offsets(t *testing.T) {
 	}
 }
 
-// optVecCheck runs the check with the VEC4 constant !wordwise and
-// returns the bytes of the five buffers after the step.
-func optVecCheck(t *testing.T, d *vk.Device, kind string, wordwise bool) [5][]byte {
+// optVecMode is how optVecCheck runs the optimizer kernel.
+type optVecMode int
+
+const (
+	optVec4   optVecMode = iota // the VEC4 constant true
+	optWords                    // the VEC4 constant false
+	optTexels                   // VEC4 true, the texel form
+)
+
+// optVecCheck runs the check in the given mode and returns the bytes of
+// the five buffers after the step.
+func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]byte {
+	wordwise := mode == optWords
 	rng := rand.New(rand.NewPCG(7, uint64(len(kind))))
 	stride := 0 // words per copy of a chunk's data, aligned
 	for _, n := range optVecCounts {
@@ -111,6 +126,9 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, wordwise bool) [5][]by
 	t.Cleanup(func() { tb.Free() })
 	grid := [3]uint32{uint32(nc), 1, 1}
 	p, g, m, v, h := bufs[0].buf, bufs[1].buf, bufs[2].buf, bufs[3].buf, bufs[4].buf
+	if mode == optTexels {
+		require.True(t, p.TexelsFit() && g.TexelsFit() && m.TexelsFit() && v.TexelsFit(), "the buffers fit texel views")
+	}
 	switch kind {
 	case "adam", "adamw", "adam-f16", "adam-bf16":
 		spec := kernels.AdamSpec{Vec4: !wordwise}
@@ -120,16 +138,35 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, wordwise bool) [5][]by
 			spec.HalfDT = BFloat16.code()
 		}
 		push := kernels.AdamPush{Nchunks: uint32(nc), Lr: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Decoupled: boolWord(kind == "adamw")}
-		err = kernels.Adam(d, grid, spec, push, kernels.AdamBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf})
+		b := kernels.AdamBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf}
+		if mode == optTexels {
+			err = kernels.AdamTex(d, grid, kernels.AdamTexSpec(spec), kernels.AdamTexPush(push), kernels.AdamTexBind{
+				P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf,
+				ParamTex: p, GradTex: g, M1Tex: m, M2Tex: v})
+		} else {
+			err = kernels.Adam(d, grid, spec, push, b)
+		}
 	case "sgd", "sgd-nesterov", "sgd-plain":
 		push := kernels.SgdPush{Nchunks: uint32(nc), Lr: 0.1, Momentum: 0.9, Dampening: 0.1, WeightDecay: 0.01, Nesterov: boolWord(kind == "sgd-nesterov")}
 		if kind == "sgd-plain" {
 			push.Momentum, push.Dampening = 0, 0
 		}
-		err = kernels.Sgd(d, grid, kernels.SgdSpec{Vec4: !wordwise}, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf})
+		spec := kernels.SgdSpec{Vec4: !wordwise}
+		if mode == optTexels {
+			err = kernels.SgdTex(d, grid, kernels.SgdTexSpec(spec), kernels.SgdTexPush(push), kernels.SgdTexBind{
+				P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf, ParamTex: p, GradTex: g, M1Tex: m})
+		} else {
+			err = kernels.Sgd(d, grid, spec, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf})
+		}
 	case "adadelta":
 		push := kernels.AdadeltaPush{Nchunks: uint32(nc), Lr: 1, Rho: 0.9, Eps: 1e-6, WeightDecay: 0.01}
-		err = kernels.Adadelta(d, grid, kernels.AdadeltaSpec{Vec4: !wordwise}, push, kernels.AdadeltaBind{P: p, G: g, M: m, Table: tb, Found: found.buf, V: v, Lr: steps.buf})
+		spec := kernels.AdadeltaSpec{Vec4: !wordwise}
+		if mode == optTexels {
+			err = kernels.AdadeltaTex(d, grid, kernels.AdadeltaTexSpec(spec), kernels.AdadeltaTexPush(push), kernels.AdadeltaTexBind{
+				P: p, G: g, M: m, Table: tb, Found: found.buf, V: v, Lr: steps.buf, ParamTex: p, GradTex: g, M1Tex: m, M2Tex: v})
+		} else {
+			err = kernels.Adadelta(d, grid, spec, push, kernels.AdadeltaBind{P: p, G: g, M: m, Table: tb, Found: found.buf, V: v, Lr: steps.buf})
+		}
 	}
 	require.NoError(t, err)
 	names := []string{"weights", "gradients", "first moments", "second moments", "half copies"}

@@ -48,6 +48,26 @@ layout(constant_id = 4) const bool VEC4 = false;
 
 #define WORD(A, I) A##_w[I]
 
+// LOAD4(A, I) is vec4 I of A. In the texel forms (TEXELS: adam_tex,
+// sgd_tex, adadelta_tex, for CPU drivers) it is a texel fetch: CPU drivers
+// load a storage vec4 in a loop over the lanes but fetch a texel with one
+// SIMD gather. Each buffer is also bound as a texel view of the same
+// memory, from binding TEX_BINDING on (each element is read, then
+// written, by the same invocation). The stores stay vec4s: 64-bit words,
+// which halve the stores of the elementwise texel forms, made Adam slower
+// on lavapipe (6.5 against 10.4 GB/s, tools/bench stream/adam-f32).
+#if defined(TEXELS)
+layout(set = 0, binding = TEX_BINDING) uniform usamplerBuffer param_tex;
+layout(set = 0, binding = TEX_BINDING + 1) uniform usamplerBuffer grad_tex;
+layout(set = 0, binding = TEX_BINDING + 2) uniform usamplerBuffer m1_tex;
+#ifdef SECOND_MOMENT
+layout(set = 0, binding = TEX_BINDING + 3) uniform usamplerBuffer m2_tex;
+#endif
+#define LOAD4(A, I) uintBitsToFloat(texelFetch(A##_tex, int(I)))
+#else
+#define LOAD4(A, I) A[I]
+#endif
+
 // chunk_vec4 reports whether word offsets at allow vec4 accesses (an absent
 // moment's offset is 0).
 bool chunk_vec4(uvec4 at) { return VEC4 && ((at.x | at.y | at.z | at.w) & 3u) == 0u; }

@@ -131,6 +131,58 @@ func Adadelta(d *vk.Device, groups [3]uint32, s AdadeltaSpec, p AdadeltaPush, b 
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.V, b.Lr)
 }
 
+// AdadeltaTexSpec holds the specialization constants of adadelta_tex.comp. A zero field
+// takes the shader's default.
+type AdadeltaTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Vec4       bool   // VEC4: constant 4, default 0
+	LrDev      bool   // LR_DEV: constant 5, default 0
+}
+
+// AdadeltaTexPush is the push-constant block Push (20 bytes), laid out as the
+// SPIR-V says.
+type AdadeltaTexPush struct {
+	Nchunks     uint32  // offset 0
+	Lr          float32 // offset 4
+	Rho         float32 // offset 8
+	Eps         float32 // offset 12
+	WeightDecay float32 // offset 16
+}
+
+func (p *AdadeltaTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.Lr))
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(p.Rho))
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Eps))
+	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(p.WeightDecay))
+}
+
+// AdadeltaTexBind names the bindings of adadelta_tex.comp.
+type AdadeltaTexBind struct {
+	P        *vk.Buffer // binding 0: read and written
+	G        *vk.Buffer // binding 1: read
+	M        *vk.Buffer // binding 2: read and written
+	Table    *vk.Buffer // binding 3: read
+	Found    *vk.Buffer // binding 4: read
+	V        *vk.Buffer // binding 5: read and written
+	Lr       *vk.Buffer // binding 6: read
+	ParamTex *vk.Buffer // binding 7: read as texels
+	GradTex  *vk.Buffer // binding 8: read as texels
+	M1Tex    *vk.Buffer // binding 9: read as texels
+	M2Tex    *vk.Buffer // binding 10: read as texels
+}
+
+// AdadeltaTex records adadelta_tex.comp on d over groups workgroups.
+func AdadeltaTex(d *vk.Device, groups [3]uint32, s AdadeltaTexSpec, p AdadeltaTexPush, b AdadeltaTexBind) error {
+	k := key{op: "adadelta_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(4, b2u(s.Vec4))
+	k.put(5, b2u(s.LrDev))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.V, b.Lr, b.ParamTex, b.GradTex, b.M1Tex, b.M2Tex)
+}
+
 // AdamSpec holds the specialization constants of adam.comp. A zero field
 // takes the shader's default.
 type AdamSpec struct {
@@ -185,6 +237,66 @@ func Adam(d *vk.Device, groups [3]uint32, s AdamSpec, p AdamPush, b AdamBind) er
 	var push [28]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H, b.Lr)
+}
+
+// AdamTexSpec holds the specialization constants of adam_tex.comp. A zero field
+// takes the shader's default.
+type AdamTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	HalfDT     DType  // HALF_DT: constant 1, default 0
+	Vec4       bool   // VEC4: constant 4, default 0
+	LrDev      bool   // LR_DEV: constant 5, default 0
+}
+
+// AdamTexPush is the push-constant block Push (28 bytes), laid out as the
+// SPIR-V says.
+type AdamTexPush struct {
+	Nchunks     uint32  // offset 0
+	Lr          float32 // offset 4
+	Beta1       float32 // offset 8
+	Beta2       float32 // offset 12
+	Eps         float32 // offset 16
+	WeightDecay float32 // offset 20
+	Decoupled   uint32  // offset 24
+}
+
+func (p *AdamTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.Lr))
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(p.Beta1))
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Beta2))
+	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(p.Eps))
+	binary.LittleEndian.PutUint32(b[20:], math.Float32bits(p.WeightDecay))
+	binary.LittleEndian.PutUint32(b[24:], p.Decoupled)
+}
+
+// AdamTexBind names the bindings of adam_tex.comp.
+type AdamTexBind struct {
+	P        *vk.Buffer // binding 0: read and written
+	G        *vk.Buffer // binding 1: read
+	M        *vk.Buffer // binding 2: read and written
+	Table    *vk.Buffer // binding 3: read
+	Found    *vk.Buffer // binding 4: read
+	Steps    *vk.Buffer // binding 5: read
+	V        *vk.Buffer // binding 6: read and written
+	H        *vk.Buffer // binding 7: written
+	Lr       *vk.Buffer // binding 8: read
+	ParamTex *vk.Buffer // binding 9: read as texels
+	GradTex  *vk.Buffer // binding 10: read as texels
+	M1Tex    *vk.Buffer // binding 11: read as texels
+	M2Tex    *vk.Buffer // binding 12: read as texels
+}
+
+// AdamTex records adam_tex.comp on d over groups workgroups.
+func AdamTex(d *vk.Device, groups [3]uint32, s AdamTexSpec, p AdamTexPush, b AdamTexBind) error {
+	k := key{op: "adam_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.HalfDT))
+	k.put(4, b2u(s.Vec4))
+	k.put(5, b2u(s.LrDev))
+	var push [28]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H, b.Lr, b.ParamTex, b.GradTex, b.M1Tex, b.M2Tex)
 }
 
 // AddSpec holds the specialization constants of add.comp. A zero field
@@ -3551,6 +3663,59 @@ func Sgd(d *vk.Device, groups [3]uint32, s SgdSpec, p SgdPush, b SgdBind) error 
 	var push [24]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.Lr)
+}
+
+// SgdTexSpec holds the specialization constants of sgd_tex.comp. A zero field
+// takes the shader's default.
+type SgdTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	Vec4       bool   // VEC4: constant 4, default 0
+	LrDev      bool   // LR_DEV: constant 5, default 0
+}
+
+// SgdTexPush is the push-constant block Push (24 bytes), laid out as the
+// SPIR-V says.
+type SgdTexPush struct {
+	Nchunks     uint32  // offset 0
+	Lr          float32 // offset 4
+	Momentum    float32 // offset 8
+	Dampening   float32 // offset 12
+	WeightDecay float32 // offset 16
+	Nesterov    uint32  // offset 20
+}
+
+func (p *SgdTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Nchunks)
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(p.Lr))
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(p.Momentum))
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Dampening))
+	binary.LittleEndian.PutUint32(b[16:], math.Float32bits(p.WeightDecay))
+	binary.LittleEndian.PutUint32(b[20:], p.Nesterov)
+}
+
+// SgdTexBind names the bindings of sgd_tex.comp.
+type SgdTexBind struct {
+	P        *vk.Buffer // binding 0: read and written
+	G        *vk.Buffer // binding 1: read
+	M        *vk.Buffer // binding 2: read and written
+	Table    *vk.Buffer // binding 3: read
+	Found    *vk.Buffer // binding 4: read
+	Steps    *vk.Buffer // binding 5: read
+	Lr       *vk.Buffer // binding 6: read
+	ParamTex *vk.Buffer // binding 7: read as texels
+	GradTex  *vk.Buffer // binding 8: read as texels
+	M1Tex    *vk.Buffer // binding 9: read as texels
+}
+
+// SgdTex records sgd_tex.comp on d over groups workgroups.
+func SgdTex(d *vk.Device, groups [3]uint32, s SgdTexSpec, p SgdTexPush, b SgdTexBind) error {
+	k := key{op: "sgd_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(4, b2u(s.Vec4))
+	k.put(5, b2u(s.LrDev))
+	var push [24]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.Lr, b.ParamTex, b.GradTex, b.M1Tex)
 }
 
 // SigmoidSpec holds the specialization constants of sigmoid.comp. A zero field

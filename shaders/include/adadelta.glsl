@@ -1,0 +1,75 @@
+// The body of adadelta.comp and its texel form (adadelta_tex.comp, with
+// TEXELS defined).
+#ifndef VKAMP_ADADELTA_GLSL
+#define VKAMP_ADADELTA_GLSL
+
+#define TEX_BINDING 7 // the texel views' first binding (optim.glsl)
+#define SECOND_MOMENT
+#define NO_STEPS // no bias correction: the step count is not read
+#include "optim.glsl"
+#include "det.glsl"
+
+// LR_DEV reads the learning rate from lr_dev[0] when the step runs, not
+// from the push constants, as adam.comp does: a captured step replays with
+// the rate written before each replay. Without it any buffer is bound here.
+layout(constant_id = 5) const bool LR_DEV = false;
+layout(set = 0, binding = 6) readonly buffer LR { float lr_dev[]; };
+
+layout(push_constant) uniform Push {
+    uint nchunks;
+    float lr;
+    float rho;
+    float eps;
+    float weight_decay;
+} p;
+
+float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
+
+// det_update is update on the deterministic path: the same formulas with
+// det.glsl's operations, division and sqrt correctly rounded.
+float det_update(float w, float g, inout float sq, inout float acc) {
+    float keep = det_sub(1.0, p.rho);
+    g = det_mad(p.weight_decay, w, g);
+    sq = det_add(det_mul(p.rho, sq), det_mul(det_mul(keep, g), g));
+    float delta = det_mul(det_div(det_sqrt(det_add(acc, p.eps)), det_sqrt(det_add(sq, p.eps))), g);
+    acc = det_add(det_mul(p.rho, acc), det_mul(det_mul(keep, delta), delta));
+    return det_sub(w, det_mul(lr, delta));
+}
+
+// update is one element's step: weight w, gradient g, the averages of
+// squared gradients sq and of squared updates acc (updated); it returns
+// the new weight.
+float update(float w, float g, inout float sq, inout float acc) {
+    if (DETERMINISTIC) return det_update(w, g, sq, acc);
+    g = g + p.weight_decay * w;
+    sq = p.rho * sq + (1.0 - p.rho) * g * g;
+    float delta = sqrt(acc + p.eps) / sqrt(sq + p.eps) * g;
+    acc = p.rho * acc + (1.0 - p.rho) * delta * delta;
+    return w - lr * delta;
+}
+
+void main() {
+    lr = LR_DEV ? lr_dev[0] : p.lr;
+    FOR_EACH_QUAD(p.nchunks, {
+        vec4 w = LOAD4(param, ip);
+        vec4 g = LOAD4(grad, ig);
+        vec4 sq = LOAD4(m1, im);
+        vec4 acc = LOAD4(m2, iv);
+        w.x = update(w.x, g.x, sq.x, acc.x);
+        w.y = update(w.y, g.y, sq.y, acc.y);
+        w.z = update(w.z, g.z, sq.z, acc.z);
+        w.w = update(w.w, g.w, sq.w, acc.w);
+        m1[im] = sq;
+        m2[iv] = acc;
+        param[ip] = w;
+    }, {
+        float sq = WORD(m1, im);
+        float acc = WORD(m2, iv);
+        float w = update(WORD(param, ip), WORD(grad, ig), sq, acc);
+        WORD(m1, im) = sq;
+        WORD(m2, iv) = acc;
+        WORD(param, ip) = w;
+    })
+}
+
+#endif

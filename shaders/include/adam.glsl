@@ -1,0 +1,157 @@
+// The body of adam.comp and its texel form (adam_tex.comp, with TEXELS
+// defined).
+#ifndef VKAMP_ADAM_GLSL
+#define VKAMP_ADAM_GLSL
+
+#define SECOND_MOMENT
+#define TEX_BINDING 9 // the texel views' first binding (optim.glsl)
+#include "optim.glsl"
+#include "det.glsl"
+#include "dtype.glsl"
+
+// HALF_DT: DT_F32 writes no half copies; DT_F16 or DT_BF16 writes them.
+layout(constant_id = 1) const uint HALF_DT = DT_F32;
+// The half copies, two per word. Without them any buffer is bound here.
+// The vec4 path stores its four halves as two words, not one uvec2: on
+// lavapipe a uvec2 store made the step with half copies 1.9x the time of
+// one without, two word stores 1.5-1.6x (tools/bench stream/adam-half-f32).
+layout(set = 0, binding = 7) writeonly buffer H { uint h[]; };
+// LR_DEV reads the learning rate from lr_dev[0] when the step runs, not
+// from the push constants (PyTorch's capturable Adam with a tensor lr): a
+// captured step replays with the rate written before each replay. Without
+// it any buffer is bound here.
+layout(constant_id = 5) const bool LR_DEV = false;
+layout(set = 0, binding = 8) readonly buffer LR { float lr_dev[]; };
+
+layout(push_constant) uniform Push {
+    uint nchunks;
+    float lr;
+    float beta1;
+    float beta2;
+    float eps;
+    float weight_decay;
+    uint decoupled; // AdamW: decay the weight, not the gradient
+} p;
+
+float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
+
+// one_minus_pow returns 1 - b^t for b in [0, 1). 1.0 - pow(b, t) cancels
+// when b^t is near 1 (0.999^t for small t), and pow is only as accurate as
+// exp2(t * log2(b)), whose log2 has an absolute error bound: the bias
+// correction could be off by 1e-4. Powers are multiplied in the complement
+// c = 1 - x instead, where x^m x^n becomes c_m + c_n (1 - c_m): no
+// cancellation, a few roundings per bit of t.
+float one_minus_pow(float b, uint t) {
+    float acc = 0.0;   // 1 - b^0
+    float c = 1.0 - b; // 1 - b^(2^i)
+    for (; t != 0u; t >>= 1) {
+        if ((t & 1u) != 0u) acc += c * (1.0 - acc);
+        c *= 2.0 - c;
+    }
+    return acc;
+}
+
+// det_one_minus_pow is one_minus_pow with every rounding fixed.
+float det_one_minus_pow(float b, uint t) {
+    float acc = 0.0;
+    float c = det_sub(1.0, b);
+    for (; t != 0u; t >>= 1) {
+        if ((t & 1u) != 0u) acc = det_add(acc, det_mul(c, det_sub(1.0, acc)));
+        c = det_mul(c, det_sub(2.0, c));
+    }
+    return acc;
+}
+
+// det_update is the deterministic path of update: the same formulas, each
+// operation rounded once, division and sqrt correctly rounded.
+float det_update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
+    w = det_ftz(w);
+    g = det_ftz(g);
+    if (p.decoupled != 0u) w = det_mul(w, det_sub(1.0, det_mul(lr, p.weight_decay)));
+    else g = det_mad(p.weight_decay, w, g);
+    m = det_mad(det_sub(1.0, p.beta1), g, det_mul(p.beta1, m));
+    v = det_mad(det_sub(1.0, p.beta2), det_mul(g, g), det_mul(p.beta2, v));
+    float den = det_add(det_div(det_sqrt(v), bc2), p.eps);
+    return det_sub(w, det_div(det_mul(step_size, m), den));
+}
+
+// update is one element's step: weight w, gradient g, moments m and v
+// (updated); it returns the new weight.
+float update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
+    if (DETERMINISTIC) return det_update(w, g, m, v, bc2, step_size);
+    if (p.decoupled != 0u) w *= 1.0 - lr * p.weight_decay;
+    else g += p.weight_decay * w;
+    m = p.beta1 * m + (1.0 - p.beta1) * g;
+    v = p.beta2 * v + (1.0 - p.beta2) * g * g;
+    return w - step_size * m / (sqrt(v) / bc2 + p.eps);
+}
+
+// elem updates element e of the chunk at and returns its new weight.
+float elem(uvec4 at, uint e, float bc2, float step_size) {
+    uint ip = at.x + e, ig = at.y + e, im = at.z + e, iv = at.w + e;
+    float m = WORD(m1, im), v = WORD(m2, iv);
+    float nw = update(WORD(param, ip), WORD(grad, ig), m, v, bc2, step_size);
+    WORD(m1, im) = m;
+    WORD(m2, iv) = v;
+    WORD(param, ip) = nw;
+    return nw;
+}
+
+// quad updates elements 4q to 4q + 3 of a vec4 chunk (at4: its vec4
+// offsets) and returns their new weights.
+vec4 quad(uvec4 at4, uint q, float bc2, float step_size) {
+    uint ip = at4.x + q, ig = at4.y + q, im = at4.z + q, iv = at4.w + q;
+    vec4 w = LOAD4(param, ip), g = LOAD4(grad, ig), m = LOAD4(m1, im), v = LOAD4(m2, iv);
+    w.x = update(w.x, g.x, m.x, v.x, bc2, step_size);
+    w.y = update(w.y, g.y, m.y, v.y, bc2, step_size);
+    w.z = update(w.z, g.z, m.z, v.z, bc2, step_size);
+    w.w = update(w.w, g.w, m.w, v.w, bc2, step_size);
+    m1[im] = m;
+    m2[iv] = v;
+    param[ip] = w;
+    return w;
+}
+
+void main() {
+    if (found[0] != 0.0) return;
+    uint c = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (c >= p.nchunks) return;
+    uvec4 at = chunks[2u * c];
+    uvec4 more = chunks[2u * c + 1u]; // count, half copy's first word, has a half copy
+    uint t = steps[0] + 1u;
+    lr = LR_DEV ? lr_dev[0] : p.lr;
+    float bc2, step_size;
+    if (DETERMINISTIC) {
+        bc2 = det_sqrt(det_one_minus_pow(p.beta2, t));
+        step_size = det_div(lr, det_one_minus_pow(p.beta1, t));
+    } else {
+        bc2 = sqrt(one_minus_pow(p.beta2, t));
+        step_size = lr / one_minus_pow(p.beta1, t);
+    }
+    uint count = more.x;
+    bool half_copy = HALF_DT != DT_F32 && more.z != 0u;
+    uint quads = chunk_vec4(at) ? count >> 2 : 0u; // the half copy is stored by words, at any word
+    uvec4 at4 = at >> 2;
+    if (!half_copy) {
+        for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x)
+            quad(at4, q, bc2, step_size);
+        for (uint e = 4u * quads + gl_LocalInvocationIndex; e < count; e += gl_WorkGroupSize.x)
+            elem(at, e, bc2, step_size);
+        return;
+    }
+    for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x) {
+        vec4 w = quad(at4, q, bc2, step_size);
+        h[more.y + 2u * q] = f32_to_half_flat(w.x, HALF_DT) | (f32_to_half_flat(w.y, HALF_DT) << 16);
+        h[more.y + 2u * q + 1u] = f32_to_half_flat(w.z, HALF_DT) | (f32_to_half_flat(w.w, HALF_DT) << 16);
+    }
+    // Then two consecutive elements per invocation: a word of the copy has
+    // one writer. An odd count pads the last word's high half with 0, as Cast.
+    for (uint q = 2u * quads + gl_LocalInvocationIndex; 2u * q < count; q += gl_WorkGroupSize.x) {
+        uint lo = f32_to_half_flat(elem(at, 2u * q, bc2, step_size), HALF_DT);
+        uint hi = 0u;
+        if (2u * q + 1u < count) hi = f32_to_half_flat(elem(at, 2u * q + 1u, bc2, step_size), HALF_DT);
+        h[more.y + q] = lo | (hi << 16);
+    }
+}
+
+#endif

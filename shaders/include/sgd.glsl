@@ -1,0 +1,74 @@
+// The body of sgd.comp and its texel form (sgd_tex.comp, with
+// TEXELS defined).
+#ifndef VKAMP_SGD_GLSL
+#define VKAMP_SGD_GLSL
+
+#define TEX_BINDING 7 // the texel views' first binding (optim.glsl)
+#include "optim.glsl"
+#include "det.glsl"
+
+// LR_DEV reads the learning rate from lr_dev[0] when the step runs, not
+// from the push constants, as adam.comp does: a captured step replays with
+// the rate written before each replay. Without it any buffer is bound here.
+layout(constant_id = 5) const bool LR_DEV = false;
+layout(set = 0, binding = 6) readonly buffer LR { float lr_dev[]; };
+
+layout(push_constant) uniform Push {
+    uint nchunks;
+    float lr;
+    float momentum;
+    float dampening;
+    float weight_decay;
+    uint nesterov;
+} p;
+
+float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
+
+// det_update is update on the deterministic path: the same formulas with
+// det.glsl's operations.
+float det_update(float w, float g, inout float b, bool first) {
+    g = det_mad(p.weight_decay, w, g);
+    if (p.momentum != 0.0) {
+        b = first ? g : det_add(det_mul(p.momentum, b), det_mul(det_sub(1.0, p.dampening), g));
+        g = p.nesterov != 0u ? det_mad(p.momentum, b, g) : b;
+    }
+    return det_sub(w, det_mul(lr, g));
+}
+
+// update is one element's step: weight w, gradient g and, with a momentum,
+// its buffer b (updated); it returns the new weight.
+float update(float w, float g, inout float b, bool first) {
+    if (DETERMINISTIC) return det_update(w, g, b, first);
+    g = g + p.weight_decay * w;
+    if (p.momentum != 0.0) {
+        b = first ? g : p.momentum * b + (1.0 - p.dampening) * g;
+        g = p.nesterov != 0u ? g + p.momentum * b : b;
+    }
+    return w - lr * g;
+}
+
+void main() {
+    lr = LR_DEV ? lr_dev[0] : p.lr;
+    bool first = steps[0] == 0u;
+    bool mom = p.momentum != 0.0; // else m1 is absent
+    FOR_EACH_QUAD(p.nchunks, {
+        vec4 w = LOAD4(param, ip);
+        vec4 g = LOAD4(grad, ig);
+        vec4 b = vec4(0.0);
+        if (mom) b = LOAD4(m1, im);
+        w.x = update(w.x, g.x, b.x, first);
+        w.y = update(w.y, g.y, b.y, first);
+        w.z = update(w.z, g.z, b.z, first);
+        w.w = update(w.w, g.w, b.w, first);
+        if (mom) m1[im] = b;
+        param[ip] = w;
+    }, {
+        float b = 0.0;
+        if (mom) b = WORD(m1, im);
+        float w = update(WORD(param, ip), WORD(grad, ig), b, first);
+        if (mom) WORD(m1, im) = b;
+        WORD(param, ip) = w;
+    })
+}
+
+#endif
