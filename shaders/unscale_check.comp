@@ -8,8 +8,9 @@
 // with a scale below 1 a finite gradient can overflow; either would reach
 // the weights unflagged. The gradients are reached through one
 // binding of their memory block and a table of chunks, so one dispatch
-// covers them all. One workgroup per chunk; each raises the flags at most
-// once, with plain stores of 1.0 (every writer stores the same value).
+// covers them all. One workgroup per chunk; an invocation that sees an inf
+// or NaN raises the flags by ORing 1.0's bits into them (atomics, no
+// barrier).
 // Deterministic mode: subnormal gradients, reciprocals and products are
 // flushed (det.glsl), as SwiftShader computes them.
 #include "unscale_check.glsl"

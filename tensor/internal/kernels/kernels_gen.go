@@ -4074,7 +4074,7 @@ type UnscaleCheckBind struct {
 	Data  *vk.Buffer // binding 0: read and written
 	Table *vk.Buffer // binding 1: read
 	State *vk.Buffer // binding 2: read and written
-	Found *vk.Buffer // binding 3: written
+	Found *vk.Buffer // binding 3: read and written
 }
 
 // UnscaleCheck records unscale_check.comp on d over groups workgroups.
@@ -4107,7 +4107,7 @@ type UnscaleCheckTexBind struct {
 	Data    *vk.Buffer // binding 0: read and written
 	Table   *vk.Buffer // binding 1: read
 	State   *vk.Buffer // binding 2: read and written
-	Found   *vk.Buffer // binding 3: written
+	Found   *vk.Buffer // binding 3: read and written
 	DataTex *vk.Buffer // binding 4: read as texels
 }
 
