@@ -1,6 +1,6 @@
 #version 450
 // adam_tex is adam.comp's texel form for CPU drivers: the vec4 path reads
-// the parameters, gradients and moments as texels and stores 64-bit words
-// (include/optim.glsl); every element's arithmetic is adam.comp's.
+// the parameters, gradients and moments as texels (include/optim.glsl);
+// every element's arithmetic is adam.comp's.
 #define TEXELS
 #include "adam.glsl"

@@ -80,47 +80,46 @@ void main() {
     uint c = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint lid = gl_LocalInvocationIndex;
     if (c >= p.nchunks) return;
-    {
-        uvec4 e = chunks[c];
-        float inv = uintBitsToFloat(state[1]);
-        bool scale = inv != 1.0;
-        bool wide = e.z == 0u;
-        // The chunk's words: whole ones (every element counted), then for an
-        // odd fp16 count one whose high half is padding. Whole words split
-        // into a head up to a 16-byte boundary, a run of uvec4s and a tail;
-        // head, tail and the padded word (at most 7 words) take one scalar
-        // access each, by the first invocations.
-        uint whole = wide ? e.y : e.y / 2u;
-        uint head = min((0u - e.x) & 3u, whole);
-        uint v0 = (e.x + head) / 4u;
-        uint nv = (whole - head) / 4u;
-        uint after = head + 4u * nv;
-        uint nscalar = head + (wide ? e.y : (e.y + 1u) / 2u) - after;
-        uvec4 bad = uvec4(0u);
-        // Two calls with constant dtypes, not one loop that tests it: CPU
-        // drivers would make both dtypes' arithmetic for every word.
-        if (wide) bad = sweep(v0, nv, inv, scale, true);
-        else bad = sweep(v0, nv, inv, scale, false);
-        if (lid < nscalar) {
-            uint i = lid < head ? lid : after + (lid - head);
-            bool two = 2u * i + 1u < e.y;
-            uint w = data[e.x + i];
-            uint counted = wide || two ? ~0u : 0xFFFFu; // the bits of elements
-            bad.x |= wide ? nonfinite32(uvec4(w)).x : nonfinite16(uvec4(w & counted)).x;
-            if (scale) {
-                uint r = unscale_word(w, inv, wide, two);
-                bad.x |= wide ? nonfinite32(uvec4(r)).x : nonfinite16(uvec4(r & counted)).x;
-                data[e.x + i] = r;
-            }
+    uvec4 e = chunks[c];
+    float inv = uintBitsToFloat(state[1]);
+    bool scale = inv != 1.0;
+    bool wide = e.z == 0u;
+    // The chunk's words: whole ones (every element counted), then for an
+    // odd fp16 count one whose high half is padding. Whole words split
+    // into a head up to a 16-byte boundary, a run of uvec4s and a tail;
+    // head, tail and the padded word (at most 7 words) take one scalar
+    // access each, by the first invocations.
+    uint whole = wide ? e.y : e.y / 2u;
+    uint head = min((0u - e.x) & 3u, whole);
+    uint v0 = (e.x + head) / 4u;
+    uint nv = (whole - head) / 4u;
+    uint after = head + 4u * nv;
+    uint nscalar = head + (wide ? e.y : (e.y + 1u) / 2u) - after;
+    uvec4 bad = uvec4(0u);
+    // Two calls with constant dtypes, not one loop that tests it: CPU
+    // drivers would make both dtypes' arithmetic for every word.
+    if (wide) bad = sweep(v0, nv, inv, scale, true);
+    else bad = sweep(v0, nv, inv, scale, false);
+    if (lid < nscalar) {
+        uint i = lid < head ? lid : after + (lid - head);
+        bool two = 2u * i + 1u < e.y;
+        uint w = data[e.x + i];
+        uint counted = wide || two ? ~0u : 0xFFFFu; // the bits of elements
+        bad.x |= wide ? nonfinite32(uvec4(w)).x : nonfinite16(uvec4(w & counted)).x;
+        if (scale) {
+            uint r = unscale_word(w, inv, wide, two);
+            bad.x |= wide ? nonfinite32(uvec4(r)).x : nonfinite16(uvec4(r & counted)).x;
+            data[e.x + i] = r;
         }
-        // An invocation that saw an inf or NaN raises both flags itself:
-        // ORing in 1.0's bits leaves 0.0 or 1.0 however many do. A
-        // workgroup's reduction to one store made it wait at two
-        // barriers, and lavapipe's unscale take about 1.25 times as long.
-        if (any(notEqual(bad, uvec4(0u)))) {
-            atomicOr(found_bits[0], ONE_BITS);
-            atomicOr(state[3], ONE_BITS);
-        }
+    }
+    // An invocation that saw an inf or NaN raises both flags itself:
+    // ORing in 1.0's bits leaves 0.0 or 1.0 however many do. The
+    // workgroup's reduction to one store this replaces waited at two
+    // barriers (lavapipe, MNIST MLP AMP step: unscale over Adam 0.38
+    // before, 0.30 after, kernel timestamps in one run).
+    if (any(notEqual(bad, uvec4(0u)))) {
+        atomicOr(found_bits[0], ONE_BITS);
+        atomicOr(state[3], ONE_BITS);
     }
 }
 
