@@ -10,3 +10,11 @@ func SetHeapSize(d *Device, i int, size uint64) {
 	defer d.mu.Unlock()
 	d.heapSize[i] = size
 }
+
+// ArenaStats is Device.arenaStats: pieces given out by the slots' command
+// arenas, their rewinds, and the slots whose arena is off.
+func ArenaStats(d *Device) (pieces, rewinds uint64, off int) { return d.arenaStats() }
+
+// ArenaCheck runs the command arena's own check (shim.c) and returns the
+// number of the first expectation that failed, or 0.
+func ArenaCheck() int { return arenaCheck() }

@@ -13,8 +13,9 @@ import (
 	"sync/atomic"
 )
 
-// A finished batch's pools are reset (lavapipe takes some 100 us for a
-// training step's commands) by a resetter goroutine of low priority, off the
+// A finished batch's pools are reset (lavapipe took some 100 us for a
+// training step's commands before the command arena, shim.c, made freeing
+// them a count) by a resetter goroutine of low priority, off the
 // path that records. begin takes the reset over if the resetter has not
 // started it, and waits only for one under way, so that a busy host records
 // no slower than it would resetting inline.
@@ -98,3 +99,23 @@ type slotReset struct {
 	pools   atomic.Int32 // poolsClean, poolsQueued or poolsDirty
 	resetMu sync.Mutex   // held while the pools are reset
 }
+
+// arenaStats sums the command arenas of d's slots (shim.c): the pieces of
+// driver memory they gave out, their rewinds, and the slots whose arena was
+// turned off because a piece outlived a pool reset.
+func (d *Device) arenaStats() (pieces, rewinds uint64, off int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.slots {
+		var p, r C.uint64_t
+		var o C.int
+		s.resetMu.Lock()
+		C.vkamp_slot_arena(&s.c, &p, &r, &o)
+		s.resetMu.Unlock()
+		pieces, rewinds, off = pieces+uint64(p), rewinds+uint64(r), off+int(o)
+	}
+	return pieces, rewinds, off
+}
+
+// arenaCheck runs the command arena's check without a driver (shim.c).
+func arenaCheck() int { return int(C.vkamp_arena_check()) }
