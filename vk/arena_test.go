@@ -14,7 +14,7 @@ import (
 // reallocation, and a piece live at a rewind turning the arena off intact.
 func TestArenaCheck(t *testing.T) {
 	if n := vk.ArenaCheck(); n != 0 {
-		t.Fatalf("command arena check %d failed (vkamp_arena_check in shim.c)", n)
+		t.Fatalf("command arena check %d failed (vkamp_arena_check in arena.c)", n)
 	}
 }
 

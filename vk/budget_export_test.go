@@ -15,6 +15,6 @@ func SetHeapSize(d *Device, i int, size uint64) {
 // arenas, their rewinds, and the slots whose arena is off.
 func ArenaStats(d *Device) (pieces, rewinds uint64, off int) { return d.arenaStats() }
 
-// ArenaCheck runs the command arena's own check (shim.c) and returns the
+// ArenaCheck runs the command arena's own check (arena.c) and returns the
 // number of the first expectation that failed, or 0.
 func ArenaCheck() int { return arenaCheck() }

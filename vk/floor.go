@@ -16,10 +16,11 @@ import (
 // RecordingFloor measures the driver's own host cost of recording a launch,
 // the floor under Dispatch's: it records n launches of k into a command
 // buffer of its own (a slot like Dispatch's, whose pool takes its host
-// memory from a command arena, shim.c) in one call into the C layer, straight through the
-// Vulkan API (the pipeline bound once, then per launch the buffers pushed as
-// descriptors, or a descriptor set allocated and written where the device
-// lacks push descriptors, the push constants and the dispatch), with no
+// memory from a command arena, arena.c) in one call into the C layer,
+// straight through the Vulkan API (the pipeline bound once, then per
+// launch the buffers pushed as descriptors, or a descriptor set allocated
+// and written where the device lacks push descriptors, the push constants
+// and the dispatch), with no
 // checks, hazard tracking or bookkeeping. It does that rounds times and
 // returns the fastest recording's host time over n. Nothing is submitted: the
 // command buffer, left recording, goes with its pool.

@@ -14,7 +14,7 @@ import (
 )
 
 // A finished batch's pools are reset (lavapipe took some 100 us for a
-// training step's commands before the command arena, shim.c, made freeing
+// training step's commands before the command arena, arena.c, made freeing
 // them a count) by a resetter goroutine of low priority, off the
 // path that records. begin takes the reset over if the resetter has not
 // started it, and waits only for one under way, so that a busy host records
@@ -100,7 +100,7 @@ type slotReset struct {
 	resetMu sync.Mutex   // held while the pools are reset
 }
 
-// arenaStats sums the command arenas of d's slots (shim.c): the pieces of
+// arenaStats sums the command arenas of d's slots (arena.c): the pieces of
 // driver memory they gave out, their rewinds, and the slots whose arena was
 // turned off because a piece outlived a pool reset.
 func (d *Device) arenaStats() (pieces, rewinds uint64, off int) {
@@ -110,12 +110,12 @@ func (d *Device) arenaStats() (pieces, rewinds uint64, off int) {
 		var p, r C.uint64_t
 		var o C.int
 		s.resetMu.Lock()
-		C.vkamp_slot_arena(&s.c, &p, &r, &o)
+		C.vkamp_arena_stats(s.c.arena, &p, &r, &o)
 		s.resetMu.Unlock()
 		pieces, rewinds, off = pieces+uint64(p), rewinds+uint64(r), off+int(o)
 	}
 	return pieces, rewinds, off
 }
 
-// arenaCheck runs the command arena's check without a driver (shim.c).
+// arenaCheck runs the command arena's check without a driver (arena.c).
 func arenaCheck() int { return int(C.vkamp_arena_check()) }

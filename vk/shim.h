@@ -9,6 +9,7 @@
 #define VK_DEFINE_NON_DISPATCHABLE_HANDLE(object) typedef uint64_t object;
 #include <stdint.h>
 #include <vulkan/vulkan.h>
+#include "arena.h"
 
 // vkamp_load opens the Vulkan loader. It returns NULL on success or a static
 // message saying what failed.
@@ -91,7 +92,7 @@ typedef struct {
 	// descriptor set and the slot has no descriptor pool.
 	uint32_t push_desc;
 	VkPipeline bound; // the pipeline last bound in cmd, to skip rebinding it
-	void *arena;      // the command pool's host memory (shim.c); NULL for a secondary
+	vkamp_arena *arena; // the command pool's host memory (arena.h); NULL for a secondary
 } vkamp_slot;
 
 VkResult vkamp_create_slot(VkDevice dev, uint32_t family, uint32_t max_sets, uint32_t max_descriptors,
@@ -101,10 +102,6 @@ void vkamp_destroy_slot(VkDevice dev, vkamp_slot *s);
 // next vkamp_begin. The pools are the slot's alone (a pool per slot), so it
 // may run on another thread while other slots record or wait.
 VkResult vkamp_reset_slot(VkDevice dev, vkamp_slot *s);
-// vkamp_slot_arena reports the slot's command arena: pieces given out,
-// rewinds, and whether it was turned off (a piece outlived a pool reset).
-void vkamp_slot_arena(const vkamp_slot *s, uint64_t *pieces, uint64_t *rewinds, int *off);
-int vkamp_arena_check(void);
 // vkamp_begin resets the fence and begins the command buffer of a slot
 // whose pools vkamp_reset_slot has reset (or that is new).
 VkResult vkamp_begin(VkDevice dev, vkamp_slot *s, uint32_t queries);
