@@ -189,7 +189,20 @@ func (s *LossScale) placeOn(d *vk.Device) error {
 // keep their memory. It panics before the first Scale. Like every in-place
 // op it returns errors (a gradient's or found's, or a failed recording).
 func (s *LossScale) Unscale(grads []*Tensor, found *Tensor, tab *BlockTable) error {
-	const op = "LossScale.Unscale"
+	return s.unscale("LossScale.Unscale", grads, found, tab, false)
+}
+
+// Check records Unscale's inf check alone: found becomes 1 if any of grads
+// is inf or NaN, or would be once multiplied by the inverse of the scale,
+// and the gradients are left scaled. A step that unscales as it reads them
+// (AdamConfig.Unscale) follows, skipped on found: together they give
+// Unscale's flag and update with one pass over the gradients fewer.
+func (s *LossScale) Check(grads []*Tensor, found *Tensor, tab *BlockTable) error {
+	return s.unscale("LossScale.Check", grads, found, tab, true)
+}
+
+// unscale is Unscale, or Check if checkOnly.
+func (s *LossScale) unscale(op string, grads []*Tensor, found *Tensor, tab *BlockTable, checkOnly bool) error {
 	s.onDevice(op)
 	sameDevice(op, s.state, found)
 	checkItem(op, found)
@@ -221,10 +234,10 @@ func (s *LossScale) Unscale(grads []*Tensor, found *Tensor, tab *BlockTable) err
 		push := kernels.UnscaleCheckPush{Nchunks: uint32(g.chunks)}
 		var err error
 		if texelsServe(d, g.bind[0]) {
-			err = kernels.UnscaleCheckTex(d, g.grid(), kernels.UnscaleCheckTexSpec{}, kernels.UnscaleCheckTexPush(push), kernels.UnscaleCheckTexBind{
+			err = kernels.UnscaleCheckTex(d, g.grid(), kernels.UnscaleCheckTexSpec{CheckOnly: checkOnly}, kernels.UnscaleCheckTexPush(push), kernels.UnscaleCheckTexBind{
 				Data: g.bind[0], Table: g.table, State: s.state.buf, Found: found.buf, DataTex: g.bind[0]})
 		} else {
-			err = kernels.UnscaleCheck(d, g.grid(), kernels.UnscaleCheckSpec{}, push,
+			err = kernels.UnscaleCheck(d, g.grid(), kernels.UnscaleCheckSpec{CheckOnly: checkOnly}, push,
 				kernels.UnscaleCheckBind{Data: g.bind[0], Table: g.table, State: s.state.buf, Found: found.buf})
 		}
 		if err != nil {

@@ -101,6 +101,12 @@ func TestLossScaleUnscale(t *testing.T) {
 	require.Equal(t, live, d.Stats().LiveBuffers, "buffers made for the same gradients")
 	require.Equal(t, float32(1), ampItem(t, found))
 
+	// Check finds it too, and leaves every gradient as it was.
+	before := [][]float32{opRead(t, a), opRead(t, b)}
+	require.NoError(t, ls.Check(grads, found, &tab))
+	require.Equal(t, float32(1), ampItem(t, found))
+	require.Equal(t, before, [][]float32{opRead(t, a), opRead(t, b)}, "gradients after Check")
+
 	// Other gradients get tables of their own.
 	c, cv := opRand(t, d, 3, 1, tensor.Float32, 5)
 	require.NoError(t, ls.Unscale([]*tensor.Tensor{c}, found, &tab))
@@ -174,7 +180,8 @@ func TestLossScaleUpdate(t *testing.T) {
 // TestLossScaleUnscaleResult: the unscale flags a non-finite result, not
 // only a non-finite input, in both dtypes: with inv_scale +inf (a scale
 // below about 2.9e-39, or a loaded 0) a zero gradient becomes NaN, and with
-// a finite inv_scale above 1 a finite gradient can overflow.
+// a finite inv_scale above 1 a finite gradient can overflow. Check flags
+// the same and leaves the gradient as it was.
 func TestLossScaleUnscaleResult(t *testing.T) {
 	d := devtest.Open(t)
 	ls := tensor.NewLossScale(1024, 0)
@@ -204,8 +211,17 @@ func TestLossScaleUnscaleResult(t *testing.T) {
 		{1e-2, f16, []float32{0, 600, 0}, 0},
 	} {
 		require.NoError(t, ls.Load(c.scale, 0))
-		g, _ := opInput(t, d, c.vals, c.dt, 3)
-		require.NoError(t, ls.Unscale([]*tensor.Tensor{g}, found, &tab))
-		require.Equalf(t, c.found, ampItem(t, found), "case %d: scale %g, %s gradient %v", i, c.scale, c.dt, c.vals)
+		for _, check := range []bool{false, true} {
+			g, _ := opInput(t, d, c.vals, c.dt, 3)
+			run := ls.Unscale
+			if check {
+				run = ls.Check
+			}
+			require.NoError(t, run([]*tensor.Tensor{g}, found, &tab))
+			require.Equalf(t, c.found, ampItem(t, found), "case %d: scale %g, %s gradient %v, check only %v", i, c.scale, c.dt, c.vals, check)
+			if check {
+				require.Equalf(t, c.vals, opRead(t, g), "case %d: Check changed the gradient", i)
+			}
+		}
 	}
 }

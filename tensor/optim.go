@@ -231,6 +231,15 @@ type AdamConfig struct {
 	// with a tensor lr and capturable=True): a captured step replays with
 	// the rate written into it before each replay.
 	LRTensor *Tensor
+	// Unscale, when set, has the step multiply each gradient by the loss
+	// scale's inverse as it reads it, where LossScale.Unscale would have
+	// multiplied it in memory before the step: the same products, so the
+	// same update, with one pass over the gradients fewer (PyTorch's fused
+	// Adam, which takes the scaler's grad_scale). The gradients stay scaled.
+	// The scale is read when the step runs; LossScale.Check over the same
+	// gradients must come first, into the step's skip flag, so that no
+	// inf or NaN product reaches the update.
+	Unscale *LossScale
 }
 
 // AdamStep records an Adam step over every parameter unless skip is
@@ -249,12 +258,18 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 		return err
 	}
 	spec.LrDev = lrDev
+	scale, err := s.scaleBinding("AdamStep", c.Unscale)
+	if err != nil {
+		return err
+	}
+	spec.Unscale = c.Unscale != nil
 	return s.step("AdamStep", skip, l, cells, func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		b := kernels.AdamBind{P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h], Lr: lr.buf}
+		b := kernels.AdamBind{P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, V: g.bind[3], H: g.bind[h], Lr: lr.buf,
+			ScaleState: scale.buf}
 		if s.texels(flag.dev, b.P, b.G, b.M, b.V) {
 			return kernels.AdamTex(flag.dev, g.grid(), kernels.AdamTexSpec(spec), kernels.AdamTexPush(p), kernels.AdamTexBind{
-				P: b.P, G: b.G, M: b.M, Table: b.Table, Found: b.Found, Steps: b.Steps, V: b.V, H: b.H, Lr: b.Lr,
+				P: b.P, G: b.G, M: b.M, Table: b.Table, Found: b.Found, Steps: b.Steps, V: b.V, H: b.H, Lr: b.Lr, ScaleState: b.ScaleState,
 				ParamTex: b.P, GradTex: b.G, M1Tex: b.M, M2Tex: b.V})
 		}
 		return kernels.Adam(flag.dev, g.grid(), spec, p, b)
@@ -285,6 +300,18 @@ func (s *OptimizerState) lrBinding(op string, t *Tensor) (*Tensor, bool, error) 
 		panic(&DTypeError{Op: op, Got: t.dtype, Want: fmt.Sprintf("a one-element float32 LRTensor, not shape %v", t.shape)})
 	}
 	return t, true, firstErr(t)
+}
+
+// scaleBinding checks a step's loss scale to unscale by (nil: none) and
+// returns the tensor its kernel binds for it, and the error that tensor
+// carries. Without one the step count is bound, not read.
+func (s *OptimizerState) scaleBinding(op string, ls *LossScale) (*Tensor, error) {
+	if ls == nil {
+		return s.steps, nil
+	}
+	ls.onDevice(op)
+	sameDevice(op, ls.state, s.steps)
+	return ls.state, firstErr(ls.state)
 }
 
 // step records update over every group of the table, then the step count.

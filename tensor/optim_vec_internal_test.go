@@ -33,9 +33,10 @@ var optVecShifts = [][5]int{{0, 0, 0, 0, 0}, {1, 2, 3, 1, 0}, {0, 0, 0, 2, 0}, {
 // offsets, which must end equal. With the VEC4 constant false (SwiftShader's
 // setting) every chunk goes word by word, and the bits must not change;
 // nor must they with the texel forms (adam_tex, sgd_tex, adadelta_tex,
-// lavapipe's), run here on every device.
+// lavapipe's), run here on every device; nor with Adam unscaling the
+// gradients as it reads them (adam-unscale).
 func TestOptimizerVec4Offsets(t *testing.T) {
-	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "sgd", "sgd-nesterov", "sgd-plain", "adadelta"}
+	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "adam-unscale", "sgd", "sgd-nesterov", "sgd-plain", "adadelta"}
 	for _, det := range []bool{false, true} {
 		d := devtest.Open(t, vk.Options{Deterministic: det})
 		for _, kind := range kinds {
@@ -130,18 +131,24 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]
 		require.True(t, p.TexelsFit() && g.TexelsFit() && m.TexelsFit() && v.TexelsFit(), "the buffers fit texel views")
 	}
 	switch kind {
-	case "adam", "adamw", "adam-f16", "adam-bf16":
-		spec := kernels.AdamSpec{Vec4: !wordwise}
+	case "adam", "adamw", "adam-f16", "adam-bf16", "adam-unscale":
+		// adam-unscale multiplies the gradients by a loss scale's inverse
+		// (words: scale 3, inverse 0.1, not a power of 2) as it reads them.
+		scale := Zeros(d, Float32, 2)
+		t.Cleanup(scale.Release)
+		require.NoError(t, scale.SetBytes(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil,
+			math.Float32bits(3)), math.Float32bits(0.1))))
+		spec := kernels.AdamSpec{Vec4: !wordwise, Unscale: kind == "adam-unscale"}
 		if kind == "adam-f16" {
 			spec.HalfDT = Float16.code()
 		} else if kind == "adam-bf16" {
 			spec.HalfDT = BFloat16.code()
 		}
 		push := kernels.AdamPush{Nchunks: uint32(nc), Lr: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Decoupled: boolWord(kind == "adamw")}
-		b := kernels.AdamBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf}
+		b := kernels.AdamBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf, ScaleState: scale.buf}
 		if mode == optTexels {
 			err = kernels.AdamTex(d, grid, kernels.AdamTexSpec(spec), kernels.AdamTexPush(push), kernels.AdamTexBind{
-				P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf,
+				P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, V: v, H: h, Lr: steps.buf, ScaleState: scale.buf,
 				ParamTex: p, GradTex: g, M1Tex: m, M2Tex: v})
 		} else {
 			err = kernels.Adam(d, grid, spec, push, b)

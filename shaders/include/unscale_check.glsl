@@ -8,6 +8,10 @@
 #include "det.glsl"
 
 layout(push_constant) uniform Push { uint nchunks; } p;
+// CHECK_ONLY checks the gradients as unscaling them would, and stores
+// nothing: the optimizer step that follows unscales them as it reads them
+// (LossScale.Check and AdamConfig.Unscale, PyTorch's fused Adam).
+layout(constant_id = 1) const bool CHECK_ONLY = false;
 layout(set = 0, binding = 0) buffer Data { uint data[]; };
 // The same binding by 16-byte words: the 16-byte aligned run of a chunk goes
 // four words per access (a quarter of the loop trips; on lavapipe, with the
@@ -70,7 +74,7 @@ uvec4 sweep(uint v0, uint nv, float inv, bool scale, const bool wide) {
         if (scale) {
             uvec4 r = unscale_words(w, inv, wide);
             bad |= wide ? nonfinite32(r) : nonfinite16(r);
-            store4(v0 + i, r);
+            if (!CHECK_ONLY) store4(v0 + i, r);
         }
     }
     return bad;
@@ -109,7 +113,7 @@ void main() {
         if (scale) {
             uint r = unscale_word(w, inv, wide, two);
             bad.x |= wide ? nonfinite32(uvec4(r)).x : nonfinite16(uvec4(r & counted)).x;
-            data[e.x + i] = r;
+            if (!CHECK_ONLY) data[e.x + i] = r;
         }
     }
     // An invocation that saw an inf or NaN raises both flags itself:

@@ -190,6 +190,7 @@ type AdamSpec struct {
 	HalfDT     DType  // HALF_DT: constant 1, default 0
 	Vec4       bool   // VEC4: constant 4, default 0
 	LrDev      bool   // LR_DEV: constant 5, default 0
+	Unscale    bool   // UNSCALE: constant 6, default 0
 }
 
 // AdamPush is the push-constant block Push (28 bytes), laid out as the
@@ -216,15 +217,16 @@ func (p *AdamPush) put(b []byte) {
 
 // AdamBind names the bindings of adam.comp.
 type AdamBind struct {
-	P     *vk.Buffer // binding 0: read and written
-	G     *vk.Buffer // binding 1: read
-	M     *vk.Buffer // binding 2: read and written
-	Table *vk.Buffer // binding 3: read
-	Found *vk.Buffer // binding 4: read
-	Steps *vk.Buffer // binding 5: read
-	V     *vk.Buffer // binding 6: read and written
-	H     *vk.Buffer // binding 7: written
-	Lr    *vk.Buffer // binding 8: read
+	P          *vk.Buffer // binding 0: read and written
+	G          *vk.Buffer // binding 1: read
+	M          *vk.Buffer // binding 2: read and written
+	Table      *vk.Buffer // binding 3: read
+	Found      *vk.Buffer // binding 4: read
+	Steps      *vk.Buffer // binding 5: read
+	V          *vk.Buffer // binding 6: read and written
+	H          *vk.Buffer // binding 7: written
+	Lr         *vk.Buffer // binding 8: read
+	ScaleState *vk.Buffer // binding 9: read
 }
 
 // Adam records adam.comp on d over groups workgroups.
@@ -234,9 +236,10 @@ func Adam(d *vk.Device, groups [3]uint32, s AdamSpec, p AdamPush, b AdamBind) er
 	k.put(1, uint32(s.HalfDT))
 	k.put(4, b2u(s.Vec4))
 	k.put(5, b2u(s.LrDev))
+	k.put(6, b2u(s.Unscale))
 	var push [28]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H, b.Lr)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H, b.Lr, b.ScaleState)
 }
 
 // AdamTexSpec holds the specialization constants of adam_tex.comp. A zero field
@@ -246,6 +249,7 @@ type AdamTexSpec struct {
 	HalfDT     DType  // HALF_DT: constant 1, default 0
 	Vec4       bool   // VEC4: constant 4, default 0
 	LrDev      bool   // LR_DEV: constant 5, default 0
+	Unscale    bool   // UNSCALE: constant 6, default 0
 }
 
 // AdamTexPush is the push-constant block Push (28 bytes), laid out as the
@@ -272,19 +276,20 @@ func (p *AdamTexPush) put(b []byte) {
 
 // AdamTexBind names the bindings of adam_tex.comp.
 type AdamTexBind struct {
-	P        *vk.Buffer // binding 0: read and written
-	G        *vk.Buffer // binding 1: read
-	M        *vk.Buffer // binding 2: read and written
-	Table    *vk.Buffer // binding 3: read
-	Found    *vk.Buffer // binding 4: read
-	Steps    *vk.Buffer // binding 5: read
-	V        *vk.Buffer // binding 6: read and written
-	H        *vk.Buffer // binding 7: written
-	Lr       *vk.Buffer // binding 8: read
-	ParamTex *vk.Buffer // binding 9: read as texels
-	GradTex  *vk.Buffer // binding 10: read as texels
-	M1Tex    *vk.Buffer // binding 11: read as texels
-	M2Tex    *vk.Buffer // binding 12: read as texels
+	P          *vk.Buffer // binding 0: read and written
+	G          *vk.Buffer // binding 1: read
+	M          *vk.Buffer // binding 2: read and written
+	Table      *vk.Buffer // binding 3: read
+	Found      *vk.Buffer // binding 4: read
+	Steps      *vk.Buffer // binding 5: read
+	V          *vk.Buffer // binding 6: read and written
+	H          *vk.Buffer // binding 7: written
+	Lr         *vk.Buffer // binding 8: read
+	ScaleState *vk.Buffer // binding 9: read
+	ParamTex   *vk.Buffer // binding 10: read as texels
+	GradTex    *vk.Buffer // binding 11: read as texels
+	M1Tex      *vk.Buffer // binding 12: read as texels
+	M2Tex      *vk.Buffer // binding 13: read as texels
 }
 
 // AdamTex records adam_tex.comp on d over groups workgroups.
@@ -294,9 +299,10 @@ func AdamTex(d *vk.Device, groups [3]uint32, s AdamTexSpec, p AdamTexPush, b Ada
 	k.put(1, uint32(s.HalfDT))
 	k.put(4, b2u(s.Vec4))
 	k.put(5, b2u(s.LrDev))
+	k.put(6, b2u(s.Unscale))
 	var push [28]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H, b.Lr, b.ParamTex, b.GradTex, b.M1Tex, b.M2Tex)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.V, b.H, b.Lr, b.ScaleState, b.ParamTex, b.GradTex, b.M1Tex, b.M2Tex)
 }
 
 // AddSpec holds the specialization constants of add.comp. A zero field
@@ -4057,6 +4063,7 @@ func Tanh(d *vk.Device, groups [3]uint32, s TanhSpec, p EwisePush, b TanhBind) e
 // takes the shader's default.
 type UnscaleCheckSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	CheckOnly  bool   // CHECK_ONLY: constant 1, default 0
 }
 
 // UnscaleCheckPush is the push-constant block Push (4 bytes), laid out as the
@@ -4081,6 +4088,7 @@ type UnscaleCheckBind struct {
 func UnscaleCheck(d *vk.Device, groups [3]uint32, s UnscaleCheckSpec, p UnscaleCheckPush, b UnscaleCheckBind) error {
 	k := key{op: "unscale_check"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, b2u(s.CheckOnly))
 	var push [4]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Data, b.Table, b.State, b.Found)
@@ -4090,6 +4098,7 @@ func UnscaleCheck(d *vk.Device, groups [3]uint32, s UnscaleCheckSpec, p UnscaleC
 // takes the shader's default.
 type UnscaleCheckTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	CheckOnly  bool   // CHECK_ONLY: constant 1, default 0
 }
 
 // UnscaleCheckTexPush is the push-constant block Push (4 bytes), laid out as the
@@ -4115,6 +4124,7 @@ type UnscaleCheckTexBind struct {
 func UnscaleCheckTex(d *vk.Device, groups [3]uint32, s UnscaleCheckTexSpec, p UnscaleCheckTexPush, b UnscaleCheckTexBind) error {
 	k := key{op: "unscale_check_tex"}
 	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, b2u(s.CheckOnly))
 	var push [4]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Data, b.Table, b.State, b.Found, b.DataTex)
