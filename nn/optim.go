@@ -388,6 +388,15 @@ type AdamOptions struct {
 	// ZeroLR allows an LR of 0, in the options and in SetLR, as
 	// SGDOptions.ZeroLR.
 	ZeroLR bool
+	// Fused lets a gradient scaler leave the unscaling to the step, as
+	// PyTorch's Adam(fused=True) takes the scaler's grad_scale: when
+	// scaler.Step is not preceded by scaler.Unscale, the gradients are
+	// only checked for inf and NaN, and the step multiplies each by the
+	// inverse of the scale as it reads it. The update is the same, bit for
+	// bit, with one pass over the gradients fewer; the gradients stay
+	// scaled after the step (call scaler.Unscale first to read or clip
+	// them unscaled).
+	Fused bool
 }
 
 // validate checks the options, as NewAdam (after its defaults) and
@@ -457,7 +466,27 @@ func (a *Adam) StepUnless(found *tensor.Tensor) error {
 	return a.step(found)
 }
 
-func (a *Adam) step(found *tensor.Tensor) error {
+// FusesUnscale reports whether a gradient scaler may leave the unscaling
+// to StepUnscaling (AdamOptions.Fused).
+func (a *Adam) FusesUnscale() bool { return a.o.Fused }
+
+// StepUnscaling updates the parameters from their gradients multiplied by
+// the inverse of scale as the step reads them, unless found[0] is non-zero
+// when the step runs; found must hold scale's check of these gradients
+// (tensor.LossScale.Check). The gradients stay as they are. A
+// scaler.Scaler calls it when the options set Fused.
+func (a *Adam) StepUnscaling(found *tensor.Tensor, scale *tensor.LossScale) error {
+	if found == nil || scale == nil {
+		panic(&tensor.UsageError{Op: "adam", Msg: "nil found or scale"})
+	}
+	return a.stepScaled(found, scale)
+}
+
+func (a *Adam) step(found *tensor.Tensor) error { return a.stepScaled(found, nil) }
+
+// stepScaled records the step, skipped on found (nil: never), unscaling
+// the gradients by scale (nil: none).
+func (a *Adam) stepScaled(found *tensor.Tensor, scale *tensor.LossScale) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.keepsHalves = a.keepHalf
@@ -474,7 +503,7 @@ func (a *Adam) step(found *tensor.Tensor) error {
 	}
 	for i, pt := range a.parts {
 		c := tensor.AdamConfig{LR: float32(a.o.LR * pt.lrScale), Beta1: float32(a.o.Beta1), Beta2: float32(a.o.Beta2), Eps: float32(a.o.Eps),
-			WeightDecay: float32(a.decay(pt, a.o.WeightDecay)), Decoupled: a.o.Decoupled, LRTensor: a.lr.ts[i]}
+			WeightDecay: float32(a.decay(pt, a.o.WeightDecay)), Decoupled: a.o.Decoupled, LRTensor: a.lr.ts[i], Unscale: scale}
 		if err := pt.state.AdamStep(c, found); err != nil {
 			return err
 		}

@@ -26,6 +26,20 @@ type DeviceSkipper interface {
 	StepUnless(found *tensor.Tensor) error
 }
 
+// FusedUnscaler is a DeviceSkipper that can unscale its gradients as it
+// steps, as PyTorch's fused Adam takes the scaler's grad_scale: when
+// FusesUnscale reports true and Unscale was not called, Step only checks
+// the gradients (tensor.LossScale.Check) and calls StepUnscaling, which
+// records a step that multiplies each gradient by the inverse of scale as
+// it reads it, skipped when found is non-zero. The update is the one
+// Unscale and StepUnless would give, with one pass over the gradients
+// fewer; the gradients stay scaled after the step.
+type FusedUnscaler interface {
+	DeviceSkipper
+	FusesUnscale() bool
+	StepUnscaling(found *tensor.Tensor, scale *tensor.LossScale) error
+}
+
 // Options configure a Scaler. Zero fields take PyTorch's defaults.
 type Options struct {
 	InitScale      float64 // initial scale; default 65536

@@ -33,6 +33,12 @@ func (s *Scaler) Unscale(opt Optimizer) error {
 }
 
 func (s *Scaler) unscale(opt Optimizer) error {
+	return s.check(opt, s.ls.Unscale)
+}
+
+// check runs record, the loss scale's Unscale or Check, over opt's
+// gradients into the next of its found flags.
+func (s *Scaler) check(opt Optimizer, record func([]*tensor.Tensor, *tensor.Tensor, *tensor.BlockTable) error) error {
 	d := s.ls.Device()
 	if d == nil {
 		return ErrNotScaled
@@ -73,7 +79,7 @@ func (s *Scaler) unscale(opt Optimizer) error {
 		}
 	}
 	found := st.found[st.gen.Add(1)%foundRing]
-	if err := s.ls.Unscale(grads, found, &st.table); err != nil {
+	if err := record(grads, found, &st.table); err != nil {
 		return fmt.Errorf("scaler: unscale: %w", err)
 	}
 	st.stage = unscaled
@@ -84,8 +90,10 @@ func (s *Scaler) unscale(opt Optimizer) error {
 // Step unscales opt's gradients if Unscale was not called, then steps opt
 // unless they held an inf or NaN. A DeviceSkipper is always called and
 // skips itself on the device; any other optimizer costs one host wait for
-// the flag. The returned Skipped tells, when read, whether the step was
-// skipped. A disabled scaler just steps.
+// the flag. A FusedUnscaler whose FusesUnscale is true unscales them
+// inside its step instead, when Unscale was not called: they stay scaled.
+// The returned Skipped tells, when read, whether the step was skipped. A
+// disabled scaler just steps.
 func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 	if s.disabled {
 		return Skipped{}, opt.Step()
@@ -99,8 +107,16 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 	if st.stage == stepped {
 		return Skipped{}, ErrSteppedTwice
 	}
+	fused, _ := opt.(FusedUnscaler)
+	if fused == nil || !fused.FusesUnscale() || st.stage != ready {
+		fused = nil
+	}
 	if st.stage == ready {
-		if err := s.unscale(opt); err != nil {
+		record := s.ls.Unscale
+		if fused != nil {
+			record = s.ls.Check
+		}
+		if err := s.check(opt, record); err != nil {
 			return Skipped{}, err
 		}
 	}
@@ -111,6 +127,9 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 	found := st.found[gen%foundRing]
 	skipped := Skipped{st: st, found: found, gen: gen}
 	st.stage = stepped
+	if fused != nil {
+		return skipped, fused.StepUnscaling(found, s.ls)
+	}
 	if ds, ok := opt.(DeviceSkipper); ok {
 		return skipped, ds.StepUnless(found)
 	}
