@@ -17,7 +17,7 @@ const streamCols = 1024
 // StreamNames are the names of Stream's results, in order (tools/bench's
 // -run chooses by them).
 var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32",
-	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/unscale-f32",
+	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/adam-unscaling-f32", "stream/unscale-f32", "stream/check-f32",
 	"stream/gelu-f16", "stream/accumulate-f32"}
 
 // streamOp is one streaming kernel to measure: run records it once and
@@ -91,9 +91,21 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 	defer one.Release()
 	sc.Scale(one).Release()
 	unscaleOpt := &gradOnly{[]*tensor.Tensor{ug}}
+	// The fused path's halves, by a scale of 4: the check and a fused
+	// Adam read the gradients and write none.
+	ls := tensor.NewLossScale(4, 0)
+	defer ls.Close()
+	ls.Scale(one).Release()
+	var checkTab tensor.BlockTable
+	defer checkTab.Close()
+	found := tensor.Zeros(d, tensor.Float32, 1)
+	keep = append(keep, found)
+	if err := found.Err(); err != nil {
+		return fmt.Errorf("bench: stream: %w", err)
+	}
 
-	adamStep := func(s *tensor.OptimizerState) error {
-		if err := s.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil); err != nil {
+	adamStep := func(s *tensor.OptimizerState, unscale *tensor.LossScale) error {
+		if err := s.AdamStep(tensor.AdamConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Unscale: unscale}, nil); err != nil {
 			return err
 		}
 		return d.Wait()
@@ -128,15 +140,24 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		{"stream/layernorm-f32", fmt.Sprintf("LayerNorm over rows of %d, fp32", streamCols), 8*fn + 8*float64(rows),
 			func() error { return wait(tensor.LayerNorm(a, gamma, beta, 1e-5)) }},
 		{"stream/adam-f32", "Adam step in place: reads value, gradient, two moments; writes value, two moments", 28 * fn,
-			func() error { return adamStep(adam) }},
+			func() error { return adamStep(adam, nil) }},
 		{"stream/adam-half-f32", "Adam step in place writing an fp16 copy of each weight (AMP's Adam): stream/adam-f32's bytes and the copy", 30 * fn,
-			func() error { return adamStep(adamHalf) }},
+			func() error { return adamStep(adamHalf, nil) }},
+		{"stream/adam-unscaling-f32", "stream/adam-f32 unscaling each gradient as it reads it (a fused Adam under a scaler: AdamConfig.Unscale)", 28 * fn,
+			func() error { return adamStep(adam, ls) }},
 		{"stream/unscale-f32", "scaler's fused inf check and unscale, in place (and the scale's update)", 8 * fn,
 			func() error {
 				if err := sc.Unscale(unscaleOpt); err != nil {
 					return err
 				}
 				if err := sc.UpdateTo(1); err != nil {
+					return err
+				}
+				return d.Wait()
+			}},
+		{"stream/check-f32", "scaler's inf check alone, for a fused Adam that unscales as it steps (LossScale.Check): reads the gradients", 4 * fn,
+			func() error {
+				if err := ls.Check([]*tensor.Tensor{ug}, found, &checkTab); err != nil {
 					return err
 				}
 				return d.Wait()

@@ -81,7 +81,10 @@ func build(o Options) (nn.Sequential, optimizer, error) {
 		opt, err = nn.NewAdadelta(model.Parameters(), nn.AdadeltaOptions{LR: o.LR})
 	} else {
 		var adam *nn.Adam
-		if adam, err = nn.NewAdam(model.Parameters(), nn.AdamOptions{LR: o.LR}); err == nil {
+		// Fused: the scaler's Step leaves the unscaling to Adam, one pass
+		// over the gradients fewer, the same weights (record calls
+		// Unscale itself only to combine several ranks' checks).
+		if adam, err = nn.NewAdam(model.Parameters(), nn.AdamOptions{LR: o.LR, Fused: true}); err == nil {
 			adam.KeepHalfWeights(o.FP16 || o.BF16) // the step writes autocast's weight casts
 			opt = adam
 		}

@@ -350,8 +350,10 @@ func (t *Trainer) record() error {
 	if err := t.dp.AllReduceGrads(); err != nil {
 		return err
 	}
-	if err := t.dp.Unscale(t.sc, t.opt); err != nil {
-		return err
+	if t.dp.Group().Size() > 1 { // else Step checks, and a fused Adam unscales
+		if err := t.dp.Unscale(t.sc, t.opt); err != nil {
+			return err
+		}
 	}
 	skipped, err := t.sc.Step(t.opt)
 	if err != nil {
