@@ -189,6 +189,9 @@ type SGDConfig struct {
 	// LRTensor, when set, is read in place of LR when the step runs, as
 	// AdamConfig.LRTensor.
 	LRTensor *Tensor
+	// Unscale, when set, has the step unscale each gradient as it reads
+	// it, as AdamConfig.Unscale (PyTorch's fused SGD).
+	Unscale *LossScale
 }
 
 // SGDStep records an SGD step over every parameter unless skip, a
@@ -209,13 +212,18 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 	if err != nil {
 		return err
 	}
+	scale, err := s.scaleBinding("SGDStep", c.Unscale)
+	if err != nil {
+		return err
+	}
 	return s.step("SGDStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
-		spec := kernels.SgdSpec{Vec4: s.vec4, LrDev: lrDev}
-		b := kernels.SgdBind{P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, Lr: lr.buf}
+		spec := kernels.SgdSpec{Vec4: s.vec4, LrDev: lrDev, Unscale: c.Unscale != nil}
+		b := kernels.SgdBind{P: g.bind[0], G: g.bind[1], M: g.bind[2], Table: g.table, Found: flag.buf, Steps: s.steps.buf, Lr: lr.buf, ScaleState: scale.buf}
 		if s.texels(flag.dev, b.P, b.G, b.M) {
 			return kernels.SgdTex(flag.dev, g.grid(), kernels.SgdTexSpec(spec), kernels.SgdTexPush(p), kernels.SgdTexBind{
-				P: b.P, G: b.G, M: b.M, Table: b.Table, Found: b.Found, Steps: b.Steps, Lr: b.Lr, ParamTex: b.P, GradTex: b.G, M1Tex: b.M})
+				P: b.P, G: b.G, M: b.M, Table: b.Table, Found: b.Found, Steps: b.Steps, Lr: b.Lr, ScaleState: b.ScaleState,
+				ParamTex: b.P, GradTex: b.G, M1Tex: b.M})
 		}
 		return kernels.Sgd(flag.dev, g.grid(), spec, p, b)
 	})

@@ -33,10 +33,10 @@ var optVecShifts = [][5]int{{0, 0, 0, 0, 0}, {1, 2, 3, 1, 0}, {0, 0, 0, 2, 0}, {
 // offsets, which must end equal. With the VEC4 constant false (SwiftShader's
 // setting) every chunk goes word by word, and the bits must not change;
 // nor must they with the texel forms (adam_tex, sgd_tex, adadelta_tex,
-// lavapipe's), run here on every device; nor with Adam unscaling the
-// gradients as it reads them (adam-unscale).
+// lavapipe's), run here on every device; nor with Adam or SGD unscaling
+// the gradients as they read them (the -unscale kinds).
 func TestOptimizerVec4Offsets(t *testing.T) {
-	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "adam-unscale", "sgd", "sgd-nesterov", "sgd-plain", "adadelta"}
+	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "adam-unscale", "sgd", "sgd-nesterov", "sgd-plain", "sgd-unscale", "adadelta"}
 	for _, det := range []bool{false, true} {
 		d := devtest.Open(t, vk.Options{Deterministic: det})
 		for _, kind := range kinds {
@@ -126,18 +126,18 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]
 	require.NoError(t, err)
 	t.Cleanup(func() { tb.Free() })
 	grid := [3]uint32{uint32(nc), 1, 1}
+	// The -unscale kinds multiply the gradients by a loss scale's inverse
+	// (words: scale 3, inverse 0.1, not a power of 2) as they read them.
+	scale := Zeros(d, Float32, 2)
+	t.Cleanup(scale.Release)
+	require.NoError(t, scale.SetBytes(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil,
+		math.Float32bits(3)), math.Float32bits(0.1))))
 	p, g, m, v, h := bufs[0].buf, bufs[1].buf, bufs[2].buf, bufs[3].buf, bufs[4].buf
 	if mode == optTexels {
 		require.True(t, p.TexelsFit() && g.TexelsFit() && m.TexelsFit() && v.TexelsFit(), "the buffers fit texel views")
 	}
 	switch kind {
 	case "adam", "adamw", "adam-f16", "adam-bf16", "adam-unscale":
-		// adam-unscale multiplies the gradients by a loss scale's inverse
-		// (words: scale 3, inverse 0.1, not a power of 2) as it reads them.
-		scale := Zeros(d, Float32, 2)
-		t.Cleanup(scale.Release)
-		require.NoError(t, scale.SetBytes(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil,
-			math.Float32bits(3)), math.Float32bits(0.1))))
 		spec := kernels.AdamSpec{Vec4: !wordwise, Unscale: kind == "adam-unscale"}
 		if kind == "adam-f16" {
 			spec.HalfDT = Float16.code()
@@ -153,17 +153,17 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]
 		} else {
 			err = kernels.Adam(d, grid, spec, push, b)
 		}
-	case "sgd", "sgd-nesterov", "sgd-plain":
+	case "sgd", "sgd-nesterov", "sgd-plain", "sgd-unscale":
 		push := kernels.SgdPush{Nchunks: uint32(nc), Lr: 0.1, Momentum: 0.9, Dampening: 0.1, WeightDecay: 0.01, Nesterov: boolWord(kind == "sgd-nesterov")}
 		if kind == "sgd-plain" {
 			push.Momentum, push.Dampening = 0, 0
 		}
-		spec := kernels.SgdSpec{Vec4: !wordwise}
+		spec := kernels.SgdSpec{Vec4: !wordwise, Unscale: kind == "sgd-unscale"}
 		if mode == optTexels {
 			err = kernels.SgdTex(d, grid, kernels.SgdTexSpec(spec), kernels.SgdTexPush(push), kernels.SgdTexBind{
-				P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf, ParamTex: p, GradTex: g, M1Tex: m})
+				P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf, ScaleState: scale.buf, ParamTex: p, GradTex: g, M1Tex: m})
 		} else {
-			err = kernels.Sgd(d, grid, spec, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf})
+			err = kernels.Sgd(d, grid, spec, push, kernels.SgdBind{P: p, G: g, M: m, Table: tb, Found: found.buf, Steps: steps.buf, Lr: steps.buf, ScaleState: scale.buf})
 		}
 	case "adadelta":
 		push := kernels.AdadeltaPush{Nchunks: uint32(nc), Lr: 1, Rho: 0.9, Eps: 1e-6, WeightDecay: 0.01}

@@ -4,6 +4,7 @@
 #define VKAMP_ADAM_GLSL
 
 #define SECOND_MOMENT
+#define UNSCALE_BINDING 9 // the scaler's state (optim.glsl)
 #define TEX_BINDING 10 // the texel views' first binding (optim.glsl)
 #include "optim.glsl"
 #include "det.glsl"
@@ -23,15 +24,6 @@ layout(set = 0, binding = 7) writeonly buffer H { uint h[]; };
 layout(constant_id = 5) const bool LR_DEV = false;
 layout(set = 0, binding = 8) readonly buffer LR { float lr_dev[]; };
 
-// UNSCALE multiplies each gradient by the loss scale's inverse as it is
-// read, as LossScale.Unscale would have multiplied it in memory (the same
-// product, so the same bits), after LossScale.Check found every product
-// finite: one pass over the gradients fewer (PyTorch's fused Adam, which
-// takes grad_scale). The gradients stay scaled in memory. The scaler's
-// state is bound at 9, its inverse at word 1; without it any buffer is.
-layout(constant_id = 6) const bool UNSCALE = false;
-layout(set = 0, binding = 9) readonly buffer ScaleState { uint scale_state[]; };
-
 layout(push_constant) uniform Push {
     uint nchunks;
     float lr;
@@ -43,17 +35,6 @@ layout(push_constant) uniform Push {
 } p;
 
 float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
-float inv; // the loss scale's inverse (UNSCALE), else 1, set first in main
-
-// unscaled is gradient g as unscale_check.glsl leaves it: untouched by an
-// inverse of 1, else one product, kept out of any fused multiply-add
-// (precise) as a stored product is.
-float unscaled(float g) {
-    if (!UNSCALE || inv == 1.0) return g;
-    if (DETERMINISTIC) return det_mul(g, inv);
-    precise float r = g * inv;
-    return r;
-}
 
 // one_minus_pow returns 1 - b^t for b in [0, 1). 1.0 - pow(b, t) cancels
 // when b^t is near 1 (0.999^t for small t), and pow is only as accurate as
@@ -122,7 +103,7 @@ float elem(uvec4 at, uint e, float bc2, float step_size) {
 vec4 quad(uvec4 at4, uint q, float bc2, float step_size) {
     uint ip = at4.x + q, ig = at4.y + q, im = at4.z + q, iv = at4.w + q;
     vec4 w = LOAD4(param, ip), g = LOAD4(grad, ig), m = LOAD4(m1, im), v = LOAD4(m2, iv);
-    g = vec4(unscaled(g.x), unscaled(g.y), unscaled(g.z), unscaled(g.w));
+    g = unscaled4(g);
     w.x = update(w.x, g.x, m.x, v.x, bc2, step_size);
     w.y = update(w.y, g.y, m.y, v.y, bc2, step_size);
     w.z = update(w.z, g.z, m.z, v.z, bc2, step_size);
@@ -141,7 +122,7 @@ void main() {
     uvec4 more = chunks[2u * c + 1u]; // count, half copy's first word, has a half copy
     uint t = steps[0] + 1u;
     lr = LR_DEV ? lr_dev[0] : p.lr;
-    inv = UNSCALE ? uintBitsToFloat(scale_state[1]) : 1.0;
+    read_inv();
     float bc2, step_size;
     if (DETERMINISTIC) {
         bc2 = det_sqrt(det_one_minus_pow(p.beta2, t));

@@ -39,6 +39,34 @@ layout(set = 0, binding = V_BINDING) buffer V { vec4 m2[]; };
 layout(set = 0, binding = V_BINDING) buffer VW { float m2_w[]; };
 #endif
 
+#ifdef UNSCALE_BINDING
+#include "det.glsl"
+// UNSCALE multiplies each gradient by the loss scale's inverse as it is
+// read, as LossScale.Unscale would have multiplied it in memory (the same
+// product, so the same bits), after LossScale.Check found every product
+// finite: one pass over the gradients fewer (PyTorch's fused optimizers
+// take grad_scale). The gradients stay scaled in memory. The scaler's
+// state is bound at UNSCALE_BINDING, its inverse at word 1; without it any
+// buffer is.
+layout(constant_id = 6) const bool UNSCALE = false;
+layout(set = 0, binding = UNSCALE_BINDING) readonly buffer ScaleState { uint scale_state[]; };
+
+float inv; // the loss scale's inverse (UNSCALE), else 1: read_inv, first in main
+
+void read_inv() { inv = UNSCALE ? uintBitsToFloat(scale_state[1]) : 1.0; }
+
+// unscaled is gradient g as unscale_check.glsl leaves it: untouched by an
+// inverse of 1, else one product, kept out of any fused multiply-add
+// (precise) as a stored product is.
+float unscaled(float g) {
+    if (!UNSCALE || inv == 1.0) return g;
+    if (DETERMINISTIC) return det_mul(g, inv);
+    precise float r = g * inv;
+    return r;
+}
+vec4 unscaled4(vec4 g) { return vec4(unscaled(g.x), unscaled(g.y), unscaled(g.z), unscaled(g.w)); }
+#endif
+
 // VEC4 allows the vec4 path; without it every chunk goes word by word,
 // which SwiftShader runs faster. It is false there, not a true "word by
 // word" flag, because vk freezes only false constants into plain ones and

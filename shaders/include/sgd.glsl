@@ -3,7 +3,8 @@
 #ifndef VKAMP_SGD_GLSL
 #define VKAMP_SGD_GLSL
 
-#define TEX_BINDING 7 // the texel views' first binding (optim.glsl)
+#define UNSCALE_BINDING 7 // the scaler's state (optim.glsl)
+#define TEX_BINDING 8 // the texel views' first binding (optim.glsl)
 #include "optim.glsl"
 #include "det.glsl"
 
@@ -49,11 +50,12 @@ float update(float w, float g, inout float b, bool first) {
 
 void main() {
     lr = LR_DEV ? lr_dev[0] : p.lr;
+    read_inv();
     bool first = steps[0] == 0u;
     bool mom = p.momentum != 0.0; // else m1 is absent
     FOR_EACH_QUAD(p.nchunks, {
         vec4 w = LOAD4(param, ip);
-        vec4 g = LOAD4(grad, ig);
+        vec4 g = unscaled4(LOAD4(grad, ig));
         vec4 b = vec4(0.0);
         if (mom) b = LOAD4(m1, im);
         w.x = update(w.x, g.x, b.x, first);
@@ -65,7 +67,7 @@ void main() {
     }, {
         float b = 0.0;
         if (mom) b = WORD(m1, im);
-        float w = update(WORD(param, ip), WORD(grad, ig), b, first);
+        float w = update(WORD(param, ip), unscaled(WORD(grad, ig)), b, first);
         if (mom) WORD(m1, im) = b;
         WORD(param, ip) = w;
     })

@@ -10,7 +10,8 @@
 layout(push_constant) uniform Push { uint nchunks; } p;
 // CHECK_ONLY checks the gradients as unscaling them would, and stores
 // nothing: the optimizer step that follows unscales them as it reads them
-// (LossScale.Check and AdamConfig.Unscale, PyTorch's fused Adam).
+// (LossScale.Check, then AdamConfig.Unscale or SGDConfig.Unscale: PyTorch's
+// fused optimizers).
 layout(constant_id = 1) const bool CHECK_ONLY = false;
 layout(set = 0, binding = 0) buffer Data { uint data[]; };
 // The same binding by 16-byte words: the 16-byte aligned run of a chunk goes

@@ -3627,6 +3627,7 @@ type SgdSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	Vec4       bool   // VEC4: constant 4, default 0
 	LrDev      bool   // LR_DEV: constant 5, default 0
+	Unscale    bool   // UNSCALE: constant 6, default 0
 }
 
 // SgdPush is the push-constant block Push (24 bytes), laid out as the
@@ -3651,13 +3652,14 @@ func (p *SgdPush) put(b []byte) {
 
 // SgdBind names the bindings of sgd.comp.
 type SgdBind struct {
-	P     *vk.Buffer // binding 0: read and written
-	G     *vk.Buffer // binding 1: read
-	M     *vk.Buffer // binding 2: read and written
-	Table *vk.Buffer // binding 3: read
-	Found *vk.Buffer // binding 4: read
-	Steps *vk.Buffer // binding 5: read
-	Lr    *vk.Buffer // binding 6: read
+	P          *vk.Buffer // binding 0: read and written
+	G          *vk.Buffer // binding 1: read
+	M          *vk.Buffer // binding 2: read and written
+	Table      *vk.Buffer // binding 3: read
+	Found      *vk.Buffer // binding 4: read
+	Steps      *vk.Buffer // binding 5: read
+	Lr         *vk.Buffer // binding 6: read
+	ScaleState *vk.Buffer // binding 7: read
 }
 
 // Sgd records sgd.comp on d over groups workgroups.
@@ -3666,9 +3668,10 @@ func Sgd(d *vk.Device, groups [3]uint32, s SgdSpec, p SgdPush, b SgdBind) error 
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(4, b2u(s.Vec4))
 	k.put(5, b2u(s.LrDev))
+	k.put(6, b2u(s.Unscale))
 	var push [24]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.Lr)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.Lr, b.ScaleState)
 }
 
 // SgdTexSpec holds the specialization constants of sgd_tex.comp. A zero field
@@ -3677,6 +3680,7 @@ type SgdTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	Vec4       bool   // VEC4: constant 4, default 0
 	LrDev      bool   // LR_DEV: constant 5, default 0
+	Unscale    bool   // UNSCALE: constant 6, default 0
 }
 
 // SgdTexPush is the push-constant block Push (24 bytes), laid out as the
@@ -3701,16 +3705,17 @@ func (p *SgdTexPush) put(b []byte) {
 
 // SgdTexBind names the bindings of sgd_tex.comp.
 type SgdTexBind struct {
-	P        *vk.Buffer // binding 0: read and written
-	G        *vk.Buffer // binding 1: read
-	M        *vk.Buffer // binding 2: read and written
-	Table    *vk.Buffer // binding 3: read
-	Found    *vk.Buffer // binding 4: read
-	Steps    *vk.Buffer // binding 5: read
-	Lr       *vk.Buffer // binding 6: read
-	ParamTex *vk.Buffer // binding 7: read as texels
-	GradTex  *vk.Buffer // binding 8: read as texels
-	M1Tex    *vk.Buffer // binding 9: read as texels
+	P          *vk.Buffer // binding 0: read and written
+	G          *vk.Buffer // binding 1: read
+	M          *vk.Buffer // binding 2: read and written
+	Table      *vk.Buffer // binding 3: read
+	Found      *vk.Buffer // binding 4: read
+	Steps      *vk.Buffer // binding 5: read
+	Lr         *vk.Buffer // binding 6: read
+	ScaleState *vk.Buffer // binding 7: read
+	ParamTex   *vk.Buffer // binding 8: read as texels
+	GradTex    *vk.Buffer // binding 9: read as texels
+	M1Tex      *vk.Buffer // binding 10: read as texels
 }
 
 // SgdTex records sgd_tex.comp on d over groups workgroups.
@@ -3719,9 +3724,10 @@ func SgdTex(d *vk.Device, groups [3]uint32, s SgdTexSpec, p SgdTexPush, b SgdTex
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(4, b2u(s.Vec4))
 	k.put(5, b2u(s.LrDev))
+	k.put(6, b2u(s.Unscale))
 	var push [24]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.Lr, b.ParamTex, b.GradTex, b.M1Tex)
+	return run(d, k, groups, push[:], b.P, b.G, b.M, b.Table, b.Found, b.Steps, b.Lr, b.ScaleState, b.ParamTex, b.GradTex, b.M1Tex)
 }
 
 // SigmoidSpec holds the specialization constants of sigmoid.comp. A zero field
