@@ -11,36 +11,55 @@ import (
 	"github.com/vkamp/vkamp/vk"
 )
 
-// TestAdamFusedUnscale trains two copies of an MLP under fp16 autocast,
-// each with its own GradScaler, one with a fused Adam (AdamOptions.Fused):
-// their weights agree bit for bit after every step, through steps the
-// scalers skip for an overflow and back off from, growths, weight decay,
-// AdamW, half weights and the deterministic mode. The fused one's
-// gradients stay scaled (on the steps taken, the plain one's are the same
-// times the inverse scale), except on the steps that call Unscale first, where the fused Adam
-// steps on unscaled gradients as the plain one does.
-func TestAdamFusedUnscale(t *testing.T) {
+// fusedOpt is what TestFusedUnscale needs of an optimizer.
+type fusedOpt interface {
+	scaler.FusedUnscaler
+	ZeroGrad() error
+	Close() error
+}
+
+// TestFusedUnscale trains two copies of an MLP under fp16 autocast, each
+// with its own GradScaler, one with a fused optimizer (AdamOptions.Fused,
+// SGDOptions.Fused): their weights agree bit for bit after every step,
+// through steps the scalers skip for an overflow and back off from,
+// growths, weight decay, AdamW, half weights, SGD's momentum and the
+// deterministic mode. The fused one's gradients stay scaled (on the steps
+// taken, the plain one's are the same times the inverse scale), except on
+// the steps that call Unscale first, where the fused optimizer steps on
+// unscaled gradients as the plain one does.
+func TestFusedUnscale(t *testing.T) {
 	for _, c := range []struct {
-		name                   string
-		det, decoupled, halves bool
-	}{{name: "adam"}, {name: "adamw-halves", decoupled: true, halves: true}, {name: "deterministic", det: true}} {
+		name                        string
+		det, decoupled, halves, sgd bool
+	}{{name: "adam"}, {name: "adamw-halves", decoupled: true, halves: true}, {name: "adam-deterministic", det: true},
+		{name: "sgd", sgd: true}, {name: "sgd-deterministic", sgd: true, det: true}} {
 		t.Run(c.name, func(t *testing.T) {
 			d := devtest.Open(t, vk.Options{Deterministic: c.det})
 			type run struct {
 				m   nn.Sequential
-				opt *nn.Adam
+				opt fusedOpt
 				sc  *scaler.Scaler
 			}
 			mk := func(fused bool) run {
 				rng := rand.New(rand.NewPCG(3, 4))
 				m := nn.Sequential{nn.NewLinear(d, "l1", 9, 7, rng), nn.ReLU{}, nn.NewLinear(d, "l2", 7, 3, rng)}
 				t.Cleanup(func() { nn.Close(m) })
-				opt, err := nn.NewAdam(m.Parameters(), nn.AdamOptions{LR: 1e-2, WeightDecay: 0.01, Decoupled: c.decoupled, Fused: fused})
+				var opt fusedOpt
+				var err error
+				if c.sgd {
+					opt, err = nn.NewSGD(m.Parameters(), nn.SGDOptions{LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 0.01, Fused: fused})
+				} else {
+					var adam *nn.Adam
+					adam, err = nn.NewAdam(m.Parameters(), nn.AdamOptions{LR: 1e-2, WeightDecay: 0.01, Decoupled: c.decoupled, Fused: fused})
+					if err == nil {
+						adam.KeepHalfWeights(c.halves)
+					}
+					opt = adam
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { opt.Close() })
-				opt.KeepHalfWeights(c.halves)
 				// 2^24 overflows the fp16 backward until the scale has
 				// backed off; growing every 2 clean steps overflows again.
 				sc, err := scaler.New(scaler.Options{InitScale: 1 << 24, GrowthInterval: 2})

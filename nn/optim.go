@@ -286,6 +286,9 @@ type SGDOptions struct {
 	// an error, since a forgotten LR would otherwise train nothing, silently.
 	// A schedule that reaches 0 needs it too.
 	ZeroLR bool
+	// Fused lets a gradient scaler leave the unscaling to the step, as
+	// AdamOptions.Fused (PyTorch's SGD(fused=True)).
+	Fused bool
 }
 
 // validate checks the options, as NewSGD and LoadCheckpoint need them.
@@ -340,7 +343,24 @@ func (s *SGD) StepUnless(found *tensor.Tensor) error {
 	return s.step(found)
 }
 
-func (s *SGD) step(found *tensor.Tensor) error {
+// FusesUnscale reports whether a gradient scaler may leave the unscaling
+// to StepUnscaling (SGDOptions.Fused).
+func (s *SGD) FusesUnscale() bool { return s.o.Fused }
+
+// StepUnscaling is SGD's step on gradients unscaled as they are read, as
+// Adam's StepUnscaling.
+func (s *SGD) StepUnscaling(found *tensor.Tensor, scale *tensor.LossScale) error {
+	if found == nil || scale == nil {
+		panic(&tensor.UsageError{Op: "sgd", Msg: "nil found or scale"})
+	}
+	return s.stepScaled(found, scale)
+}
+
+func (s *SGD) step(found *tensor.Tensor) error { return s.stepScaled(found, nil) }
+
+// stepScaled records the step, skipped on found (nil: never), unscaling
+// the gradients by scale (nil: none).
+func (s *SGD) stepScaled(found *tensor.Tensor, scale *tensor.LossScale) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check("sgd", found); err != nil {
@@ -351,7 +371,7 @@ func (s *SGD) step(found *tensor.Tensor) error {
 	}
 	for i, pt := range s.parts {
 		c := tensor.SGDConfig{LR: float32(s.o.LR * pt.lrScale), Momentum: float32(s.o.Momentum), Dampening: float32(s.o.Dampening),
-			WeightDecay: float32(s.decay(pt, s.o.WeightDecay)), Nesterov: s.o.Nesterov, LRTensor: s.lr.ts[i]}
+			WeightDecay: float32(s.decay(pt, s.o.WeightDecay)), Nesterov: s.o.Nesterov, LRTensor: s.lr.ts[i], Unscale: scale}
 		if err := pt.state.SGDStep(c, found); err != nil {
 			return err
 		}

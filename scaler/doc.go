@@ -21,10 +21,11 @@
 // memory block; the scale update is one more. An optimizer that implements
 // DeviceSkipper reads the overflow flag on the device and skips itself, so a
 // step records no host wait; any other Optimizer costs one wait, to read the
-// flag. A FusedUnscaler (nn.Adam with AdamOptions.Fused) takes the unscale
-// into its own step, as PyTorch's fused Adam does: Step then only checks,
-// reading the gradients and writing none. Skipped is read lazily, so logs and schedulers can stay honest
-// without a wait on every step.
+// flag. A FusedUnscaler (nn.Adam or nn.SGD with Fused options) takes the
+// unscale into its own step, as PyTorch's fused optimizers do: Step then
+// only checks, reading the gradients and writing none. Skipped is read
+// lazily, so logs and schedulers can stay honest without a wait on every
+// step.
 //
 // Misuse in PyTorch's sense (unscaling twice, stepping twice, updating
 // without a check, using the scaler before Scale) returns an error. A

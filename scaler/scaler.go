@@ -27,7 +27,7 @@ type DeviceSkipper interface {
 }
 
 // FusedUnscaler is a DeviceSkipper that can unscale its gradients as it
-// steps, as PyTorch's fused Adam takes the scaler's grad_scale: when
+// steps, as PyTorch's fused Adam and SGD take the scaler's grad_scale: when
 // FusesUnscale reports true and Unscale was not called, Step only checks
 // the gradients (tensor.LossScale.Check) and calls StepUnscaling, which
 // records a step that multiplies each gradient by the inverse of scale as
