@@ -80,7 +80,7 @@ func (s *Scaler) check(opt Optimizer, record func([]*tensor.Tensor, *tensor.Tens
 	}
 	found := st.found[st.gen.Add(1)%foundRing]
 	if err := record(grads, found, &st.table); err != nil {
-		return fmt.Errorf("scaler: unscale: %w", err)
+		return fmt.Errorf("scaler: inf check: %w", err)
 	}
 	st.stage = unscaled
 	st.checked = checked
@@ -108,12 +108,10 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 		return Skipped{}, ErrSteppedTwice
 	}
 	fused, _ := opt.(FusedUnscaler)
-	if fused == nil || !fused.FusesUnscale() || st.stage != ready {
-		fused = nil
-	}
+	fuse := st.stage == ready && fused != nil && fused.FusesUnscale()
 	if st.stage == ready {
 		record := s.ls.Unscale
-		if fused != nil {
+		if fuse {
 			record = s.ls.Check
 		}
 		if err := s.check(opt, record); err != nil {
@@ -127,7 +125,7 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 	found := st.found[gen%foundRing]
 	skipped := Skipped{st: st, found: found, gen: gen}
 	st.stage = stepped
-	if fused != nil {
+	if fuse {
 		return skipped, fused.StepUnscaling(found, s.ls)
 	}
 	if ds, ok := opt.(DeviceSkipper); ok {

@@ -195,7 +195,7 @@ func (s *LossScale) Unscale(grads []*Tensor, found *Tensor, tab *BlockTable) err
 // Check records Unscale's inf check alone: found becomes 1 if any of grads
 // is inf or NaN, or would be once multiplied by the inverse of the scale,
 // and the gradients are left scaled. A step that unscales as it reads them
-// (AdamConfig.Unscale) follows, skipped on found: together they give
+// (AdamConfig.Unscale, SGDConfig.Unscale) follows, skipped on found: together they give
 // Unscale's flag and update with one pass over the gradients fewer.
 func (s *LossScale) Check(grads []*Tensor, found *Tensor, tab *BlockTable) error {
 	return s.unscale("LossScale.Check", grads, found, tab, true)
