@@ -36,6 +36,17 @@ func selectRows(x, idx *Tensor, shape []int) *Tensor {
 	if out.err != nil {
 		return out
 	}
+	if tex := cols * x.dtype.Size() / 16; cols*x.dtype.Size()%16 == 0 && texelsOn(out, x) {
+		// Rows of whole texels, read as texels on CPU drivers: on
+		// lavapipe a batch of 64 MNIST rows (784) took 0.26-0.33 ms
+		// against 1.1-1.4 ms in fp16, 0.53-0.90 against 1.1-1.5 ms in
+		// fp32 (kernel timestamps, a loaded machine, alternated).
+		n := out.n * x.dtype.Size() / 16
+		p := kernels.IndexSelectTexPush{N: uint32(n), Cols: uint32(tex), Rows: uint32(rows)}
+		launched(out, kernels.IndexSelectTex(out.dev, texGrid(out, n), kernels.IndexSelectTexSpec{In0DT: x.dtype.code()}, p,
+			kernels.IndexSelectTexBind{X: x.buf, Idx: idx.buf, D: out.buf}))
+		return out
+	}
 	p := kernels.IndexSelectPush{N: uint32(out.n), Cols: uint32(cols), Rows: uint32(rows)}
 	launched(out, kernels.IndexSelect(out.dev, pairs(out), kernels.IndexSelectSpec{In0DT: x.dtype.code()}, p,
 		kernels.IndexSelectBind{X: x.buf, Idx: idx.buf, D: out.buf}))

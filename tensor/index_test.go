@@ -29,12 +29,13 @@ func ixRef(x []float32, rows, cols int, idx []int32) []float32 {
 }
 
 // TestIndexSelect picks rows of every floating dtype and several shapes
-// (odd row lengths, so 16-bit rows straddle words), with repeated and
+// (odd row lengths, so 16-bit rows straddle words; rows of whole 16-byte
+// texels, which CPU drivers read as texels), with repeated and
 // out-of-range indices, bit for bit against the Go reference.
 func TestIndexSelect(t *testing.T) {
 	d := devtest.Open(t)
 	rng := rand.New(rand.NewPCG(7, 8))
-	shapes := [][]int{{5}, {5, 3}, {4, 2, 3}, {7, 1}, {1, 9}, {300, 257}}
+	shapes := [][]int{{5}, {5, 3}, {4, 2, 3}, {7, 1}, {1, 9}, {300, 257}, {5, 4}, {9, 8}, {6, 4, 4}, {40, 24}}
 	for _, dt := range opDTypes {
 		for si, shape := range shapes {
 			rows, cols := shape[0], opShapeLen(shape)/shape[0]

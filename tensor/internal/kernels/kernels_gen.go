@@ -2337,6 +2337,44 @@ func IndexSelect(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelec
 	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
 }
 
+// IndexSelectTexSpec holds the specialization constants of index_select_tex.comp. A zero field
+// takes the shader's default.
+type IndexSelectTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// IndexSelectTexPush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type IndexSelectTexPush struct {
+	N    uint32 // offset 0
+	Cols uint32 // offset 4
+	Rows uint32 // offset 8
+}
+
+func (p *IndexSelectTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], p.Rows)
+}
+
+// IndexSelectTexBind names the bindings of index_select_tex.comp.
+type IndexSelectTexBind struct {
+	X   *vk.Buffer // binding 0: read as texels
+	Idx *vk.Buffer // binding 1: read
+	D   *vk.Buffer // binding 2: written
+}
+
+// IndexSelectTex records index_select_tex.comp on d over groups workgroups.
+func IndexSelectTex(d *vk.Device, groups [3]uint32, s IndexSelectTexSpec, p IndexSelectTexPush, b IndexSelectTexBind) error {
+	k := key{op: "index_select_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
+}
+
 // LayerNormSpec holds the specialization constants of layer_norm.comp. A zero field
 // takes the shader's default.
 type LayerNormSpec struct {
