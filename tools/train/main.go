@@ -349,7 +349,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 		}
 	}
 	rs := tr.ReplayStats()
-	fmt.Fprintf(out, "%s steps: %d replayed, %d captured, %d recorded%s\n", hist.Name, rs.Replayed, rs.Captured, rs.Recorded, fallbackNote(rs.Fallback))
+	fmt.Fprintf(out, "%s steps: %d replayed, %d captured, %d recorded%s; %s\n", hist.Name, rs.Replayed, rs.Captured, rs.Recorded, fallbackNote(rs.Fallback), gatherNote(tr))
 	return hist, nil
 }
 
@@ -359,6 +359,14 @@ func fallbackNote(why string) string {
 		return ""
 	}
 	return " (replay " + map[bool]string{true: why, false: "off: " + why}[why == "off"] + ")"
+}
+
+// gatherNote says where each batch was gathered.
+func gatherNote(tr *trainer.Trainer) string {
+	if on, why := tr.DataOnDevice(); !on {
+		return "batches gathered on the host (" + why + ")"
+	}
+	return "batches gathered on the device"
 }
 
 // epochJSON is the object -json writes per epoch.

@@ -10,5 +10,26 @@ func UploadFP32() (restore func()) {
 	return func() { uploadFP32 = false }
 }
 
+// HostBatches makes the trainers built until restore is called write each
+// batch's rows from the host (a CPU driver's way, or a training set the
+// device cannot hold): the reference the device's gather must match.
+func HostBatches() (restore func()) {
+	batchesOn = onHost
+	return func() { batchesOn = onAuto }
+}
+
+// DeviceBatches makes the trainers built until restore is called keep the
+// training set on the device and gather each batch there (a GPU's way),
+// on any driver.
+func DeviceBatches() (restore func()) {
+	batchesOn = onDevice
+	return func() { batchesOn = onAuto }
+}
+
 // InputDType is the dtype of t's input batch.
-func (t *Trainer) InputDType() tensor.DType { return t.io.x.DType() }
+func (t *Trainer) InputDType() tensor.DType {
+	if t.io.data != nil {
+		return t.io.data.DType()
+	}
+	return t.io.x.DType()
+}

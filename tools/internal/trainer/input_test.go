@@ -1,12 +1,14 @@
 package trainer_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/tools/internal/trainer"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // TestInput16: under autocast a batch is uploaded in the autocast dtype,
@@ -61,4 +63,50 @@ func bitsEqual(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// TestDataOnDevice: with the training set on the device, each batch
+// gathered there from the indices the host writes (a GPU's way, forced
+// here on every driver), the trained weights are bit for bit those of
+// batches whose rows the host gathers and writes (a CPU driver's way, and
+// a training set the device cannot hold), recorded and replayed, for both
+// models, fp16 AMP and fp32; a CPU driver chooses the host's gather.
+func TestDataOnDevice(t *testing.T) {
+	d := devtest.Open(t)
+	train, test := load(t)
+	batch := 16
+	if !full(d) {
+		batch = 4
+	}
+	for _, c := range []struct {
+		model        string
+		fp16, replay bool
+	}{
+		{"mlp", true, false}, {"mlp", true, true}, {"mlp", false, false}, {"cnn", true, true},
+	} {
+		name := fmt.Sprintf("%s fp16=%v replay=%v", c.model, c.fp16, c.replay)
+		o := trainer.Options{Device: d, Train: train.Subset(6 * batch), Test: test.Subset(batch), Model: c.model,
+			Batch: batch, FP16: c.fp16, Seed: 5, Replay: c.replay}
+		run := func(force func() func()) (bool, string, [][]float32) {
+			defer force()()
+			tr := newTrainer(t, o)
+			epoch(t, tr)
+			on, why := tr.DataOnDevice()
+			return on, why, readAll(t, tr.Params())
+		}
+		on, why, got := run(trainer.DeviceBatches)
+		hostOn, hostWhy, want := run(trainer.HostBatches)
+		if !on || why != "" || hostOn || hostWhy == "" {
+			t.Errorf("%s: DataOnDevice %v %q, with HostBatches %v %q; want true \"\", then false and a reason", name, on, why, hostOn, hostWhy)
+		}
+		for i := range want {
+			if !bitsEqual(got[i], want[i]) {
+				t.Errorf("%s: parameter %d differs from the run whose host gathered each batch", name, i)
+			}
+		}
+	}
+	tr := newTrainer(t, trainer.Options{Device: d, Train: train.Subset(batch), Test: test.Subset(batch), Batch: batch})
+	if on, why := tr.DataOnDevice(); on != (d.Info().Type != vk.TypeCPU) || on != (why == "") {
+		t.Errorf("%s (%v): DataOnDevice %v %q; want the device's gather on GPUs only", d.Info().Name, d.Info().Type, on, why)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // A step reads its batch from input tensors that stay alive between steps
@@ -15,14 +16,25 @@ import (
 // once and replayed (tensor.Replayer): what changes per step is written
 // into those tensors before the step, and read from them after it.
 type stepIO struct {
-	x, y  *tensor.Tensor    // the batch, written before each step
-	yb    []byte            // y's bytes
-	x16   []uint16          // the training images in x's dtype when it is 16-bit (inputDType), else nil
-	sum   *tensor.Tensor    // the epoch's running loss sum
-	last  *tensor.Tensor    // the last step's loss
-	found *tensor.Tensor    // the last step's skip flag (fp16)
-	seed  *tensor.Tensor    // the step's dropout seed (nn.Options.DeviceSeed), written before each step; nil without dropout
-	skips [8]*tensor.Tensor // the skip flags of the last 8 steps, by step mod 8
+	// On a GPU the training images live on the device (data), in the
+	// batch's dtype (inputDType), uploaded once: each step's batch is
+	// gathered there, by the indices written into idx, so the host writes
+	// 4 bytes per sample, not a row, and nothing crosses the bus but them
+	// (PyTorch's dataset moved to the GPU). On a CPU driver, or when they
+	// do not fit (hostWhy says why), x is written instead: the rows
+	// gathered on the host.
+	data, idx *tensor.Tensor
+	ib        []byte            // idx's bytes
+	hostWhy   string            // why the batch is written from the host; "" when data is used
+	key       string            // the Replayer's key: the batch's shape
+	x, y      *tensor.Tensor    // the batch (x nil when data is used) and its labels, written before each step
+	yb        []byte            // y's bytes
+	x16       []uint16          // the training images in x's dtype when it is 16-bit (inputDType) and x is used, else nil
+	sum       *tensor.Tensor    // the epoch's running loss sum
+	last      *tensor.Tensor    // the last step's loss
+	found     *tensor.Tensor    // the last step's skip flag (fp16)
+	seed      *tensor.Tensor    // the step's dropout seed (nn.Options.DeviceSeed), written before each step; nil without dropout
+	skips     [8]*tensor.Tensor // the skip flags of the last 8 steps, by step mod 8
 
 	rp       *tensor.Replayer // nil without Options.Replay
 	fallback string           // why steps are recorded, not replayed; "" if they are replayed
@@ -46,6 +58,11 @@ func (t *Trainer) ReplayStats() ReplayStats {
 	return s
 }
 
+// DataOnDevice reports whether the training images live on the device,
+// each step's batch gathered there from the indices the host writes, and
+// if not why: each batch's rows are then gathered on the host and written.
+func (t *Trainer) DataOnDevice() (bool, string) { return t.io.data != nil, t.io.hostWhy }
+
 // initIO makes the persistent tensors of the step, and the Replayer if the
 // step can be replayed.
 func (t *Trainer) initIO() error {
@@ -53,14 +70,38 @@ func (t *Trainer) initIO() error {
 	io := &t.io
 	n := o.Batch / o.Group.Size()
 	in := t.inputDType()
-	io.x, io.y = tensor.New(d, in, t.inputShape(n)...), tensor.New(d, tensor.Int32, n)
+	var x16 []uint16
 	if in != tensor.Float32 {
-		io.x16 = make([]uint16, len(o.Train.Images))
-		tensor.Encode16(in, io.x16, o.Train.Images)
+		x16 = make([]uint16, len(o.Train.Images))
+		tensor.Encode16(in, x16, o.Train.Images)
 	}
-	io.yb = make([]byte, 4*n)
+	var errs []error
+	switch {
+	case batchesOn == onHost:
+		io.hostWhy = "the host's gather is forced (a test)"
+	case batchesOn == onAuto && d.Info().Type == vk.TypeCPU:
+		// The device's memory is the host's: a host copy of the rows is
+		// the cheapest gather there is (lavapipe, the MLP's fp16 batch of
+		// 64: 30-50 us of host time, against 0.26-0.33 ms of
+		// index_select_tex on a loaded machine).
+		io.hostWhy = "a CPU driver: the host's copy of the rows is the cheaper gather"
+	default:
+		var err error
+		if io.data, io.hostWhy, err = upload(d, in, t.inputShape(o.Train.N), x16, o.Train.Images); err != nil {
+			return err
+		}
+	}
+	if io.data != nil {
+		io.idx, io.ib = tensor.New(d, tensor.Int32, n), make([]byte, 4*n)
+		errs = append(errs, io.idx.Err())
+	} else {
+		io.x, io.x16 = tensor.New(d, in, t.inputShape(n)...), x16
+		errs = append(errs, io.x.Err())
+	}
+	io.key = fmt.Sprint(t.inputShape(n))
+	io.y, io.yb = tensor.New(d, tensor.Int32, n), make([]byte, 4*n)
 	io.sum, io.last, io.found = tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1), tensor.New(d, tensor.Float32, 1)
-	errs := []error{io.x.Err(), io.y.Err(), io.sum.Err(), io.last.Err(), io.found.Err()}
+	errs = append(errs, io.y.Err(), io.sum.Err(), io.last.Err(), io.found.Err())
 	if hasDropout(t.model) {
 		io.seed = tensor.New(d, tensor.Int32, 1)
 		errs = append(errs, io.seed.Err())
@@ -82,22 +123,72 @@ func (t *Trainer) initIO() error {
 	return errors.Join(errs...)
 }
 
+// upload makes the training images a device tensor of shape, in dtype in
+// (x16 holds them when in is 16-bit, else images does). A tensor the device
+// cannot hold (out of memory, or over its maxStorageBufferRange) is no
+// error: upload then returns nil and why, and batches are gathered on the
+// host. A failure to write is one.
+func upload(d *vk.Device, in tensor.DType, shape []int, x16 []uint16, images []float32) (*tensor.Tensor, string, error) {
+	data := tensor.New(d, in, shape...)
+	if err := data.Err(); err != nil {
+		data.Release()
+		return nil, err.Error(), nil
+	}
+	var err error
+	if x16 != nil {
+		err = data.Write16s(func(dst []uint16) { copy(dst, x16) })
+	} else {
+		err = data.WriteFloat32s(func(dst []float32) { copy(dst, images) })
+	}
+	if err != nil {
+		data.Release()
+		return nil, "", fmt.Errorf("trainer: upload the training set: %w", err)
+	}
+	return data, "", nil
+}
+
+// batchesOn chooses where batches are gathered: onAuto by the device
+// (initIO); tests force the others.
+var batchesOn = onAuto
+
+const (
+	onAuto = iota
+	onHost
+	onDevice
+)
+
+// batch returns the step's input: the rows of data that idx names,
+// gathered on the device into a tensor the caller releases after the step,
+// or x as load wrote it (release false).
+func (io *stepIO) batch() (x *tensor.Tensor, release bool) {
+	if io.data == nil {
+		return io.x, false
+	}
+	return tensor.IndexSelect(io.data, io.idx), true
+}
+
 func (io *stepIO) close() {
 	if io.rp != nil {
 		io.rp.Close()
 	}
-	for _, x := range append([]*tensor.Tensor{io.x, io.y, io.sum, io.last, io.found, io.seed}, io.skips[:]...) {
+	for _, x := range append([]*tensor.Tensor{io.data, io.idx, io.x, io.y, io.sum, io.last, io.found, io.seed}, io.skips[:]...) {
 		if x != nil {
 			x.Release()
 		}
 	}
 }
 
-// load writes the samples idx of s into the step's input tensors.
+// load writes the samples idx of s into the step's input tensors: their
+// indices into the device's training set, or their rows.
 func (io *stepIO) load(px int, images []float32, labels []uint8, idx []int) error {
-	// The rows are gathered straight into x's memory (or its upload's).
 	var errX error
-	if io.x16 != nil {
+	if io.data != nil {
+		for j, k := range idx {
+			binary.LittleEndian.PutUint32(io.ib[4*j:], uint32(k))
+		}
+		errX = io.idx.SetBytes(io.ib)
+	} else if io.x16 != nil {
+		// The rows are gathered straight into x's memory (or its upload's).
 		errX = io.x.Write16s(func(dst []uint16) { gather(dst, io.x16, px, idx) })
 	} else {
 		errX = io.x.WriteFloat32s(func(dst []float32) { gather(dst, images, px, idx) })
@@ -144,7 +235,7 @@ func (t *Trainer) run(step func() error) error {
 		return step()
 	}
 	drawn := t.seeds.Step()
-	err := io.rp.Step(fmt.Sprint(io.x.Shape()), step)
+	err := io.rp.Step(io.key, step)
 	if t.seeds.Step() != drawn {
 		// The step's graph drew a dropout seed itself, a push constant
 		// that changes every step: a replay would repeat the mask. The

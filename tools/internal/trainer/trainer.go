@@ -330,7 +330,11 @@ func (t *Trainer) step(read bool) (float32, Skipped, error) {
 func (t *Trainer) record() error {
 	o := t.o
 	d := o.Device
-	xb, yb := t.io.x, t.io.y
+	xb, release := t.io.batch()
+	if release {
+		defer xb.Release()
+	}
+	yb := t.io.y
 	opts := nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds, DeviceSeed: t.io.seed}
 	if o.AfterBackward == nil && t.dp.Group().Size() > 1 {
 		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
