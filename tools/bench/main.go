@@ -4,7 +4,8 @@
 // fused unscale) in GB/s beside vkCmdCopyBuffer (copy/buffer), AMP and fp32
 // training steps (train-step/amp-vs-fp32), the AMP step replayed from a
 // captured graph (train-step/amp-replay-vs-amp), the host time per recorded
-// dispatch (dispatch/host-us) and per dispatch of the same step replayed
+// dispatch (dispatch/host-us; dispatch/host-us/gpt for tools/gpt's step of
+// the CPU recipe's size) and per dispatch of the same step replayed
 // from a captured graph (dispatch/replay-us; dispatch/replay-us/gpt for
 // tools/gpt's step of the CPU recipe's size) beside the driver's floor
 // (dispatch/driver-us; dispatch/driver-switch-us with a pipeline switch and a

@@ -63,7 +63,7 @@ func trainNames() []string {
 }
 
 func hostNames() []string {
-	return append([]string{"dispatch/host-us", "dispatch/replay-us", "dispatch/replay-vs-record", "dispatch/replay-us/gpt", "dispatch/replay-vs-record/gpt"}, bench.DriverNames...)
+	return append([]string{"dispatch/host-us", "dispatch/replay-us", "dispatch/replay-vs-record", "dispatch/host-us/gpt", "dispatch/replay-us/gpt", "dispatch/replay-vs-record/gpt"}, bench.DriverNames...)
 }
 
 func stepShareNames(batch int) []string {

@@ -147,7 +147,8 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, z GPTSize, batch, steps, r
 // batch (HostPerDispatch over steps samples): dispatch/host-us, and of the
 // same step replayed from a captured graph (Replay): dispatch/replay-us,
 // and of the step of a GPT of size z (ReplayGPTResults; tools/bench
-// measures GPTCPU, a test a smaller one): dispatch/replay-us/gpt;
+// measures GPTCPU, a test a smaller one): dispatch/replay-us/gpt, and its
+// recorded step's dispatch/host-us/gpt;
 // and beside them the driver's floor and vk's own launch (Driver):
 // dispatch/driver-us, dispatch/driver-switch-us (a step's sequence of
 // kernels, each bound, a barrier before each), dispatch/vk-us.

@@ -135,7 +135,8 @@ func ReplayGPT(d *vk.Device, z GPTSize, steps int) (ReplayReport, error) {
 }
 
 // ReplayGPTResults is ReplayGPT of a GPT of size z (tools/bench: GPTCPU)
-// as results: dispatch/replay-us/gpt and dispatch/replay-vs-record/gpt.
+// as results: dispatch/host-us/gpt (its recorded step), dispatch/replay-us/gpt
+// and dispatch/replay-vs-record/gpt.
 func ReplayGPTResults(d *vk.Device, z GPTSize, steps int) ([]Result, error) {
 	r, err := ReplayGPT(d, z, steps)
 	if err != nil {
@@ -145,7 +146,13 @@ func ReplayGPTResults(d *vk.Device, z GPTSize, steps int) ([]Result, error) {
 	if z == GPTCPU {
 		recipe = "tools/gpt's CPU recipe, "
 	}
-	what := fmt.Sprintf("the captured training step of a GPT (%s%d layers, %d heads, %d dims, context %d, batch %d), dropout 0.1, fp16 AMP, AdamW at a new rate each step, clipping,",
+	gpt := fmt.Sprintf("a GPT (%s%d layers, %d heads, %d dims, context %d, batch %d), dropout 0.1, fp16 AMP, AdamW at a new rate each step, clipping,",
 		recipe, z.Layers, z.Heads, z.Dim, z.Block, z.Batch)
-	return replayResults(d, r, "/gpt", what, "the batch, seed and rate"), nil
+	// The recorded step's host time per dispatch, as dispatch/host-us
+	// measures the MLP's: a transformer's step has many more dispatches
+	// for what it costs once per step (the batch, the graph, the scaler).
+	host := Result{Name: "dispatch/host-us/gpt", Value: float64(r.Record+r.RecordLoad) / 1e3 / float64(max(r.Dispatches, 1)), Unit: "us per dispatch",
+		Detail: fmt.Sprintf("host time recording the training step of %s on a drained device, %.3g us with %.3g us writing its batch, seed and rate, over its %d dispatches; fastest of %d steps",
+			gpt, float64(r.Record+r.RecordLoad)/1e3, float64(r.RecordLoad)/1e3, r.Dispatches, r.Samples)}
+	return append(onDevice(d, []Result{host}), replayResults(d, r, "/gpt", "the captured training step of "+gpt, "the batch, seed and rate")...), nil
 }

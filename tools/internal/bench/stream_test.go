@@ -128,7 +128,7 @@ func TestTrainSteps(t *testing.T) {
 	if _, ok := byName["dispatch/host-us"]; !ok {
 		t.Error("no dispatch/host-us")
 	}
-	for _, name := range []string{"dispatch/replay-us", "dispatch/replay-us/gpt"} {
+	for _, name := range []string{"dispatch/replay-us", "dispatch/replay-us/gpt", "dispatch/host-us/gpt"} {
 		if _, ok := byName[name]; !ok {
 			t.Errorf("no %s", name)
 		}
