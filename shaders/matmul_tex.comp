@@ -18,6 +18,7 @@
 // Layout conditions, checked by the caller: K and the contiguous dimensions
 // of A and B are multiples of 8 (M for a transposed A, N for an untransposed
 // B). Rows and columns past the edges are clamped, computed and dropped.
+#define MATMUL_WIDE_OUT
 #include "common.glsl"
 #include "fp16.glsl"
 #define MATMUL_TEXELS

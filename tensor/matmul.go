@@ -240,6 +240,7 @@ func (m mmCall) launch(out *Tensor, pl mmPlan) {
 	}
 	push := kernels.MatmulPush{M: u32(g.m), N: u32(g.n), K: u32(g.k), BatchA: u32(m.bt.strideA), BatchB: u32(m.bt.strideB),
 		Batches: u32(g.batch), Flags: mmFlags(m.c, m.bias, out.dtype, pl), Alpha: m.alpha, Beta: m.beta}
+	pl.wideOut = mmWideOut(pl, g, out.dev, out.dtype)
 	rows, cols := pl.outTile()
 	gx, gy := ceilDiv(g.n, cols), ceilDiv(g.m, rows)
 	if gx > int(info.MaxWorkgroupCount[0]) || gy > int(info.MaxWorkgroupCount[1]) {
@@ -255,6 +256,17 @@ func (m mmCall) launch(out *Tensor, pl mmPlan) {
 			out.fail(fmt.Errorf("tensor: MatMul: %w", err))
 		}
 	}
+}
+
+// mmWideOut is matmul_tex's WIDE_OUT for plan pl writing dtype out: its epilogue
+// stores 64-bit words where every column tile is whole (N a multiple of TN,
+// itself a multiple of 8), so that every row segment starts on an 8-byte
+// boundary of the output, which starts on one.
+func mmWideOut(pl mmPlan, g mmGeom, d *vk.Device, out DType) uint32 {
+	if pl.kind != mmTexel || g.n%pl.tile.TN != 0 || pl.tile.TN%8 != 0 || d.Alignment()%8 != 0 {
+		return 0
+	}
+	return 1 + uint32(out.code())
 }
 
 // Push-constant flags, as in shaders/include/matmul.glsl: whether C and the
@@ -403,8 +415,9 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // mmKindFor applies VKAMP_MATMUL, else the rule: GPUs use cooperative
 // matrices for fp16 where the device has them, else shared memory;
-// lavapipe reads A and B as texels (matmul_tex) where the operands' layout
-// allows and the problem is large enough; else CPU drivers use register tiles,
+// lavapipe reads A and B as texels (matmul_tex, which needs shaderInt64 for
+// its 64-bit stores) where the operands' layout allows and the problem is
+// large enough; else CPU drivers use register tiles,
 // with subgroup shuffles when they have them. matmul_sg needs full
 // subgroups of the advertised size, which CPU drivers give; some GPUs vary
 // the size per shader, so there it is only an experiment. forced says that
@@ -420,6 +433,9 @@ func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 	case "texel":
 		if mmSwiftShader(info) {
 			return 0, false, fmt.Errorf("VKAMP_MATMUL=texel: SwiftShader's shader compiler does not finish matmul_tex")
+		}
+		if !info.ShaderInt64 {
+			return 0, false, fmt.Errorf("VKAMP_MATMUL=texel: %s has no shaderInt64 (matmul_tex stores 64-bit words)", info.Name)
 		}
 		return mmTexel, true, nil
 	case "coop":
@@ -450,6 +466,9 @@ func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 		if mmHasQuad(info) {
 			return mmQuad, false, nil
 		}
+		return mmCPUKind(info), false, nil
+	}
+	if !info.ShaderInt64 {
 		return mmCPUKind(info), false, nil
 	}
 	return mmTexel, false, nil

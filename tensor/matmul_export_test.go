@@ -11,6 +11,13 @@ func MatMulKernel(d *vk.Device, a, b *Tensor, o MatMulOpts) (string, error) {
 	return pl.kind.String(), err
 }
 
+// MatMulWideStores reports whether MatMul's epilogue would store these
+// operands' result as 64-bit words (matmul_tex's WIDE_OUT).
+func MatMulWideStores(d *vk.Device, a, b *Tensor, o MatMulOpts) (bool, error) {
+	g, pl, err := mmChoose(d.Info(), a, b, mmShapes(a, b, o))
+	return mmWideOut(pl, g, d, o.Out) != 0, err
+}
+
 // MatMulTileOf is the tile of the plan MatMul would run (its tunable
 // constants, as a tuning file stores them).
 func MatMulTileOf(d *vk.Device, a, b *Tensor, o MatMulOpts) (MatMulTile, error) {

@@ -56,6 +56,9 @@ type mmPlan struct {
 	transA, transB bool
 	aMode, bMode   uint32
 	dyn            bool
+	// wideOut is matmul_tex's WIDE_OUT: 1 + the output's dtype code where
+	// its epilogue stores 64-bit words (mmCall.launch), else 0.
+	wideOut uint32
 }
 
 // loops is about the most loop iterations one invocation of pl runs for a
@@ -108,7 +111,7 @@ func (pl mmPlan) texSpec() kernels.MatmulTexSpec {
 	t := pl.tile
 	ta, tb, am, bm := pl.layout()
 	return kernels.MatmulTexSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
-		TransA: ta, TransB: tb, AMode: am, BMode: bm, Dyn: pl.dyn}
+		TransA: ta, TransB: tb, AMode: am, BMode: bm, Dyn: pl.dyn, WideOut: pl.wideOut}
 }
 
 func (pl mmPlan) regSpec() kernels.MatmulRegSpec {

@@ -370,6 +370,30 @@ func TestMatMulKernelChoice(t *testing.T) {
 	}
 }
 
+// TestMatMulWideStores checks that matmul_tex's texel cases above (TestMatMul)
+// run both of its epilogues: 64-bit stores where N is a multiple of its
+// 8-column tiles, per-element stores elsewhere, for fp32, fp16 and bf16
+// results (matmul_bf16_test.go has the bf16 ones).
+func TestMatMulWideStores(t *testing.T) {
+	d := devtest.Open(t)
+	if strings.Contains(d.Info().DriverName, "SwiftShader") || !d.Info().ShaderInt64 {
+		t.Skipf("%s runs no matmul_tex", d.Info().Name)
+	}
+	t.Setenv("VKAMP_MATMUL", "texel")
+	for _, c := range []struct {
+		n    int
+		out  tensor.DType
+		wide bool
+	}{{72, mmF32, true}, {64, mmF16, true}, {24, tensor.BFloat16, true}, {201, mmF32, false}, {13, mmF16, false}} {
+		a := mmUpload(t, d, make([]float32, 16*8), mmF16, 16, 8)
+		b := mmUpload(t, d, make([]float32, 8*c.n), mmF16, c.n, 8)
+		wide, err := tensor.MatMulWideStores(d, a, b, tensor.MatMulOpts{TransB: true, Out: c.out})
+		if err != nil || wide != c.wide {
+			t.Errorf("N = %d, %v out: wide stores %v, %v; want %v", c.n, c.out, wide, err, c.wide)
+		}
+	}
+}
+
 // mmSpecials checks that inf and NaN propagate as in IEEE arithmetic: a NaN
 // in A poisons its row, an inf in B its column (NaN where it meets a zero or
 // the opposite inf), a NaN bias its column, and beta = 0 ignores a NaN C.

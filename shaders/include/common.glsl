@@ -9,8 +9,8 @@
 #if defined(TIER_FP16)
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
-#if defined(TEXELS)
-// The texel forms store 64-bit words (texels.glsl).
+#if defined(TEXELS) || defined(MATMUL_WIDE_OUT)
+// The texel forms (texels.glsl) and matmul_tex store 64-bit words.
 #extension GL_ARB_gpu_shader_int64 : require
 #endif
 

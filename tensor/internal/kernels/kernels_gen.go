@@ -3003,6 +3003,7 @@ type MatmulTexSpec struct {
 	TransB     bool   // TRANS_B: constant 5, default 0
 	AMode      uint32 // A_MODE: constant 6, default 0
 	BMode      uint32 // B_MODE: constant 7, default 0
+	WideOut    uint32 // WIDE_OUT: constant 9, default 0
 	Dyn        bool   // DYN: constant 13, default 0
 }
 
@@ -3026,6 +3027,7 @@ func MatmulTex(d *vk.Device, groups [3]uint32, s MatmulTexSpec, p MatmulPush, b 
 	k.put(5, b2u(s.TransB))
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
+	k.put(9, uint32(s.WideOut))
 	k.put(13, b2u(s.Dyn))
 	var push [40]byte
 	p.put(push[:])
