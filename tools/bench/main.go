@@ -55,7 +55,7 @@ func main() {
 	detN := flag.Int("deterministic", 256, "size of the square matmul that measures the deterministic mode's cost beside the default mode's, with MLP training steps (0 skips)")
 	detOnly := flag.Bool("deterministic-only", false, "measure only the deterministic mode's cost")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	hostOnly := flag.Bool("host-only", false, "measure only the host time per dispatch of an AMP step at batch 64 (-step-n samples)")
+	hostOnly := flag.Bool("host-only", false, "measure only the host time per dispatch (dispatch/...): the MNIST MLP's AMP step at batch 64, recorded and replayed, and the step of tools/gpt's CPU recipe, -step-n samples of each (a GPT sample is a whole step: a second or so on lavapipe)")
 	run := flag.String("run", "", "measure and print only the results whose names match this regular expression (conv2d and deterministic ones run when it matches \"conv2d\" or \"deterministic\")")
 	flag.Parse()
 	sel, err := newSelection(*run)
