@@ -25,7 +25,11 @@ func TestCastTails(t *testing.T) {
 	for n := 1; n <= 40; n++ {
 		sizes = append(sizes, n)
 	}
-	sizes = append(sizes, 1027, 1028, 1029, 1035)
+	// Past a few workgroups, the texel forms hand each subgroup one span
+	// of blocks (SPAN_STRIDE): 8*(128*64+1) leaves most spans empty on
+	// a 128-workgroup grid, and the last size loops over several blocks
+	// per invocation with a ragged end.
+	sizes = append(sizes, 1027, 1028, 1029, 1035, 8*(2*64+3)+1, 8*(128*64+1), 8*(2*128*64+100)+3)
 	for _, n := range sizes {
 		in := make([]uint32, n)
 		ints := make([]int32, n)

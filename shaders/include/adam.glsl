@@ -136,20 +136,20 @@ void main() {
     uint quads = chunk_vec4(at) ? count >> 2 : 0u; // the half copy is stored by words, at any word
     uvec4 at4 = at >> 2;
     if (!half_copy) {
-        for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x)
+        GROUP_STRIDE(q, 0u, quads)
             quad(at4, q, bc2, step_size);
-        for (uint e = 4u * quads + gl_LocalInvocationIndex; e < count; e += gl_WorkGroupSize.x)
+        GROUP_STRIDE(e, 4u * quads, count)
             elem(at, e, bc2, step_size);
         return;
     }
-    for (uint q = gl_LocalInvocationIndex; q < quads; q += gl_WorkGroupSize.x) {
+    GROUP_STRIDE(q, 0u, quads) {
         vec4 w = quad(at4, q, bc2, step_size);
         h[more.y + 2u * q] = f32_to_half_flat(w.x, HALF_DT) | (f32_to_half_flat(w.y, HALF_DT) << 16);
         h[more.y + 2u * q + 1u] = f32_to_half_flat(w.z, HALF_DT) | (f32_to_half_flat(w.w, HALF_DT) << 16);
     }
     // Then two consecutive elements per invocation: a word of the copy has
     // one writer. An odd count pads the last word's high half with 0, as Cast.
-    for (uint q = 2u * quads + gl_LocalInvocationIndex; 2u * q < count; q += gl_WorkGroupSize.x) {
+    GROUP_STRIDE(q, 2u * quads, (count + 1u) / 2u) {
         uint lo = f32_to_half_flat(elem(at, 2u * q, bc2, step_size), HALF_DT);
         uint hi = 0u;
         if (2u * q + 1u < count) hi = f32_to_half_flat(elem(at, 2u * q + 1u, bc2, step_size), HALF_DT);

@@ -113,13 +113,13 @@ bool chunk_vec4(uvec4 at) { return VEC4 && ((at.x | at.y | at.z | at.w) & 3u) ==
     uint from = 0u;                                                          \
     if (chunk_vec4(at)) {                                                    \
         uvec4 at4 = at >> 2;                                                 \
-        for (uint q = gl_LocalInvocationIndex; q < count >> 2; q += gl_WorkGroupSize.x) { \
+        GROUP_STRIDE(q, 0u, count >> 2) {                                    \
             uint ip = at4.x + q, ig = at4.y + q, im = at4.z + q, iv = at4.w + q; \
             BODY                                                             \
         }                                                                    \
         from = count & ~3u;                                                  \
     }                                                                        \
-    for (uint e = from + gl_LocalInvocationIndex; e < count; e += gl_WorkGroupSize.x) { \
+    GROUP_STRIDE(e, from, count) {                                           \
         uint ip = at.x + e, ig = at.y + e, im = at.z + e, iv = at.w + e;     \
         E_BODY                                                               \
     }

@@ -15,7 +15,8 @@
 // branch whatever the lanes take, so the full blocks take a path without
 // the tail's code (full is a constant where the calls are inlined), the
 // tail is done once after the loop, and the grid is kept small (tensor's
-// texGroups) so that each invocation loops over many blocks.
+// texGroups) so that each invocation loops over many blocks, each subgroup
+// over one span of consecutive blocks (common.glsl's SPAN_STRIDE).
 #ifndef VKAMP_TEXELS_GLSL
 #define VKAMP_TEXELS_GLSL
 
@@ -74,7 +75,7 @@ u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw));
 #define TEX_MAIN(BLOCK)                                                       \
     void main() {                                                             \
         uint full = p.n / 8u;                                                 \
-        GRID_STRIDE(q, full) BLOCK(q, true);                                  \
+        SPAN_STRIDE(q, full) BLOCK(q, true);                                  \
         if (gl_GlobalInvocationID.x == 0u && 8u * full < p.n) BLOCK(full, false); \
     }
 
