@@ -1,6 +1,7 @@
 #version 450
 // axpy: dst = alpha*x + y, in fp32 whatever the dtypes. Deterministic mode:
 // the product and the sum rounded apart, subnormals flushed (det.glsl).
+// texel form
 #define OP(x, y) (DETERMINISTIC ? det_mad(p.alpha, x, y) : p.alpha * (x) + (y))
 #include "det.glsl"
 #include "binary.glsl"

@@ -1,5 +1,6 @@
 #version 450
 // relu: dst = max(a, 0), keeping NaN (GLSL max need not).
+// texel form
 #define OP(a) relu(a)
 #include "ewise.glsl"
 #include "det.glsl"

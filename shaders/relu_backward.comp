@@ -1,5 +1,6 @@
 #version 450
 // relu_backward: dst = dy where x > 0, else 0; a NaN x gives NaN.
+// texel form
 #define OP(dy, x) relu_grad(dy, x)
 #include "ewise.glsl"
 #include "det.glsl"

@@ -1,5 +1,6 @@
 #version 450
 // scale: dst = alpha*a, in fp32 whatever the dtypes.
+// texel form
 #include "det.glsl"
 // Deterministic mode: subnormal a and product flushed (det.glsl).
 #define OP(a) (DETERMINISTIC ? det_mul(p.alpha, a) : p.alpha * (a))

@@ -1,5 +1,6 @@
 #version 450
 // sigmoid: dst = 1/(1 + e^-a) (mathx.glsl).
+// texel form
 #include "ewise.glsl"
 #include "mathx.glsl"
 #define OP(a) sigmoid_x(a)

@@ -22,7 +22,8 @@ const launchFile = "../tensor/internal/kernels/kernels_gen.go"
 
 // iface is one kernel's interface, merged over its tier variants.
 type iface struct {
-	name  string // the op: the .comp base name
+	name  string // the op: the .comp base name (+ "_tex" for a texel form)
+	what  string // its source, as variant.what says
 	spec  []specConst
 	push  []member
 	pname string // the push block's GLSL type name
@@ -39,13 +40,13 @@ func merge(vs []variant, ks []kernel) ([]*iface, error) {
 		n := ks[i].names
 		f, ok := byName[v.name]
 		if !ok {
-			f = &iface{name: v.name, spec: n.spec, push: n.push, pname: n.pushName, binds: n.binds, specX: ks[i].specX}
+			f = &iface{name: v.name, what: v.what(), spec: n.spec, push: n.push, pname: n.pushName, binds: n.binds, specX: ks[i].specX}
 			f.acc = make([][]uint8, len(n.binds))
 			byName[v.name] = f
 			out = append(out, f)
 		} else if fmt.Sprint(f.spec) != fmt.Sprint(n.spec) || fmt.Sprint(f.push) != fmt.Sprint(n.push) ||
 			fmt.Sprint(f.binds) != fmt.Sprint(n.binds) || f.pname != n.pushName {
-			return nil, fmt.Errorf("%s: the %s variant's constants, push block or bindings differ from another tier's", v.src, tierNames[v.tier])
+			return nil, fmt.Errorf("%s: the %s variant's constants, push block or bindings differ from another tier's", v.what(), tierNames[v.tier])
 		}
 		for j, a := range ks[i].bindings {
 			f.acc[j] = append(f.acc[j], a)
@@ -100,7 +101,7 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 	for _, f := range fs {
 		ident := goName(f.name)
 		// Specialization constants.
-		fmt.Fprintf(&b, "// %sSpec holds the specialization constants of %s.comp. A zero field\n// takes the shader's default.\n", ident, f.name)
+		fmt.Fprintf(&b, "// %sSpec holds the specialization constants of %s. A zero field\n// takes the shader's default.\n", ident, f.what)
 		fmt.Fprintf(&b, "type %sSpec struct {\n", ident)
 		for _, c := range f.spec {
 			def := strconv.FormatUint(uint64(c.def), 10)
@@ -132,7 +133,7 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 			}
 		}
 		// Bindings.
-		fmt.Fprintf(&b, "// %sBind names the bindings of %s.comp.\ntype %sBind struct {\n", ident, f.name, ident)
+		fmt.Fprintf(&b, "// %sBind names the bindings of %s.\ntype %sBind struct {\n", ident, f.what, ident)
 		for i, n := range f.binds {
 			fmt.Fprintf(&b, "%s *vk.Buffer // binding %d: %s\n", goName(n), i, accWords(f.acc[i]))
 		}
@@ -142,7 +143,7 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 		if len(f.push) > 0 {
 			pushArg = ", p " + pt
 		}
-		fmt.Fprintf(&b, "// %s records %s.comp on d over groups workgroups.\n", ident, f.name)
+		fmt.Fprintf(&b, "// %s records %s on d over groups workgroups.\n", ident, f.what)
 		fmt.Fprintf(&b, "func %s(d *vk.Device, groups [3]uint32, s %sSpec%s, b %sBind) error {\n", ident, ident, pushArg, ident)
 		fmt.Fprintf(&b, "k := key{op: %q}\n", f.name)
 		for _, c := range f.spec {

@@ -48,6 +48,15 @@ type variant struct {
 	tier   int
 	tiered bool // false: tier-agnostic, compiled without TIER defines
 	noOpt  bool // `// spirv-opt: off`: compiled with -O0
+	texels bool // the texel form of a `// texel form` kernel: name is the base name + "_tex"
+}
+
+// what names the kernel's source in messages and generated comments.
+func (v variant) what() string {
+	if v.texels {
+		return v.src + "'s texel form"
+	}
+	return v.src
 }
 
 func (v variant) out() string { return "spv/" + v.name + "." + tierNames[v.tier] + ".spv" }
@@ -85,24 +94,23 @@ func run(dir, launch string) error {
 	}
 	sort.Strings(comps)
 	var vs []variant
+	from := map[string]string{} // kernel name: the source that makes it
 	for _, path := range comps {
-		base := filepath.Base(path)
-		name := strings.TrimSuffix(base, ".comp")
-		if !nameRE.MatchString(name) { // dots would make spv names ambiguous
-			return fmt.Errorf("%s: kernel names may only use letters, digits, '_' and '-'", base)
-		}
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		tiers, tiered, err := parseTiers(src)
+		kvs, err := variantsOf(filepath.Base(path), src)
 		if err != nil {
-			return fmt.Errorf("%s: %v", base, err)
+			return err
 		}
-		noOpt := noOptRE.Match(src)
-		for _, t := range tiers {
-			vs = append(vs, variant{name: name, src: base, tier: t, tiered: tiered, noOpt: noOpt})
+		for _, v := range kvs {
+			if other, ok := from[v.name]; ok && other != v.what() {
+				return fmt.Errorf("%s and %s both make the kernel %s", other, v.what(), v.name)
+			}
+			from[v.name] = v.what()
 		}
+		vs = append(vs, kvs...)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "spv"), 0o755); err != nil {
 		return err
@@ -161,6 +169,51 @@ var tiersRE = regexp.MustCompile(`^\s*//\s*tiers:(.*)$`)
 // DET_FTZ_SELECT defined, the form of det_ftz SwiftShader compiles
 // unoptimized SPIR-V of (see det.glsl).
 var noOptRE = regexp.MustCompile(`(?m)^\s*//\s*spirv-opt:\s*off\b`)
+
+// variantsOf returns the variants that the kernel source src, the file
+// base, compiles to: one per tier, and as many again for its texel form.
+func variantsOf(base string, src []byte) ([]variant, error) {
+	name := strings.TrimSuffix(base, ".comp")
+	if !nameRE.MatchString(name) { // dots would make spv names ambiguous
+		return nil, fmt.Errorf("%s: kernel names may only use letters, digits, '_' and '-'", base)
+	}
+	tiers, tiered, err := parseTiers(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", base, err)
+	}
+	texel := texelRE.Match(src)
+	if elementwiseRE.Match(src) && !texel && !definesTexelsRE.Match(src) {
+		return nil, fmt.Errorf("%s: an elementwise kernel (unary.glsl, binary.glsl) without a `// texel form` line: CPU drivers would run its storage-buffer form", base)
+	}
+	var vs []variant
+	for _, tx := range []bool{false, true} {
+		if tx && !texel {
+			break
+		}
+		v := variant{name: name, src: base, tiered: tiered, noOpt: noOptRE.Match(src), texels: tx}
+		if tx {
+			v.name += "_tex"
+		}
+		for _, t := range tiers {
+			v.tier = t
+			vs = append(vs, v)
+		}
+	}
+	return vs, nil
+}
+
+// texelRE marks a kernel that also has a texel form for CPU drivers
+// (include/texels.glsl): the same source compiled with TEXELS defined, as
+// the kernel <name>_tex. The elementwise bodies (unary.glsl, binary.glsl)
+// hold both forms, so an op gets its CPU form from this one line.
+var texelRE = regexp.MustCompile(`(?m)^\s*//\s*texel form\s*$`)
+
+// elementwiseRE finds the kernels that must have a texel form, and
+// definesTexelsRE those that are one already (cast_tex.comp).
+var (
+	elementwiseRE   = regexp.MustCompile(`(?m)^\s*#include\s+"(unary|binary)\.glsl"`)
+	definesTexelsRE = regexp.MustCompile(`(?m)^\s*#define\s+TEXELS\b`)
+)
 
 // parseTiers reads the `// tiers: ...` line from the first 40 lines. Without
 // one the kernel is tier-agnostic: a single Packed variant, no tier define.
@@ -231,6 +284,9 @@ func glslcArgsOpt(v variant, out, opt string) []string {
 	if v.noOpt {
 		args = append(args, "-DDET_FTZ_SELECT")
 	}
+	if v.texels {
+		args = append(args, "-DTEXELS")
+	}
 	return append(args, "-o", out, v.src)
 }
 
@@ -240,10 +296,10 @@ func build(dir string, v variant) (kernel, error) {
 	tmp := v.out() + ".tmp"
 	defer os.Remove(filepath.Join(dir, tmp))
 	if err := tool(dir, "glslc", glslcArgs(v, tmp)...); err != nil {
-		return kernel{}, fmt.Errorf("%s [%s]: %v", v.src, tierNames[v.tier], err)
+		return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
 	}
 	if err := tool(dir, "spirv-val", "--target-env", "vulkan1.1", tmp); err != nil {
-		return kernel{}, fmt.Errorf("%s [%s]: %v", v.src, tierNames[v.tier], err)
+		return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, tmp))
 	if err != nil {
@@ -251,7 +307,7 @@ func build(dir string, v variant) (kernel, error) {
 	}
 	if hasCoopNV(b) { // validated as NV, shipped as KHR: see coopkhr.go
 		if b, err = coopToKHR(b); err != nil {
-			return kernel{}, fmt.Errorf("%s [%s]: %v", v.src, tierNames[v.tier], err)
+			return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, tmp), b, 0o644); err != nil {
 			return kernel{}, err
@@ -265,7 +321,7 @@ func build(dir string, v variant) (kernel, error) {
 		err = k.names.checkAgainst(k, b)
 	}
 	if err != nil {
-		return kernel{}, fmt.Errorf("%s [%s]: %v", v.src, tierNames[v.tier], err)
+		return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
 	}
 	return k, os.Rename(filepath.Join(dir, tmp), filepath.Join(dir, v.out()))
 }

@@ -385,7 +385,7 @@ func AddBias(d *vk.Device, groups [3]uint32, s AddBiasSpec, p AddBiasPush, b Add
 	return run(d, k, groups, push[:], b.X, b.Bias, b.D)
 }
 
-// AddTexSpec holds the specialization constants of add_tex.comp. A zero field
+// AddTexSpec holds the specialization constants of add.comp's texel form. A zero field
 // takes the shader's default.
 type AddTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
@@ -394,14 +394,14 @@ type AddTexSpec struct {
 	OutDT      DType  // OUT_DT: constant 3, default 0
 }
 
-// AddTexBind names the bindings of add_tex.comp.
+// AddTexBind names the bindings of add.comp's texel form.
 type AddTexBind struct {
 	A *vk.Buffer // binding 0: read as texels
 	B *vk.Buffer // binding 1: read as texels
 	D *vk.Buffer // binding 2: written
 }
 
-// AddTex records add_tex.comp on d over groups workgroups.
+// AddTex records add.comp's texel form on d over groups workgroups.
 func AddTex(d *vk.Device, groups [3]uint32, s AddTexSpec, p EwisePush, b AddTexBind) error {
 	k := key{op: "add_tex"}
 	k.put(0, uint32(s.LocalSizeX))
@@ -618,6 +618,34 @@ type AxpyBind struct {
 // Axpy records axpy.comp on d over groups workgroups.
 func Axpy(d *vk.Device, groups [3]uint32, s AxpySpec, p EwisePush, b AxpyBind) error {
 	k := key{op: "axpy"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// AxpyTexSpec holds the specialization constants of axpy.comp's texel form. A zero field
+// takes the shader's default.
+type AxpyTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// AxpyTexBind names the bindings of axpy.comp's texel form.
+type AxpyTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	B *vk.Buffer // binding 1: read as texels
+	D *vk.Buffer // binding 2: written
+}
+
+// AxpyTex records axpy.comp's texel form on d over groups workgroups.
+func AxpyTex(d *vk.Device, groups [3]uint32, s AxpyTexSpec, p EwisePush, b AxpyTexBind) error {
+	k := key{op: "axpy_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(2, uint32(s.In1DT))
@@ -1869,6 +1897,31 @@ func Exp(d *vk.Device, groups [3]uint32, s ExpSpec, p EwisePush, b ExpBind) erro
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// ExpTexSpec holds the specialization constants of exp.comp's texel form. A zero field
+// takes the shader's default.
+type ExpTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// ExpTexBind names the bindings of exp.comp's texel form.
+type ExpTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// ExpTex records exp.comp's texel form on d over groups workgroups.
+func ExpTex(d *vk.Device, groups [3]uint32, s ExpTexSpec, p EwisePush, b ExpTexBind) error {
+	k := key{op: "exp_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // Fill32Spec holds the specialization constants of fill32.comp. A zero field
 // takes the shader's default.
 type Fill32Spec struct {
@@ -2094,7 +2147,7 @@ func GeluBackward(d *vk.Device, groups [3]uint32, s GeluBackwardSpec, p EwisePus
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// GeluBackwardTexSpec holds the specialization constants of gelu_backward_tex.comp. A zero field
+// GeluBackwardTexSpec holds the specialization constants of gelu_backward.comp's texel form. A zero field
 // takes the shader's default.
 type GeluBackwardTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
@@ -2103,14 +2156,14 @@ type GeluBackwardTexSpec struct {
 	OutDT      DType  // OUT_DT: constant 3, default 0
 }
 
-// GeluBackwardTexBind names the bindings of gelu_backward_tex.comp.
+// GeluBackwardTexBind names the bindings of gelu_backward.comp's texel form.
 type GeluBackwardTexBind struct {
 	A *vk.Buffer // binding 0: read as texels
 	B *vk.Buffer // binding 1: read as texels
 	D *vk.Buffer // binding 2: written
 }
 
-// GeluBackwardTex records gelu_backward_tex.comp on d over groups workgroups.
+// GeluBackwardTex records gelu_backward.comp's texel form on d over groups workgroups.
 func GeluBackwardTex(d *vk.Device, groups [3]uint32, s GeluBackwardTexSpec, p EwisePush, b GeluBackwardTexBind) error {
 	k := key{op: "gelu_backward_tex"}
 	k.put(0, uint32(s.LocalSizeX))
@@ -2175,7 +2228,60 @@ func GeluTanhBackward(d *vk.Device, groups [3]uint32, s GeluTanhBackwardSpec, p 
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// GeluTexSpec holds the specialization constants of gelu_tex.comp. A zero field
+// GeluTanhBackwardTexSpec holds the specialization constants of gelu_tanh_backward.comp's texel form. A zero field
+// takes the shader's default.
+type GeluTanhBackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// GeluTanhBackwardTexBind names the bindings of gelu_tanh_backward.comp's texel form.
+type GeluTanhBackwardTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	B *vk.Buffer // binding 1: read as texels
+	D *vk.Buffer // binding 2: written
+}
+
+// GeluTanhBackwardTex records gelu_tanh_backward.comp's texel form on d over groups workgroups.
+func GeluTanhBackwardTex(d *vk.Device, groups [3]uint32, s GeluTanhBackwardTexSpec, p EwisePush, b GeluTanhBackwardTexBind) error {
+	k := key{op: "gelu_tanh_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// GeluTanhTexSpec holds the specialization constants of gelu_tanh.comp's texel form. A zero field
+// takes the shader's default.
+type GeluTanhTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// GeluTanhTexBind names the bindings of gelu_tanh.comp's texel form.
+type GeluTanhTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// GeluTanhTex records gelu_tanh.comp's texel form on d over groups workgroups.
+func GeluTanhTex(d *vk.Device, groups [3]uint32, s GeluTanhTexSpec, p EwisePush, b GeluTanhTexBind) error {
+	k := key{op: "gelu_tanh_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// GeluTexSpec holds the specialization constants of gelu.comp's texel form. A zero field
 // takes the shader's default.
 type GeluTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
@@ -2183,13 +2289,13 @@ type GeluTexSpec struct {
 	OutDT      DType  // OUT_DT: constant 3, default 0
 }
 
-// GeluTexBind names the bindings of gelu_tex.comp.
+// GeluTexBind names the bindings of gelu.comp's texel form.
 type GeluTexBind struct {
 	A *vk.Buffer // binding 0: read as texels
 	D *vk.Buffer // binding 1: written
 }
 
-// GeluTex records gelu_tex.comp on d over groups workgroups.
+// GeluTex records gelu.comp's texel form on d over groups workgroups.
 func GeluTex(d *vk.Device, groups [3]uint32, s GeluTexSpec, p EwisePush, b GeluTexBind) error {
 	k := key{op: "gelu_tex"}
 	k.put(0, uint32(s.LocalSizeX))
@@ -2668,6 +2774,31 @@ func LogSoftmaxTex(d *vk.Device, groups [3]uint32, s LogSoftmaxTexSpec, p Softma
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// LogTexSpec holds the specialization constants of log.comp's texel form. A zero field
+// takes the shader's default.
+type LogTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// LogTexBind names the bindings of log.comp's texel form.
+type LogTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// LogTex records log.comp's texel form on d over groups workgroups.
+func LogTex(d *vk.Device, groups [3]uint32, s LogTexSpec, p EwisePush, b LogTexBind) error {
+	k := key{op: "log_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
 }
 
 // MaskedFillSpec holds the specialization constants of masked_fill.comp. A zero field
@@ -3238,7 +3369,7 @@ func Mul(d *vk.Device, groups [3]uint32, s MulSpec, p EwisePush, b MulBind) erro
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// MulTexSpec holds the specialization constants of mul_tex.comp. A zero field
+// MulTexSpec holds the specialization constants of mul.comp's texel form. A zero field
 // takes the shader's default.
 type MulTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
@@ -3247,14 +3378,14 @@ type MulTexSpec struct {
 	OutDT      DType  // OUT_DT: constant 3, default 0
 }
 
-// MulTexBind names the bindings of mul_tex.comp.
+// MulTexBind names the bindings of mul.comp's texel form.
 type MulTexBind struct {
 	A *vk.Buffer // binding 0: read as texels
 	B *vk.Buffer // binding 1: read as texels
 	D *vk.Buffer // binding 2: written
 }
 
-// MulTex records mul_tex.comp on d over groups workgroups.
+// MulTex records mul.comp's texel form on d over groups workgroups.
 func MulTex(d *vk.Device, groups [3]uint32, s MulTexSpec, p EwisePush, b MulTexBind) error {
 	k := key{op: "mul_tex"}
 	k.put(0, uint32(s.LocalSizeX))
@@ -3283,6 +3414,31 @@ type NegBind struct {
 // Neg records neg.comp on d over groups workgroups.
 func Neg(d *vk.Device, groups [3]uint32, s NegSpec, p EwisePush, b NegBind) error {
 	k := key{op: "neg"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// NegTexSpec holds the specialization constants of neg.comp's texel form. A zero field
+// takes the shader's default.
+type NegTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// NegTexBind names the bindings of neg.comp's texel form.
+type NegTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// NegTex records neg.comp's texel form on d over groups workgroups.
+func NegTex(d *vk.Device, groups [3]uint32, s NegTexSpec, p EwisePush, b NegTexBind) error {
+	k := key{op: "neg_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
@@ -3478,6 +3634,31 @@ func Pow(d *vk.Device, groups [3]uint32, s PowSpec, p EwisePush, b PowBind) erro
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// PowTexSpec holds the specialization constants of pow.comp's texel form. A zero field
+// takes the shader's default.
+type PowTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// PowTexBind names the bindings of pow.comp's texel form.
+type PowTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// PowTex records pow.comp's texel form on d over groups workgroups.
+func PowTex(d *vk.Device, groups [3]uint32, s PowTexSpec, p EwisePush, b PowTexBind) error {
+	k := key{op: "pow_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // ReluSpec holds the specialization constants of relu.comp. A zero field
 // takes the shader's default.
 type ReluSpec struct {
@@ -3531,6 +3712,59 @@ func ReluBackward(d *vk.Device, groups [3]uint32, s ReluBackwardSpec, p EwisePus
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
+// ReluBackwardTexSpec holds the specialization constants of relu_backward.comp's texel form. A zero field
+// takes the shader's default.
+type ReluBackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// ReluBackwardTexBind names the bindings of relu_backward.comp's texel form.
+type ReluBackwardTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	B *vk.Buffer // binding 1: read as texels
+	D *vk.Buffer // binding 2: written
+}
+
+// ReluBackwardTex records relu_backward.comp's texel form on d over groups workgroups.
+func ReluBackwardTex(d *vk.Device, groups [3]uint32, s ReluBackwardTexSpec, p EwisePush, b ReluBackwardTexBind) error {
+	k := key{op: "relu_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// ReluTexSpec holds the specialization constants of relu.comp's texel form. A zero field
+// takes the shader's default.
+type ReluTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// ReluTexBind names the bindings of relu.comp's texel form.
+type ReluTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// ReluTex records relu.comp's texel form on d over groups workgroups.
+func ReluTex(d *vk.Device, groups [3]uint32, s ReluTexSpec, p EwisePush, b ReluTexBind) error {
+	k := key{op: "relu_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // RsqrtSpec holds the specialization constants of rsqrt.comp. A zero field
 // takes the shader's default.
 type RsqrtSpec struct {
@@ -3548,6 +3782,31 @@ type RsqrtBind struct {
 // Rsqrt records rsqrt.comp on d over groups workgroups.
 func Rsqrt(d *vk.Device, groups [3]uint32, s RsqrtSpec, p EwisePush, b RsqrtBind) error {
 	k := key{op: "rsqrt"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// RsqrtTexSpec holds the specialization constants of rsqrt.comp's texel form. A zero field
+// takes the shader's default.
+type RsqrtTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// RsqrtTexBind names the bindings of rsqrt.comp's texel form.
+type RsqrtTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// RsqrtTex records rsqrt.comp's texel form on d over groups workgroups.
+func RsqrtTex(d *vk.Device, groups [3]uint32, s RsqrtTexSpec, p EwisePush, b RsqrtTexBind) error {
+	k := key{op: "rsqrt_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
@@ -3615,6 +3874,31 @@ func ScaleBy(d *vk.Device, groups [3]uint32, s ScaleBySpec, p ScaleByPush, b Sca
 	var push [4]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Src, b.State, b.Dst)
+}
+
+// ScaleTexSpec holds the specialization constants of scale.comp's texel form. A zero field
+// takes the shader's default.
+type ScaleTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// ScaleTexBind names the bindings of scale.comp's texel form.
+type ScaleTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// ScaleTex records scale.comp's texel form on d over groups workgroups.
+func ScaleTex(d *vk.Device, groups [3]uint32, s ScaleTexSpec, p EwisePush, b ScaleTexBind) error {
+	k := key{op: "scale_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
 }
 
 // ScaleUpdateSpec holds the specialization constants of scale_update.comp. A zero field
@@ -3795,6 +4079,31 @@ func Sigmoid(d *vk.Device, groups [3]uint32, s SigmoidSpec, p EwisePush, b Sigmo
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// SigmoidTexSpec holds the specialization constants of sigmoid.comp's texel form. A zero field
+// takes the shader's default.
+type SigmoidTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SigmoidTexBind names the bindings of sigmoid.comp's texel form.
+type SigmoidTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// SigmoidTex records sigmoid.comp's texel form on d over groups workgroups.
+func SigmoidTex(d *vk.Device, groups [3]uint32, s SigmoidTexSpec, p EwisePush, b SigmoidTexBind) error {
+	k := key{op: "sigmoid_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // SoftmaxSpec holds the specialization constants of softmax.comp. A zero field
 // takes the shader's default.
 type SoftmaxSpec struct {
@@ -3918,6 +4227,31 @@ func Sqrt(d *vk.Device, groups [3]uint32, s SqrtSpec, p EwisePush, b SqrtBind) e
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// SqrtTexSpec holds the specialization constants of sqrt.comp's texel form. A zero field
+// takes the shader's default.
+type SqrtTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SqrtTexBind names the bindings of sqrt.comp's texel form.
+type SqrtTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// SqrtTex records sqrt.comp's texel form on d over groups workgroups.
+func SqrtTex(d *vk.Device, groups [3]uint32, s SqrtTexSpec, p EwisePush, b SqrtTexBind) error {
+	k := key{op: "sqrt_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // StepCountSpec holds the specialization constants of step_count.comp. A zero field
 // takes the shader's default.
 type StepCountSpec struct {
@@ -3954,6 +4288,34 @@ type SubBind struct {
 // Sub records sub.comp on d over groups workgroups.
 func Sub(d *vk.Device, groups [3]uint32, s SubSpec, p EwisePush, b SubBind) error {
 	k := key{op: "sub"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// SubTexSpec holds the specialization constants of sub.comp's texel form. A zero field
+// takes the shader's default.
+type SubTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SubTexBind names the bindings of sub.comp's texel form.
+type SubTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	B *vk.Buffer // binding 1: read as texels
+	D *vk.Buffer // binding 2: written
+}
+
+// SubTex records sub.comp's texel form on d over groups workgroups.
+func SubTex(d *vk.Device, groups [3]uint32, s SubTexSpec, p EwisePush, b SubTexBind) error {
+	k := key{op: "sub_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(2, uint32(s.In1DT))
@@ -4097,6 +4459,31 @@ type TanhBind struct {
 // Tanh records tanh.comp on d over groups workgroups.
 func Tanh(d *vk.Device, groups [3]uint32, s TanhSpec, p EwisePush, b TanhBind) error {
 	k := key{op: "tanh"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// TanhTexSpec holds the specialization constants of tanh.comp's texel form. A zero field
+// takes the shader's default.
+type TanhTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// TanhTexBind names the bindings of tanh.comp's texel form.
+type TanhTexBind struct {
+	A *vk.Buffer // binding 0: read as texels
+	D *vk.Buffer // binding 1: written
+}
+
+// TanhTex records tanh.comp's texel form on d over groups workgroups.
+func TanhTex(d *vk.Device, groups [3]uint32, s TanhTexSpec, p EwisePush, b TanhTexBind) error {
+	k := key{op: "tanh_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestTexelFormVariants checks the `// texel form` line: a second kernel,
+// <name>_tex, per tier, compiled with TEXELS defined; and that an
+// elementwise kernel without it is refused.
+func TestTexelFormVariants(t *testing.T) {
+	src := "#version 450\n// tiers: packed fp16\n// texel form\n#define OP(a) (a)\n#include \"unary.glsl\"\n"
+	vs, err := variantsOf("k.comp", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.out())
+		hasDefine := slices.Contains(glslcArgs(v, "out.spv"), "-DTEXELS")
+		if hasDefine != v.texels {
+			t.Errorf("%s: -DTEXELS given %v, texel form %v", v.out(), hasDefine, v.texels)
+		}
+	}
+	want := []string{"spv/k.packed.spv", "spv/k.fp16.spv", "spv/k_tex.packed.spv", "spv/k_tex.fp16.spv"}
+	if !slices.Equal(got, want) {
+		t.Errorf("variants %v, want %v", got, want)
+	}
+	if vs[2].what() != "k.comp's texel form" {
+		t.Errorf("texel form named %q", vs[2].what())
+	}
+
+	plain := strings.Replace(src, "// texel form\n", "", 1)
+	if _, err := variantsOf("k.comp", []byte(plain)); err == nil || !strings.Contains(err.Error(), "texel form") {
+		t.Errorf("an elementwise kernel without a texel form: error %v", err)
+	}
+	own := strings.Replace(plain, "#define OP", "#define TEXELS\n#define OP", 1)
+	if vs, err := variantsOf("k_tex.comp", []byte(own)); err != nil || len(vs) != 2 {
+		t.Errorf("a kernel that is a texel form itself: %d variants, error %v", len(vs), err)
+	}
+}
