@@ -25,10 +25,10 @@ func TestCastTails(t *testing.T) {
 	for n := 1; n <= 40; n++ {
 		sizes = append(sizes, n)
 	}
-	// Past a few workgroups, the texel forms hand each subgroup one span
-	// of blocks (SPAN_STRIDE): 8*(128*64+1) leaves most spans empty on
-	// a 128-workgroup grid, and the last size loops over several blocks
-	// per invocation with a ragged end.
+	// Past a workgroup, the texel forms hand each subgroup one span of
+	// blocks (SPAN_STRIDE): on a grid of a few workgroups these sizes
+	// leave spans empty or end one part way, and the largest loops over
+	// many blocks per invocation.
 	sizes = append(sizes, 1027, 1028, 1029, 1035, 8*(2*64+3)+1, 8*(128*64+1), 8*(2*128*64+100)+3)
 	for _, n := range sizes {
 		in := make([]uint32, n)
