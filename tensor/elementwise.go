@@ -15,63 +15,67 @@ import (
 
 // Add returns a + b, broadcasting a and b (see BroadcastShape).
 func Add(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Add", kernels.Add, kernels.BcastAdd, a, b, out)
+	return broadcastOp("Add", kernels.Add, kernels.AddTex, kernels.BcastAdd, a, b, out)
 }
 
 // Sub returns a - b, broadcasting a and b (see BroadcastShape).
 func Sub(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Sub", kernels.Sub, kernels.BcastSub, a, b, out)
+	return broadcastOp("Sub", kernels.Sub, kernels.SubTex, kernels.BcastSub, a, b, out)
 }
 
 // Mul returns the elementwise product a * b, broadcasting a and b.
 func Mul(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Mul", kernels.Mul, kernels.BcastMul, a, b, out)
+	return broadcastOp("Mul", kernels.Mul, kernels.MulTex, kernels.BcastMul, a, b, out)
 }
 
 // Axpy returns alpha*x + y. x and y must have the same shape.
 func Axpy(alpha float32, x, y *Tensor, out DType) *Tensor {
-	return binaryOp("Axpy", kernels.Axpy, x, y, alpha, out)
+	return binaryOp("Axpy", kernels.Axpy, kernels.AxpyTex, x, y, alpha, out)
 }
 
 // ReLUBackward returns the gradient of ReLU at x given the output gradient
 // dy: dy where x > 0, else 0, and NaN where x is NaN.
 func ReLUBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("ReLUBackward", kernels.ReluBackward, dy, x, 0, out)
+	return binaryOp("ReLUBackward", kernels.ReluBackward, kernels.ReluBackwardTex, dy, x, 0, out)
 }
 
 // GELUBackward returns dy * GELU'(x) = dy * (Phi(x) + x phi(x)), the
 // derivative of the exact GELU, phi the standard normal density.
 func GELUBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("GELUBackward", kernels.GeluBackward, dy, x, 0, out)
+	return binaryOp("GELUBackward", kernels.GeluBackward, kernels.GeluBackwardTex, dy, x, 0, out)
 }
 
 // GELUTanhBackward returns dy * GELU'(x), the derivative of the tanh form.
 func GELUTanhBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("GELUTanhBackward", kernels.GeluTanhBackward, dy, x, 0, out)
+	return binaryOp("GELUTanhBackward", kernels.GeluTanhBackward, kernels.GeluTanhBackwardTex, dy, x, 0, out)
 }
 
 // Scale returns s*a.
 func Scale(a *Tensor, s float32, out DType) *Tensor {
-	return unaryOp("Scale", kernels.Scale, a, s, out)
+	return unaryOp("Scale", kernels.Scale, kernels.ScaleTex, a, s, out)
 }
 
 // ReLU returns max(x, 0); NaN stays NaN.
-func ReLU(x *Tensor, out DType) *Tensor { return unaryOp("ReLU", kernels.Relu, x, 0, out) }
+func ReLU(x *Tensor, out DType) *Tensor {
+	return unaryOp("ReLU", kernels.Relu, kernels.ReluTex, x, 0, out)
+}
 
 // Exp returns e^x.
-func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.Exp, x, 0, out) }
+func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.Exp, kernels.ExpTex, x, 0, out) }
 
 // GELU returns x*Phi(x) = 0.5x(1 + erf(x/sqrt(2))), the exact Gaussian
 // error linear unit (torch.nn.functional.gelu's default), Phi the standard
 // normal CDF. The kernel computes erfc by a Chebyshev fit of relative error
 // under 1.2e-7 (Numerical Recipes' erfcc); fp32 results are within about
 // 5e-7 relative of exact plus the driver's exp error.
-func GELU(x *Tensor, out DType) *Tensor { return unaryOp("GELU", kernels.Gelu, x, 0, out) }
+func GELU(x *Tensor, out DType) *Tensor {
+	return unaryOp("GELU", kernels.Gelu, kernels.GeluTex, x, 0, out)
+}
 
 // GELUTanh returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the tanh
 // approximation of GELU (gelu(x, approximate='tanh')).
 func GELUTanh(x *Tensor, out DType) *Tensor {
-	return unaryOp("GELUTanh", kernels.GeluTanh, x, 0, out)
+	return unaryOp("GELUTanh", kernels.GeluTanh, kernels.GeluTanhTex, x, 0, out)
 }
 
 // AddBias returns x + bias with bias, of shape [N], added to every row of x,
@@ -99,7 +103,8 @@ func AddBias(x, bias *Tensor, out DType) *Tensor {
 
 // The binary and unary kernels (shaders/include/binary.glsl, unary.glsl)
 // share one interface, so each generated launcher's spec and bindings
-// convert from these.
+// convert from these. Each op passes its kernel and the kernel's texel
+// form (its `// texel form` line), which CPU drivers run (texels.go).
 type (
 	binarySpec = struct {
 		LocalSizeX          uint32
@@ -113,7 +118,9 @@ type (
 	unaryBind = struct{ A, D *vk.Buffer }
 )
 
-func binaryOp[S ~binarySpec, B ~binaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+func binaryOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op string,
+	k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+	tk func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
 	a, b *Tensor, alpha float32, out DType) *Tensor {
 	sameDevice(op, a, b)
 	if !slices.Equal(a.shape, b.shape) {
@@ -124,16 +131,19 @@ func binaryOp[S ~binarySpec, B ~binaryBind](op string, k func(*vk.Device, [3]uin
 	if o.err != nil {
 		return o
 	}
-	s := S(binarySpec{In0DT: a.dtype.code(), In1DT: b.dtype.code(), OutDT: out.code()})
-	if tk := texBinary[op]; tk != nil && texelsOn(o, a, b) {
-		launched(o, tk(o.dev, octs(o), binarySpec(s), kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, binaryBind{A: a.buf, B: b.buf, D: o.buf}))
+	s := binarySpec{In0DT: a.dtype.code(), In1DT: b.dtype.code(), OutDT: out.code()}
+	push, bind := kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, binaryBind{A: a.buf, B: b.buf, D: o.buf}
+	if texelsOn(o, a, b) {
+		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
 		return o
 	}
-	launched(o, k(o.dev, pairs(o), s, kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, B(binaryBind{A: a.buf, B: b.buf, D: o.buf})))
+	launched(o, k(o.dev, pairs(o), S(s), push, B(bind)))
 	return o
 }
 
-func unaryOp[S ~unarySpec, B ~unaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+func unaryOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op string,
+	k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+	tk func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
 	a *Tensor, alpha float32, out DType) *Tensor {
 	sameDevice(op, a)
 	checkFloating(op, out, a)
@@ -141,11 +151,12 @@ func unaryOp[S ~unarySpec, B ~unaryBind](op string, k func(*vk.Device, [3]uint32
 	if o.err != nil {
 		return o
 	}
-	s := S(unarySpec{In0DT: a.dtype.code(), OutDT: out.code()})
-	if tk := texUnary[op]; tk != nil && texelsOn(o, a) {
-		launched(o, tk(o.dev, octs(o), unarySpec(s), kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, unaryBind{A: a.buf, D: o.buf}))
+	s := unarySpec{In0DT: a.dtype.code(), OutDT: out.code()}
+	push, bind := kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, unaryBind{A: a.buf, D: o.buf}
+	if texelsOn(o, a) {
+		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
 		return o
 	}
-	launched(o, k(o.dev, pairs(o), s, kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, B(unaryBind{A: a.buf, D: o.buf})))
+	launched(o, k(o.dev, pairs(o), S(s), push, B(bind)))
 	return o
 }

@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -16,13 +17,18 @@ const opBenchN = 16 << 20
 // whole call, output allocation included; where the device has timestamps,
 // kernel-GB/s counts the kernels' device time only.
 func opBench(b *testing.B, bytes int64, op func(ins []*tensor.Tensor) *tensor.Tensor, dts ...tensor.DType) {
+	opBenchSized(b, opBenchN, bytes, op, dts...)
+}
+
+// opBenchSized is opBench on inputs of n elements (a multiple of 1024).
+func opBenchSized(b *testing.B, n int, bytes int64, op func(ins []*tensor.Tensor) *tensor.Tensor, dts ...tensor.DType) {
 	d := devtest.Open(b)
 	if d.Info().Timestamps {
 		d = devtest.Open(b, vk.Options{Timestamps: true})
 	}
 	ins := make([]*tensor.Tensor, len(dts))
 	for i, dt := range dts {
-		ins[i] = tensor.Full(d, dt, 0.5, opBenchN/1024, 1024) // rows of 1024 for Softmax
+		ins[i] = tensor.Full(d, dt, 0.5, n/1024, 1024) // rows of 1024 for Softmax
 		b.Cleanup(ins[i].Release)
 	}
 	warm := op(ins) // builds the pipeline outside the timing
@@ -82,6 +88,17 @@ func BenchmarkAxpyF16F32(b *testing.B) {
 
 func BenchmarkGELUF16(b *testing.B) {
 	opBench(b, opBenchN*(2+2), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.GELU(x[0], tensor.Float16) }, tensor.Float16)
+}
+
+// BenchmarkReLUF16 times ReLU from an MLP activation's size up: the small
+// sizes show the cost per workgroup (tensor/texels.go's texGroups).
+func BenchmarkReLUF16(b *testing.B) {
+	for _, n := range []int{16 << 10, 256 << 10, 2 << 20} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			opBenchSized(b, n, int64(n)*(2+2), func(x []*tensor.Tensor) *tensor.Tensor { return tensor.ReLU(x[0], tensor.Float16) },
+				tensor.Float16)
+		})
+	}
 }
 
 func BenchmarkSumF32(b *testing.B) {

@@ -59,8 +59,9 @@ func octs(o *Tensor) [3]uint32 { return texGrid(o, (o.n+7)/8) }
 // texGroups caps the workgroups of a texel form: two per core of the CPU
 // the driver runs on (this process's: lavapipe runs a thread per core),
 // each looping over many blocks. lavapipe spends some 3 us on every
-// workgroup (Mesa 22.3, 2 cores): with 128 workgroups a ReLU of 262144
-// fp16 elements took 0.54-0.61 ms, with 4 0.21-0.28 ms.
+// workgroup (Mesa 22.3, 2 cores; `go test -bench ReLUF16 ./tensor`): a
+// ReLU of 262144 fp16 elements took 0.75 ms a call on 128 workgroups,
+// 0.34-0.44 ms on 4.
 var texGroups = max(2, 2*runtime.NumCPU())
 
 // texLocal is the workgroup of the row kernels' texel forms (one
@@ -78,53 +79,6 @@ func texGrid(o *Tensor, n int) [3]uint32 {
 	g := groups1D(o, n)
 	g[0] = min(g[0], uint32(texGroups))
 	return g
-}
-
-type (
-	binaryKernel = func(*vk.Device, [3]uint32, binarySpec, kernels.EwisePush, binaryBind) error
-	unaryKernel  = func(*vk.Device, [3]uint32, unarySpec, kernels.EwisePush, unaryBind) error
-)
-
-// texBinary and texUnary are the texel forms of the elementwise ops, by op
-// name: every kernel of unary.glsl and binary.glsl has one (a `// texel
-// form` line in its .comp). On lavapipe a ReLU of 16K fp16 elements took
-// about 110 us in the storage-buffer form, as long as a small matmul.
-var (
-	texBinary = map[string]binaryKernel{
-		"Add":              asBinary(kernels.AddTex),
-		"Sub":              asBinary(kernels.SubTex),
-		"Mul":              asBinary(kernels.MulTex),
-		"Axpy":             asBinary(kernels.AxpyTex),
-		"ReLUBackward":     asBinary(kernels.ReluBackwardTex),
-		"GELUBackward":     asBinary(kernels.GeluBackwardTex),
-		"GELUTanhBackward": asBinary(kernels.GeluTanhBackwardTex),
-	}
-	texUnary = map[string]unaryKernel{
-		"Scale":    asUnary(kernels.ScaleTex),
-		"ReLU":     asUnary(kernels.ReluTex),
-		"Exp":      asUnary(kernels.ExpTex),
-		"GELU":     asUnary(kernels.GeluTex),
-		"GELUTanh": asUnary(kernels.GeluTanhTex),
-		"Neg":      asUnary(kernels.NegTex),
-		"Log":      asUnary(kernels.LogTex),
-		"Sqrt":     asUnary(kernels.SqrtTex),
-		"Rsqrt":    asUnary(kernels.RsqrtTex),
-		"Tanh":     asUnary(kernels.TanhTex),
-		"Sigmoid":  asUnary(kernels.SigmoidTex),
-		"Pow":      asUnary(kernels.PowTex),
-	}
-)
-
-func asBinary[S ~binarySpec, B ~binaryBind](k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error) binaryKernel {
-	return func(d *vk.Device, g [3]uint32, s binarySpec, p kernels.EwisePush, b binaryBind) error {
-		return k(d, g, S(s), p, B(b))
-	}
-}
-
-func asUnary[S ~unarySpec, B ~unaryBind](k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error) unaryKernel {
-	return func(d *vk.Device, g [3]uint32, s unarySpec, p kernels.EwisePush, b unaryBind) error {
-		return k(d, g, S(s), p, B(b))
-	}
 }
 
 // castTexels records t's cast into out with a texel form, if one serves:
