@@ -48,8 +48,8 @@ float f16_to_f32(uint h) {
 }
 
 // f16_to_f32_flat and f32_to_f16_flat are the conversions above, bit for
-// bit, with every case computed and one picked by selects: lavapipe runs
-// every side of a branch anyway, and pays for the masking.
+// bit, without branches: lavapipe runs every side of a branch anyway, and
+// pays for the masking.
 float f16_to_f32_flat(uint h) {
     uint s = (h & 0x8000u) << 16;
     uint e = (h >> 10) & 31u;
@@ -60,25 +60,22 @@ float f16_to_f32_flat(uint h) {
     return uintBitsToFloat(mix(mix(norm, inf_, e == 31u), sub_, e == 0u));
 }
 
+// f32_to_f16_flat rounds both kinds of half by one formula: a normal one
+// rebiases the exponent (127 -> 15) and drops 13 bits, a subnormal one drops
+// 126 - e bits of the mantissa with its implicit bit (31 at most, which
+// leaves 0 for every smaller number, zero included, and its carry is the
+// smallest normal's bits); past 65504 rounds to inf and inf stays inf under
+// the min, so only NaN needs a case of its own. A third fewer operations
+// than a select among f32_to_f16's cases, every one of which lavapipe runs.
 uint f32_to_f16_flat(float f) {
     uint x = floatBitsToUint(f);
-    uint s = (x >> 16) & 0x8000u;
     uint a = x & 0x7FFFFFFFu;
-    uint r = a - 0x38000000u; // a normal half: rebias, round to nearest even
-    uint norm = (r + 0x0FFFu + ((r >> 13) & 1u)) >> 13;
-    uint sh = uint(clamp(126 - int(a >> 23), 14, 24)); // a subnormal half
-    uint m = (a & 0x7FFFFFu) | 0x800000u;
-    uint q = m >> sh;
-    uint rem = m & ((1u << sh) - 1u);
-    uint half_ = 1u << (sh - 1u);
-    bool up = rem > half_ || (rem == half_ && (q & 1u) != 0u);
-    q += up ? 1u : 0u;
-    uint special = 0x7C00u | mix(0u, 0x0200u | ((a & 0x7FFFFFu) >> 13), a > 0x7F800000u); // inf or NaN
-    uint res = mix(q, 0u, a <= 0x33000000u);
-    res = mix(res, norm, a >= 0x38800000u);
-    res = mix(res, 0x7C00u, a >= 0x477FF000u);
-    res = mix(res, special, a >= 0x7F800000u);
-    return s | res;
+    bool norm = a >= 0x38800000u;
+    uint v = norm ? a - 0x38000000u : (a & 0x7FFFFFu) | 0x800000u;
+    uint sh = norm ? 13u : min(126u - (a >> 23), 31u);
+    uint r = min((v + ((1u << (sh - 1u)) - 1u) + ((v >> sh) & 1u)) >> sh, 0x7C00u); // round to nearest even
+    r = a > 0x7F800000u ? 0x7E00u | ((a & 0x7FFFFFu) >> 13) : r;                 // NaN, quiet, top payload kept
+    return ((x >> 16) & 0x8000u) | r;
 }
 
 #endif
