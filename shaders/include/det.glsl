@@ -257,8 +257,10 @@ float det_sigmoid(float x) {
 }
 
 // det_phi_tail is gelu.glsl's phi_tail, Phi(-a) for a >= 0, each operation
-// fixed: erfc by Numerical Recipes' erfcc with exp(-a^2/2) from the split
-// a = ah + (a - ah), ah * ah exact. a past 15 gives 0 (Phi(-15) is 4e-51).
+// fixed: erfc by Numerical Recipes' erfcc. Its exponent is kept exact by the
+// split a = ah + (a - ah), ah * ah exact, and two exps: det_exp's error does
+// not grow with its argument as driver exp's may, which phi_tail rounds
+// once. a past 15 gives 0 (Phi(-15) is 4e-51).
 float det_phi_tail(float a_) {
     float a = a_ > 15.0 ? 15.0 : a_; // NaN stays NaN
     float t = det_div(1.0, det_mad(0.35355339059327373, a, 1.0));
