@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/vkamp/vkamp/dist"
@@ -18,6 +16,7 @@ import (
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/tools/internal/jsonnum"
+	"github.com/vkamp/vkamp/tools/internal/profile"
 	"github.com/vkamp/vkamp/tools/internal/progress"
 	"github.com/vkamp/vkamp/tools/internal/ranks"
 	"github.com/vkamp/vkamp/tools/internal/report"
@@ -193,7 +192,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	wall := time.Since(start)
 	fmt.Fprintf(log, "trained %d iterations in %s; %s\n", c.iters, wall.Round(time.Millisecond), t.io.stats())
 	if c.profile {
-		printProfile(log, t.d, wall)
+		profile.Print(log, t.d, wall)
 	}
 	if c.reportPath != "" {
 		if err := report.WriteCurves(c.reportPath, t.hist); err != nil {
@@ -211,30 +210,6 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 		fmt.Fprintf(log, "sample (temperature %g, top-k %d):\n%s%s\n", c.temperature, c.topK, c.prompt, data.decode(gen))
 	}
 	return nil
-}
-
-// printProfile prints the device time of each kernel over the run (the
-// evaluations included), longest first, as a share of the wall time.
-func printProfile(w io.Writer, d *vk.Device, wall time.Duration) {
-	ks := d.KernelTimes()
-	if len(ks) == 0 {
-		fmt.Fprintln(w, "profile: the device records no kernel times")
-		return
-	}
-	slices.SortFunc(ks, func(a, b vk.KernelTime) int { return cmp.Compare(b.Nanoseconds, a.Nanoseconds) })
-	total := 0.0
-	for _, k := range ks {
-		total += k.Nanoseconds
-	}
-	st := d.Stats()
-	fmt.Fprintf(w, "profile: kernels %.1fs of %.1fs wall (%.0f%%); %d dispatches, %d submits, %d host waits\n",
-		total/1e9, wall.Seconds(), 100*total/float64(wall.Nanoseconds()), st.Dispatches, st.Submits, st.Waits)
-	for _, k := range ks {
-		if k.Nanoseconds < 0.002*total {
-			break
-		}
-		fmt.Fprintf(w, "  %-32s %7d launches %8.2fs %5.1f%% of kernel time\n", k.Name, k.Count, k.Nanoseconds/1e9, 100*k.Nanoseconds/total)
-	}
 }
 
 func precisionName(precision string) string {

@@ -5,7 +5,7 @@
 //
 //	go run ./tools/train [-model mlp|cnn] [-epochs 5] [-precision f16|bf16|f32] [-report report.png] [-compare]
 //	                     [-checkpoint DIR [-checkpoint-every N] [-resume]] [-json]
-//	                     [-train-samples N] [-test-samples N]
+//	                     [-train-samples N] [-test-samples N] [-profile]
 //
 // -model mlp (the default) is the 784-256-10 MLP with Adam; -model cnn is
 // PyTorch's examples/mnist network (two convolutions, max-pooling, dropout,
@@ -27,6 +27,10 @@
 // (tensor.Replayer), with the same results (the CNN's dropout reads each
 // step's seed from the device); data-parallel runs record every step. The
 // run ends with the counts of steps replayed, captured and recorded.
+//
+// -profile times every kernel on the device and ends the run with where
+// the device time went, kernel by kernel (steps are then recorded, not
+// replayed: a captured step takes no timestamps).
 //
 // bf16 runs autocast in bfloat16 without a loss scaler (bf16 has fp32's
 // range), as torch.autocast(dtype=torch.bfloat16) is used.
@@ -64,6 +68,7 @@ import (
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tools/internal/jsonnum"
+	"github.com/vkamp/vkamp/tools/internal/profile"
 	"github.com/vkamp/vkamp/tools/internal/progress"
 	"github.com/vkamp/vkamp/tools/internal/ranks"
 	"github.com/vkamp/vkamp/tools/internal/report"
@@ -77,7 +82,7 @@ type config struct {
 	epochs, batch, logEvery, checkpointEvery                 int
 	lr, initScale                                            float64
 	seed                                                     uint64
-	resume, compare, replay                                  bool
+	resume, compare, replay, profile                         bool
 	model                                                    string
 	gamma                                                    float64
 	json                                                     bool
@@ -108,6 +113,7 @@ func main() {
 	flag.IntVar(&c.testSamples, "test-samples", 0, "test on the first this many test digits only (0: all)")
 	flag.BoolVar(&c.compare, "compare", false, "also train in the other precision and compare in the report")
 	flag.BoolVar(&c.replay, "replay", true, "capture a training step's command buffers once and replay them for the following steps (same results; data-parallel runs record every step)")
+	flag.BoolVar(&c.profile, "profile", false, "time every kernel on the device and print where the training time went (steps are recorded, not replayed)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -167,7 +173,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	if c.testSamples > 0 {
 		test = test.Subset(c.testSamples)
 	}
-	rs, err := ranks.Open(c.device, c.devices, vk.Options{}, dist.Options{Timeout: c.timeout})
+	rs, err := ranks.Open(c.device, c.devices, vk.Options{Timestamps: c.profile}, dist.Options{Timeout: c.timeout})
 	if err != nil {
 		return err
 	}
@@ -186,6 +192,7 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 	}
 	fmt.Fprintf(out, "data: %d training and %d test digits from %s\n", train.N, test.N, c.data)
 	runs := []report.Run{}
+	start := time.Now()
 	r, err := trainRanks(ctx, c, rs, train, test, c.precision, out, bars, jsonw)
 	if err != nil {
 		return err
@@ -203,6 +210,9 @@ func run(ctx context.Context, c config, out, bars io.Writer) error {
 			return err
 		}
 		runs = append(runs, r)
+	}
+	if c.profile {
+		profile.Print(out, rs[0].D, time.Since(start))
 	}
 	if c.reportPath != "" {
 		if err := report.Write(c.reportPath, runs...); err != nil {
@@ -243,7 +253,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 	inRow := 0 // steps skipped in a row, up to the last one read
 	var tr *trainer.Trainer
 	tr, err := trainer.New(trainer.Options{Device: d, Group: g, Train: train, Test: test, Model: c.model, Batch: c.batch, LR: c.lr, Gamma: c.gamma, FP16: fp16, BF16: precision == "bf16",
-		Seed: c.seed, LossEvery: c.logEvery, Replay: c.replay, Scaler: scaler.Options{InitScale: c.initScale},
+		Seed: c.seed, LossEvery: c.logEvery, Replay: c.replay && !c.profile, Scaler: scaler.Options{InitScale: c.initScale},
 		OnStep: func(s trainer.Step) {
 			step := tr.StepsDone()
 			pending = append(pending, s)
@@ -349,6 +359,9 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 		}
 	}
 	rs := tr.ReplayStats()
+	if c.profile && c.replay {
+		rs.Fallback = "-profile times each kernel, and a captured step takes no timestamps"
+	}
 	fmt.Fprintf(out, "%s steps: %d replayed, %d captured, %d recorded%s; %s\n", hist.Name, rs.Replayed, rs.Captured, rs.Recorded, fallbackNote(rs.Fallback), gatherNote(tr))
 	return hist, nil
 }

@@ -203,3 +203,20 @@ func epochSummary(t *testing.T, out string) string {
 	t.Fatalf("no epoch summary in\n%s", out)
 	return ""
 }
+
+// TestProfile: -profile records every step (a captured step takes no
+// timestamps) and ends with the device time of the step's kernels.
+func TestProfile(t *testing.T) {
+	devtest.Open(t)
+	c := base()
+	c.batch, c.trainSamples, c.testSamples, c.profile = 32, 32*3, 100, true
+	var out strings.Builder
+	if err := run(context.Background(), c, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0 replayed, 0 captured, 3 recorded (replay off: -profile", "profile: kernels", "matmul", "adam"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not say %q:\n%s", want, out.String())
+		}
+	}
+}
