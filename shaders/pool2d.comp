@@ -22,9 +22,8 @@ DEFINE_LOADS(x, x, IN0_DT)
 DEFINE_STORE(d, d, OUT_DT)
 
 float elem(uint e) {
-    uint ow = e % p.wo;
-    uint oh = (e / p.wo) % p.ho;
-    uint plane = e / (p.wo * p.ho);
+    uvec3 at_ = plane_pixel(e, p.ho, p.wo);
+    uint plane = at_.x, oh = at_.y, ow = at_.z;
     ivec2 hr = window(oh, p.h, p.ho, p.kh, p.sh, p.ph);
     ivec2 wr = window(ow, p.w, p.wo, p.kw, p.sw, p.pw);
     uint base = plane * p.h * p.w;

@@ -22,7 +22,7 @@ DEFINE_STORE(d, d, OUT_DT)
 
 // outputs returns the output indices [first, last] along an axis whose
 // windows contain input index i.
-ivec2 outputs(int i, uint in_len, uint out_len, int k, int s, int pad) {
+ivec2 outputs(int i, uint in_len, uint out_len, int k, int s, int pad, uint sm, uint ss) {
     if (MODE == POOL_ADAPTIVE) {
         // start(o) <= i < end(o): o from floor(i*out/in) to ceil((i+1)*out/in) - 1.
         int lo = int((uint(i) * out_len) / in_len);
@@ -31,17 +31,16 @@ ivec2 outputs(int i, uint in_len, uint out_len, int k, int s, int pad) {
     }
     // o*s - pad <= i < o*s - pad + k
     int t = i + pad - k + 1;
-    int lo = t <= 0 ? 0 : (t + s - 1) / s;
-    int hi = min((i + pad) / s, int(out_len) - 1);
+    int lo = t <= 0 ? 0 : int(div_by(uint(t + s - 1), sm, ss));
+    int hi = min(int(div_by(uint(i + pad), sm, ss)), int(out_len) - 1);
     return ivec2(lo, hi);
 }
 
 float elem(uint e) {
-    uint wi = e % p.w;
-    uint hi = (e / p.w) % p.h;
-    uint plane = e / (p.w * p.h);
-    ivec2 hr = outputs(int(hi), p.h, p.ho, p.kh, p.sh, p.ph);
-    ivec2 wr = outputs(int(wi), p.w, p.wo, p.kw, p.sw, p.pw);
+    uvec3 at_ = plane_pixel(e, p.h, p.w);
+    uint plane = at_.x, hi = at_.y, wi = at_.z;
+    ivec2 hr = outputs(int(hi), p.h, p.ho, p.kh, p.sh, p.ph, p.shM, p.shS);
+    ivec2 wr = outputs(int(wi), p.w, p.wo, p.kw, p.sw, p.pw, p.swM, p.swS);
     uint me = hi * p.w + wi;
     float sum = 0.0;
     for (int oh = hr.x; oh <= hr.y; oh++) {

@@ -69,9 +69,25 @@ func (g poolGeom) yShape(xs []int) []int {
 	return append(slices.Clone(xs[:len(xs)-2]), g.ho, g.wo)
 }
 
-func (g poolGeom) push(n int) kernels.PoolPush {
-	return kernels.PoolPush{N: u32(n), H: u32(g.h), W: u32(g.w), Ho: u32(g.ho), Wo: u32(g.wo),
+// push is the kernels' push constants for n elements written: the output
+// [planes, Ho, Wo] forward, the input's gradient [planes, H, W] backward.
+// Their indices are below 2^31, as div_by needs: a buffer holds under 2^32
+// bytes, and every dtype takes at least two.
+func (g poolGeom) push(n int, backward bool) kernels.PoolPush {
+	p := kernels.PoolPush{N: u32(n), H: u32(g.h), W: u32(g.w), Ho: u32(g.ho), Wo: u32(g.wo),
 		Kh: int32(g.kh), Kw: int32(g.kw), Sh: int32(g.sh), Sw: int32(g.sw), Ph: int32(g.ph), Pw: int32(g.pw)}
+	if backward {
+		p.DwM, p.DwS = divMagic(p.W)
+		p.DhM, p.DhS = divMagic(p.H)
+		if g.sh > 0 { // adaptive pooling has no stride
+			p.ShM, p.ShS = divMagic(u32(g.sh))
+			p.SwM, p.SwS = divMagic(u32(g.sw))
+		}
+	} else {
+		p.DwM, p.DwS = divMagic(p.Wo)
+		p.DhM, p.DhS = divMagic(p.Ho)
+	}
+	return p
 }
 
 // loops are the iterations of one output's window (forward) or of one input
@@ -102,7 +118,7 @@ func (g poolGeom) pool(op string, mode uint32, x, y, idx *Tensor) {
 		ib = idx.buf
 	}
 	launched(y, kernels.Pool2d(y.dev, grid, kernels.Pool2dSpec{In0DT: x.dtype.code(), OutDT: y.dtype.code(), Mode: mode},
-		g.push(y.n), kernels.Pool2dBind{X: x.buf, D: y.buf, Idx: ib}))
+		g.push(y.n, false), kernels.Pool2dBind{X: x.buf, D: y.buf, Idx: ib}))
 }
 
 // poolBack records the backward kernel of mode into dx.
@@ -119,7 +135,7 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 		ib = idx.buf
 	}
 	launched(dx, kernels.Pool2dBackward(dx.dev, grid, kernels.Pool2dBackwardSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode},
-		g.push(dx.n), kernels.Pool2dBackwardBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
+		g.push(dx.n, true), kernels.Pool2dBackwardBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
 }
 
 // checkPoolGrad panics unless dy has the pooling's output shape.

@@ -11,12 +11,13 @@ import (
 )
 
 // poolCases: PyTorch's MaxPool2d(2) of the MNIST example, overlapping
-// windows, padding, rectangular kernels and odd sizes.
+// windows, padding, rectangular kernels, odd sizes and strides.
 var poolCases = []ref.Pool{
 	{Planes: 6, H: 6, W: 6, KH: 2, KW: 2, SH: 2, SW: 2},
 	{Planes: 3, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1},
 	{Planes: 2, H: 9, W: 8, KH: 3, KW: 2, SH: 2, SW: 1, PH: 1, PW: 0},
 	{Planes: 1, H: 5, W: 5, KH: 5, KW: 5, SH: 1, SW: 1},
+	{Planes: 2, H: 11, W: 10, KH: 4, KW: 3, SH: 3, SW: 3, PH: 1, PW: 1}, // strides that are no power of two
 }
 
 var adaptiveCases = []ref.Pool{

@@ -4,6 +4,8 @@
 #ifndef VKAMP_POOL_GLSL
 #define VKAMP_POOL_GLSL
 
+#include "divmagic.glsl"
+
 #define POOL_MAX 0u
 #define POOL_AVG 1u
 #define POOL_ADAPTIVE 2u
@@ -17,11 +19,24 @@ layout(push_constant) uniform PoolPush {
     int kh, kw;  // kernel size (max, avg)
     int sh, sw;  // stride (max, avg)
     int ph, pw;  // padding (max, avg)
+    // div_by's magic numbers (divmagic.glsl) for the written tensor's width
+    // and height (Wo and Ho forward, W and H backward) and, backward, for
+    // the strides.
+    uint dwM, dwS, dhM, dhS;
+    uint shM, shS, swM, swS;
 } p;
 
 // window returns [start, end) along an axis of length in for output index
 // o of out: clipped to the input for max and avg (whose padding is -inf or
 // counted zeros), floor(o*in/out) to ceil((o+1)*in/out) when adaptive.
+// plane_pixel splits element e of a [planes, H, W] tensor, the one the
+// kernel writes, into its plane and (y, x) in the plane.
+uvec3 plane_pixel(uint e, uint h, uint w) {
+    uint q = div_by(e, p.dwM, p.dwS);
+    uint plane = div_by(q, p.dhM, p.dhS);
+    return uvec3(plane, q - plane * h, e - q * w);
+}
+
 ivec2 window(uint o, uint in_len, uint out_len, int k, int s, int pad) {
     if (MODE == POOL_ADAPTIVE) {
         return ivec2(int((o * in_len) / out_len), int(((o + 1u) * in_len + out_len - 1u) / out_len));

@@ -3532,20 +3532,28 @@ type Pool2dSpec struct {
 	Mode       uint32 // MODE: constant 4, default 0
 }
 
-// PoolPush is the push-constant block PoolPush (44 bytes), laid out as the
+// PoolPush is the push-constant block PoolPush (76 bytes), laid out as the
 // SPIR-V says.
 type PoolPush struct {
-	N  uint32 // offset 0
-	H  uint32 // offset 4
-	W  uint32 // offset 8
-	Ho uint32 // offset 12
-	Wo uint32 // offset 16
-	Kh int32  // offset 20
-	Kw int32  // offset 24
-	Sh int32  // offset 28
-	Sw int32  // offset 32
-	Ph int32  // offset 36
-	Pw int32  // offset 40
+	N   uint32 // offset 0
+	H   uint32 // offset 4
+	W   uint32 // offset 8
+	Ho  uint32 // offset 12
+	Wo  uint32 // offset 16
+	Kh  int32  // offset 20
+	Kw  int32  // offset 24
+	Sh  int32  // offset 28
+	Sw  int32  // offset 32
+	Ph  int32  // offset 36
+	Pw  int32  // offset 40
+	DwM uint32 // offset 44
+	DwS uint32 // offset 48
+	DhM uint32 // offset 52
+	DhS uint32 // offset 56
+	ShM uint32 // offset 60
+	ShS uint32 // offset 64
+	SwM uint32 // offset 68
+	SwS uint32 // offset 72
 }
 
 func (p *PoolPush) put(b []byte) {
@@ -3560,6 +3568,14 @@ func (p *PoolPush) put(b []byte) {
 	binary.LittleEndian.PutUint32(b[32:], uint32(p.Sw))
 	binary.LittleEndian.PutUint32(b[36:], uint32(p.Ph))
 	binary.LittleEndian.PutUint32(b[40:], uint32(p.Pw))
+	binary.LittleEndian.PutUint32(b[44:], p.DwM)
+	binary.LittleEndian.PutUint32(b[48:], p.DwS)
+	binary.LittleEndian.PutUint32(b[52:], p.DhM)
+	binary.LittleEndian.PutUint32(b[56:], p.DhS)
+	binary.LittleEndian.PutUint32(b[60:], p.ShM)
+	binary.LittleEndian.PutUint32(b[64:], p.ShS)
+	binary.LittleEndian.PutUint32(b[68:], p.SwM)
+	binary.LittleEndian.PutUint32(b[72:], p.SwS)
 }
 
 // Pool2dBind names the bindings of pool2d.comp.
@@ -3576,7 +3592,7 @@ func Pool2d(d *vk.Device, groups [3]uint32, s Pool2dSpec, p PoolPush, b Pool2dBi
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
 	k.put(4, uint32(s.Mode))
-	var push [44]byte
+	var push [76]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.D, b.Idx)
 }
@@ -3604,7 +3620,7 @@ func Pool2dBackward(d *vk.Device, groups [3]uint32, s Pool2dBackwardSpec, p Pool
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
 	k.put(4, uint32(s.Mode))
-	var push [44]byte
+	var push [76]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
 }
