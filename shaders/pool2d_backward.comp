@@ -12,6 +12,9 @@
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
+// DISJOINT: max or average pooling whose windows do not overlap (stride >=
+// kernel on both axes, as MaxPool2d(2)): a pixel is in one window at most.
+layout(constant_id = 5) const bool DISJOINT = false;
 
 layout(set = 0, binding = 0) readonly buffer Dy { uint dy[]; };
 layout(set = 0, binding = 1) readonly buffer Idx { uint idx[]; };
@@ -43,6 +46,16 @@ float elem(uint e) {
     ivec2 wr = outputs(int(wi), p.w, p.wo, p.kw, p.sw, p.pw, p.swM, p.swS);
     uint me = hi * p.w + wi;
     float sum = 0.0;
+    if (DISJOINT && MODE != POOL_ADAPTIVE) {
+        // The one window: the last that starts at or before the pixel
+        // (outputs' hr.y, wr.y), if it reaches it (hr.x <= hr.y). No loop.
+        int oh = hr.y, ow = wr.y;
+        bool in_ = hr.x <= oh && wr.x <= ow;
+        uint o = in_ ? (plane * p.ho + uint(oh)) * p.wo + uint(ow) : 0u;
+        float g = dy_at(o);
+        if (MODE == POOL_MAX) return in_ && idx[o] == me ? xadd(sum, g) : sum;
+        return in_ ? xadd(sum, xdiv(g, float(p.kh * p.kw))) : sum;
+    }
     for (int oh = hr.x; oh <= hr.y; oh++) {
         for (int ow = wr.x; ow <= wr.y; ow++) {
             uint o = (plane * p.ho + uint(oh)) * p.wo + uint(ow);

@@ -134,7 +134,8 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 	if idx != nil {
 		ib = idx.buf
 	}
-	launched(dx, kernels.Pool2dBackward(dx.dev, grid, kernels.Pool2dBackwardSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode},
+	launched(dx, kernels.Pool2dBackward(dx.dev, grid, kernels.Pool2dBackwardSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode,
+		Disjoint: mode != poolAdaptive && g.sh >= g.kh && g.sw >= g.kw},
 		g.push(dx.n, true), kernels.Pool2dBackwardBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
 }
 

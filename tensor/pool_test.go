@@ -18,6 +18,7 @@ var poolCases = []ref.Pool{
 	{Planes: 2, H: 9, W: 8, KH: 3, KW: 2, SH: 2, SW: 1, PH: 1, PW: 0},
 	{Planes: 1, H: 5, W: 5, KH: 5, KW: 5, SH: 1, SW: 1},
 	{Planes: 2, H: 11, W: 10, KH: 4, KW: 3, SH: 3, SW: 3, PH: 1, PW: 1}, // strides that are no power of two
+	{Planes: 3, H: 8, W: 7, KH: 2, KW: 1, SH: 3, SW: 2, PH: 1, PW: 0},   // gaps between windows: pixels in none
 }
 
 var adaptiveCases = []ref.Pool{

@@ -3604,6 +3604,7 @@ type Pool2dBackwardSpec struct {
 	In0DT      DType  // IN0_DT: constant 1, default 0
 	OutDT      DType  // OUT_DT: constant 3, default 0
 	Mode       uint32 // MODE: constant 4, default 0
+	Disjoint   bool   // DISJOINT: constant 5, default 0
 }
 
 // Pool2dBackwardBind names the bindings of pool2d_backward.comp.
@@ -3620,6 +3621,7 @@ func Pool2dBackward(d *vk.Device, groups [3]uint32, s Pool2dBackwardSpec, p Pool
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
 	k.put(4, uint32(s.Mode))
+	k.put(5, b2u(s.Disjoint))
 	var push [76]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
