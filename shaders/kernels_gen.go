@@ -128,7 +128,7 @@ var table = []Kernel{
 	{Name: "softmax", Tier: vk.TierPacked, File: "spv/softmax.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "softmax_backward", Tier: vk.TierPacked, File: "spv/softmax_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "softmax_backward_tex", Tier: vk.TierPacked, File: "spv/softmax_backward_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
-	{Name: "softmax_tex", Tier: vk.TierPacked, File: "spv/softmax_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.ReadWrite}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "softmax_tex", Tier: vk.TierPacked, File: "spv/softmax_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "sqrt", Tier: vk.TierPacked, File: "spv/sqrt.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "sqrt_tex", Tier: vk.TierPacked, File: "spv/sqrt_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "step_count", Tier: vk.TierPacked, File: "spv/step_count.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite}, PushSize: 0, LocalSize: [3]uint32{1, 1, 1}},

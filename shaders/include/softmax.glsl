@@ -11,13 +11,8 @@ layout(push_constant) uniform SoftmaxPush { uint rows; uint cols; uint seg; } p;
 #if defined(TEXELS)
 #include "rows_tex.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer x;
-#if defined(OUT_E)
-#define Y_ACCESS // y holds the exps between the second pass and the third
-#else
-#define Y_ACCESS writeonly
-#endif
-layout(set = 0, binding = 1) Y_ACCESS buffer Y { u64vec2 y[]; };
-layout(set = 0, binding = 1) Y_ACCESS buffer YWords { uint y_words[]; }; // y, word by word
+layout(set = 0, binding = 1) writeonly buffer Y { u64vec2 y[]; };
+layout(set = 0, binding = 1) writeonly buffer YWords { uint y_words[]; }; // y, word by word
 
 DEFINE_TEX_LOADS(x, x, IN0_DT)
 DEFINE_TEX_ELEM(x, x, IN0_DT)
@@ -56,40 +51,6 @@ void main() {
         FOR_ROW(x, lo, hi, v, m = nan_max(m, v))
         float s = 0.0;
         ROW_SPAN(lo, hi)
-#if defined(OUT_E)
-        // OUT_E(e, s) is the output from e = exp_(x - max): the exps are
-        // stored in the second pass and read back in the third, a 64-bit
-        // load each 2 elements instead of an exp each (lavapipe's exp costs
-        // more).
-        for (uint i = lo; i < hm_; i++) {
-            float e = exp_(sub_(x_elem(i), m));
-            s += e;
-            y_words[i] = floatBitsToUint(e);
-        }
-        for (uint q = q0_; q < q1_; q++) {
-            vec4 a, b;
-            x_oct(q, 0u, true, a, b);
-            vec4 ea = vec4(exp_(sub_(a.x, m)), exp_(sub_(a.y, m)), exp_(sub_(a.z, m)), exp_(sub_(a.w, m)));
-            vec4 eb = vec4(exp_(sub_(b.x, m)), exp_(sub_(b.y, m)), exp_(sub_(b.z, m)), exp_(sub_(b.w, m)));
-            s += ea.x; s += ea.y; s += ea.z; s += ea.w;
-            s += eb.x; s += eb.y; s += eb.z; s += eb.w;
-            y_oct(q, 0u, true, ea, eb);
-        }
-        for (uint i = ts_; i < hi; i++) {
-            float e = exp_(sub_(x_elem(i), m));
-            s += e;
-            y_words[i] = floatBitsToUint(e);
-        }
-        for (uint i = lo; i < hm_; i++) y_words[i] = floatBitsToUint(OUT_E(uintBitsToFloat(y_words[i]), s));
-        for (uint q = q0_; q < q1_; q++) {
-            u64vec2 w0 = y[2u * q], w1 = y[2u * q + 1u];
-            vec4 ea = uintBitsToFloat(uvec4(unpackUint2x32(w0.x), unpackUint2x32(w0.y)));
-            vec4 eb = uintBitsToFloat(uvec4(unpackUint2x32(w1.x), unpackUint2x32(w1.y)));
-            y_oct(q, 0u, true, vec4(OUT_E(ea.x, s), OUT_E(ea.y, s), OUT_E(ea.z, s), OUT_E(ea.w, s)),
-                  vec4(OUT_E(eb.x, s), OUT_E(eb.y, s), OUT_E(eb.z, s), OUT_E(eb.w, s)));
-        }
-        for (uint i = ts_; i < hi; i++) y_words[i] = floatBitsToUint(OUT_E(uintBitsToFloat(y_words[i]), s));
-#else
         FOR_ROW(x, lo, hi, v, s += exp_(sub_(v, m)))
         for (uint i = lo; i < hm_; i++) y_words[i] = floatBitsToUint(out_(x_elem(i), m, s));
         for (uint q = q0_; q < q1_; q++) {
@@ -99,7 +60,6 @@ void main() {
                   vec4(out_(b.x, m, s), out_(b.y, m, s), out_(b.z, m, s), out_(b.w, m, s)));
         }
         for (uint i = ts_; i < hi; i++) y_words[i] = floatBitsToUint(out_(x_elem(i), m, s));
-#endif
     }
 }
 #else

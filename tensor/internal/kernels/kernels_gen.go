@@ -4207,7 +4207,7 @@ type SoftmaxTexSpec struct {
 // SoftmaxTexBind names the bindings of softmax_tex.comp.
 type SoftmaxTexBind struct {
 	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: read and written
+	Y *vk.Buffer // binding 1: written
 }
 
 // SoftmaxTex records softmax_tex.comp on d over groups workgroups.
