@@ -16,7 +16,7 @@ const streamCols = 1024
 
 // StreamNames are the names of Stream's results, in order (tools/bench's
 // -run chooses by them).
-var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32",
+var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32", "stream/add-f16",
 	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/adam-unscaling-f32", "stream/unscale-f32", "stream/check-f32",
 	"stream/gelu-f16", "stream/accumulate-f32"}
 
@@ -53,8 +53,8 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 	}
 	src, dst := f32(1, n), f32(2, n)
 	a, b := f32(3, rows, streamCols), f32(4, rows, streamCols)
-	h := tensor.Cast(a, tensor.Float16)
-	keep = append(keep, h)
+	h, h2 := tensor.Cast(a, tensor.Float16), tensor.Cast(b, tensor.Float16)
+	keep = append(keep, h, h2)
 	gamma, beta := f32(5, streamCols), f32(6, streamCols)
 	p, g, ug := f32(7, n), f32(8, n), f32(9, n)
 	for _, t := range keep {
@@ -133,6 +133,7 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		{"stream/cast-f32-f16", "Cast fp32 to fp16", 6 * fn, func() error { return wait(tensor.Cast(a, tensor.Float16)) }},
 		{"stream/cast-f16-f32", "Cast fp16 to fp32", 6 * fn, func() error { return wait(tensor.Cast(h, tensor.Float32)) }},
 		{"stream/add-f32", "Add, fp32", 12 * fn, func() error { return wait(tensor.Add(a, b, tensor.Float32)) }},
+		{"stream/add-f16", "Add, fp16 in and out (as under autocast)", 6 * fn, func() error { return wait(tensor.Add(h, h2, tensor.Float16)) }},
 		{"stream/sum-rows-f32", fmt.Sprintf("SumAxis over the last axis of [%d, %d], fp32", rows, streamCols),
 			4*fn + 4*float64(rows), func() error { return wait(tensor.SumAxis(a, 1)) }},
 		{"stream/softmax-f32", fmt.Sprintf("Softmax over rows of %d, fp32", streamCols), 8 * fn,
