@@ -6,6 +6,10 @@
 // by kH*kW for average and by the window's size for adaptive average. Sums
 // run in fp32 and are rounded once to OUT_DT. Each invocation makes two
 // consecutive elements, so a 16-bit word has one writer.
+// Its texel form reads dy and idx as texels (rows_tex.glsl's elements),
+// which CPU drivers gather in SIMD where they load storage buffers lane by
+// lane.
+// texel form
 #include "ewise.glsl"
 #include "pool.glsl"
 #include "det_extra.glsl"
@@ -16,11 +20,23 @@ layout(constant_id = 3) const uint OUT_DT = DT_F32;
 // kernel on both axes, as MaxPool2d(2)): a pixel is in one window at most.
 layout(constant_id = 5) const bool DISJOINT = false;
 
+#if defined(TEXELS)
+#include "rows_tex.glsl"
+layout(set = 0, binding = 0) uniform usamplerBuffer dy;
+layout(set = 0, binding = 1) uniform usamplerBuffer idx;
+
+DEFINE_TEX_ELEM(dy, dy, IN0_DT)
+float dy_at(uint o) { return dy_elem(o); }
+uint idx_at(uint o) { return texelFetch(idx, int(o >> 2))[o & 3u]; }
+#else
 layout(set = 0, binding = 0) readonly buffer Dy { uint dy[]; };
 layout(set = 0, binding = 1) readonly buffer Idx { uint idx[]; };
-layout(set = 0, binding = 2) writeonly buffer D { uint d[]; };
 
 DEFINE_LOADS(dy, dy, IN0_DT)
+uint idx_at(uint o) { return idx[o]; }
+#endif
+layout(set = 0, binding = 2) writeonly buffer D { uint d[]; };
+
 DEFINE_STORE(d, d, OUT_DT)
 
 // outputs returns the output indices [first, last] along an axis whose
@@ -53,14 +69,14 @@ float elem(uint e) {
         bool in_ = hr.x <= oh && wr.x <= ow;
         uint o = in_ ? (plane * p.ho + uint(oh)) * p.wo + uint(ow) : 0u;
         float g = dy_at(o);
-        if (MODE == POOL_MAX) return in_ && idx[o] == me ? xadd(sum, g) : sum;
+        if (MODE == POOL_MAX) return in_ && idx_at(o) == me ? xadd(sum, g) : sum;
         return in_ ? xadd(sum, xdiv(g, float(p.kh * p.kw))) : sum;
     }
     for (int oh = hr.x; oh <= hr.y; oh++) {
         for (int ow = wr.x; ow <= wr.y; ow++) {
             uint o = (plane * p.ho + uint(oh)) * p.wo + uint(ow);
             if (MODE == POOL_MAX) {
-                if (idx[o] == me) sum = xadd(sum, dy_at(o));
+                if (idx_at(o) == me) sum = xadd(sum, dy_at(o));
             } else if (MODE == POOL_AVG) {
                 sum = xadd(sum, xdiv(dy_at(o), float(p.kh * p.kw)));
             } else {

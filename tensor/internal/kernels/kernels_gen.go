@@ -3627,6 +3627,36 @@ func Pool2dBackward(d *vk.Device, groups [3]uint32, s Pool2dBackwardSpec, p Pool
 	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
 }
 
+// Pool2dBackwardTexSpec holds the specialization constants of pool2d_backward.comp's texel form. A zero field
+// takes the shader's default.
+type Pool2dBackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	Mode       uint32 // MODE: constant 4, default 0
+	Disjoint   bool   // DISJOINT: constant 5, default 0
+}
+
+// Pool2dBackwardTexBind names the bindings of pool2d_backward.comp's texel form.
+type Pool2dBackwardTexBind struct {
+	Dy  *vk.Buffer // binding 0: read as texels
+	Idx *vk.Buffer // binding 1: read as texels
+	D   *vk.Buffer // binding 2: written
+}
+
+// Pool2dBackwardTex records pool2d_backward.comp's texel form on d over groups workgroups.
+func Pool2dBackwardTex(d *vk.Device, groups [3]uint32, s Pool2dBackwardTexSpec, p PoolPush, b Pool2dBackwardTexBind) error {
+	k := key{op: "pool2d_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	k.put(4, uint32(s.Mode))
+	k.put(5, b2u(s.Disjoint))
+	var push [76]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
+}
+
 // PowSpec holds the specialization constants of pow.comp. A zero field
 // takes the shader's default.
 type PowSpec struct {
