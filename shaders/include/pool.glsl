@@ -26,9 +26,6 @@ layout(push_constant) uniform PoolPush {
     uint shM, shS, swM, swS;
 } p;
 
-// window returns [start, end) along an axis of length in for output index
-// o of out: clipped to the input for max and avg (whose padding is -inf or
-// counted zeros), floor(o*in/out) to ceil((o+1)*in/out) when adaptive.
 // plane_pixel splits element e of a [planes, H, W] tensor, the one the
 // kernel writes, into its plane and (y, x) in the plane.
 uvec3 plane_pixel(uint e, uint h, uint w) {
@@ -37,6 +34,9 @@ uvec3 plane_pixel(uint e, uint h, uint w) {
     return uvec3(plane, q - plane * h, e - q * w);
 }
 
+// window returns [start, end) along an axis of length in for output index
+// o of out: clipped to the input for max and avg (whose padding is -inf or
+// counted zeros), floor(o*in/out) to ceil((o+1)*in/out) when adaptive.
 ivec2 window(uint o, uint in_len, uint out_len, int k, int s, int pad) {
     if (MODE == POOL_ADAPTIVE) {
         return ivec2(int((o * in_len) / out_len), int(((o + 1u) * in_len + out_len - 1u) / out_len));
