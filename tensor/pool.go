@@ -137,7 +137,8 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 	p := g.push(dx.n, true)
 	disjoint := mode != poolAdaptive && g.sh >= g.kh && g.sw >= g.kw
 	if texelsOn(dx, dy, idx) {
-		// lavapipe, the CNN at batch 64: 22-24 -> 19-21 ms a launch. The
+		// lavapipe, the CNN at batch 64 (tools/train -model cnn
+		// -train-samples 640 -profile): 22-24 -> 19-21 ms a launch. The
 		// forward pass gained nothing from reading x as texels.
 		launched(dx, kernels.Pool2dBackwardTex(dx.dev, grid, kernels.Pool2dBackwardTexSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode,
 			Disjoint: disjoint}, p, kernels.Pool2dBackwardTexBind{Dy: dy.buf, Idx: ib, D: dx.buf}))

@@ -8,6 +8,8 @@
 // texel and a component), the whole blocks two texels at a time (one for
 // 16-bit elements). Outputs of whole blocks are stored as 64-bit words.
 // Not on the deterministic path, whose row kernels stay the tree ones.
+// DEFINE_TEX_ELEM also serves kernels that read scattered elements as
+// texels (pool2d_backward's texel form).
 #ifndef VKAMP_ROWS_TEX_GLSL
 #define VKAMP_ROWS_TEX_GLSL
 
