@@ -15,7 +15,7 @@
 // see matmul_tex.comp), except with ROW_RUNS: where the stride along
 // the width is 1 and Wo a multiple of TN, the TN columns of an invocation
 // read TN neighbours of one input row at every k, which come from the
-// TN/8+1 (fp16) or TN/4+1 (fp32) texels that hold them, shifted into place
+// RUN16 (fp16) or RUN32 (fp32) texels that hold them, shifted into place
 // with selects, the padding masked to +0. (A per-lane choice between the
 // two would not help: lavapipe runs both sides of a branch.) K must be a multiple of 8; any N (columns past it
 // are clamped, computed and dropped).
@@ -26,6 +26,10 @@
 #include "matmul.glsl"
 
 layout(constant_id = 14) const bool ROW_RUNS = false;
+// RUN16 and RUN32 are the texels that hold a run of TN elements starting
+// anywhere in its first texel (of 8 fp16 or 4 fp32 elements); TN is even.
+#define RUN16 ((TN + 14u) / 8u)
+#define RUN32 ((TN + 6u) / 4u)
 // K_RUNS is the weight gradient (tensor/conv_grad_implicit.go): the
 // "kernel" is the output's Ho x Wo pixels, the "channels" the samples, the
 // columns (ci, i, j). A is dy [N, Cout, Ho, Wo] as it lies (row co, k =
@@ -274,8 +278,8 @@ void main() {
                 int e0 = int(xb[0] + coff) + hi0 * int(p.w) + wi0;
                 float rv[TN];
                 if (B16) {
-                    uvec4 tw[TN / 8u + 1u];
-                    [[unroll]] for (uint t = 0; t < TN / 8u + 1u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 3) + int(t), 0, last));
+                    uvec4 tw[RUN16];
+                    [[unroll]] for (uint t = 0; t < RUN16; t++) tw[t] = texelFetch(tb, clamp((e0 >> 3) + int(t), 0, last));
                     uint ws = (uint(e0) >> 1) & 3u;
                     bool odd = (e0 & 1) != 0;
                     // word(i) is word ws+i of the fetched texels.
@@ -283,7 +287,7 @@ void main() {
                     [[unroll]] for (uint i = 0; i < TN / 2u + 1u; i++) {
                         uint a0 = tw[i / 4u][i % 4u], a1 = tw[(i + 1u) / 4u][(i + 1u) % 4u];
                         uint a2 = tw[(i + 2u) / 4u][(i + 2u) % 4u];
-                        uint a3 = (i + 3u) / 4u <= TN / 8u ? tw[(i + 3u) / 4u][(i + 3u) % 4u] : 0u;
+                        uint a3 = (i + 3u) / 4u < RUN16 ? tw[(i + 3u) / 4u][(i + 3u) % 4u] : 0u;
                         wd[i] = ws == 0u ? a0 : ws == 1u ? a1 : ws == 2u ? a2 : a3;
                     }
                     [[unroll]] for (uint i = 0; i < TN / 2u; i++) {
@@ -293,8 +297,8 @@ void main() {
                         rv[2u * i + 1u] = h.y;
                     }
                 } else {
-                    uvec4 tw[TN / 4u + 1u];
-                    [[unroll]] for (uint t = 0; t < TN / 4u + 1u; t++) tw[t] = texelFetch(tb, clamp((e0 >> 2) + int(t), 0, last));
+                    uvec4 tw[RUN32];
+                    [[unroll]] for (uint t = 0; t < RUN32; t++) tw[t] = texelFetch(tb, clamp((e0 >> 2) + int(t), 0, last));
                     uint ws = uint(e0) & 3u;
                     [[unroll]] for (uint j = 0; j < TN; j++) {
                         uint a0 = tw[j / 4u][j % 4u], a1 = tw[(j + 1u) / 4u][(j + 1u) % 4u];

@@ -34,14 +34,19 @@ func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
 	if !ok {
 		return mmPlan{}, mmGeom{}, false
 	}
-	if g.sw == 1 && g.wo%8 == 0 && g.wo <= 24 {
+	if g.sw == 1 && g.wo%2 == 0 && g.wo <= 26 {
 		// A whole output row per invocation (rowRuns): each run of x
 		// then serves Wo columns, and its texels and the selects that
 		// shift it are fewer per column. On the MNIST example's conv2
 		// (Wo 24, fp16, lavapipe, CPU time) that took it from about 0.7
 		// times matmul_tex's rate on the same GEMM (runs of 8) to 0.8 to
 		// 0.9, and 32 rows (half the workgroup) rather than 16 to 0.9.
-		// The order of the sums is the same.
+		// Rows need not fill whole texels, only whole fp16 words (Wo
+		// even): its input gradient (Wo 26, rows of 26 from padding 2)
+		// went from gathering each element, 25 GFLOP/s in fp16 and 24 in
+		// fp32, to 50-51 and 38 (tools/bench conv2d/backward-input,
+		// lavapipe), 32 rows again faster than 16 (42-44). Wider rows are
+		// not measured. The order of the sums is the same.
 		pl.tile.TN = g.wo
 		wg := pl.tile.WG
 		if mg.bMode != mmModeF32 && pl.tile.TM == 16 && mg.m >= 32 {

@@ -31,6 +31,14 @@ var convImplicitCases = []ref.Conv{
 	// padding, and (Cout 40) 32-row tiles in fp16 with rows past Cout.
 	{N: 2, Cin: 8, H: 5, W: 26, Cout: 4, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},
 	{N: 2, Cin: 8, H: 4, W: 24, Cout: 40, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1},
+	// Output rows of 26 and 6, not multiples of a texel: a whole row per
+	// invocation still, its run starting anywhere in a texel (rows of 29
+	// and a kernel 4 wide start runs at every offset with their last
+	// element inside the row). Padding 2 is Conv2dBackwardInput's of the
+	// MNIST example's conv2.
+	{N: 2, Cin: 8, H: 4, W: 24, Cout: 40, KH: 3, KW: 3, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1},
+	{N: 2, Cin: 8, H: 3, W: 29, Cout: 4, KH: 1, KW: 4, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},
+	{N: 3, Cin: 8, H: 3, W: 8, Cout: 5, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},
 }
 
 // TestConv2dImplicit runs the forward of every case on the implicit GEMM
@@ -72,6 +80,7 @@ func TestConv2dImplicitBits(t *testing.T) {
 		{N: 2, Cin: 16, H: 18, W: 18, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},               // rows of 16, no padding
 		{N: 2, Cin: 16, H: 16, W: 16, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}, // rows of 16, padding
 		{N: 2, Cin: 16, H: 26, W: 26, Cout: 64, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1},               // rows of 24
+		{N: 2, Cin: 16, H: 24, W: 24, Cout: 32, KH: 3, KW: 3, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}, // rows of 26
 	} {
 		convImplicitBits(t, d, c)
 	}
