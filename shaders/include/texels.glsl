@@ -3,8 +3,9 @@
 // fetches a uvec4 texel with one SIMD gather, so the inputs are uniform
 // texel buffers and each invocation makes a block of 8 consecutive elements
 // (one texel of 16-bit values, two of 32-bit ones). Stores stay lane by
-// lane, at a cost per scalar store: whole blocks are stored as 64-bit words
-// (u64vec2), half the stores of uvec4s. On lavapipe the copy kernel (now
+// lane, at a cost per scalar store and per store instruction: whole blocks
+// are stored as 64-bit words (a u64vec2 of 16-bit elements, a u64vec4 of
+// 32-bit ones), half the stores of uvec4s. On lavapipe the copy kernel (now
 // the driver's buffer copy) moved about 2.5x, and the casts (with the
 // select-only conversions below) 1.5-1.9x, as many bytes per CPU second;
 // the device needs shaderInt64.
