@@ -43,10 +43,11 @@ func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
 		// 0.9, and 32 rows (half the workgroup) rather than 16 to 0.9.
 		// Rows need not fill whole texels, only whole fp16 words (Wo
 		// even): its input gradient (Wo 26, rows of 26 from padding 2)
-		// went from gathering each element, 25 GFLOP/s in fp16 and 24 in
-		// fp32, to 50-51 and 38 (tools/bench conv2d/backward-input,
-		// lavapipe), 32 rows again faster than 16 (42-44). Wider rows are
-		// not measured. The order of the sums is the same.
+		// went from gathering each element, 24-25 GFLOP/s in fp16 and
+		// 24-26 in fp32, to 46-51 and 34-38 (tools/bench -step-only
+		// -step 64, conv2d/backward-input, lavapipe, three runs), 32 rows
+		// again faster than 16 (42-44). Wider rows are not measured. The
+		// order of the sums is the same.
 		pl.tile.TN = g.wo
 		wg := pl.tile.WG
 		if mg.bMode != mmModeF32 && pl.tile.TM == 16 && mg.m >= 32 {

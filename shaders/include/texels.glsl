@@ -56,7 +56,8 @@ u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw));
 // u64vec2 (16 bytes, a texel's size); BUF4 and TAIL are the same binding as
 // arrays of u64vec4 and of uint. A whole block of 32-bit elements is one
 // u64vec4 store, not two u64vec2s: lavapipe loops over the lanes once per
-// store, and the fp16 -> fp32 cast moved 0.45-0.48 -> 0.49-0.50x copy/buffer.
+// store (tools/bench stream/cast-f16-f32, lavapipe, alternated runs: 0.44-0.51
+// -> 0.50-0.52x copy/buffer).
 #define DEFINE_TEX_STORE(NAME, BUF, BUF4, TAIL, DT)                           \
     void NAME##_oct(uint q, uint n, bool full, vec4 lo, vec4 hi) {           \
         if (!dt_wide(DT)) {                                                   \
