@@ -135,17 +135,17 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 		ib = idx.buf
 	}
 	p := g.push(dx.n, true)
-	disjoint := mode != poolAdaptive && g.sh >= g.kh && g.sw >= g.kw
+	spec := kernels.Pool2dBackwardSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode,
+		Disjoint: mode != poolAdaptive && g.sh >= g.kh && g.sw >= g.kw}
+	bind := kernels.Pool2dBackwardBind{Dy: dy.buf, Idx: ib, D: dx.buf}
 	if texelsOn(dx, dy, idx) {
 		// lavapipe, the CNN at batch 64 (tools/train -model cnn
 		// -train-samples 640 -profile): 22-24 -> 19-21 ms a launch. The
 		// forward pass gained nothing from reading x as texels.
-		launched(dx, kernels.Pool2dBackwardTex(dx.dev, grid, kernels.Pool2dBackwardTexSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode,
-			Disjoint: disjoint}, p, kernels.Pool2dBackwardTexBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
+		launched(dx, kernels.Pool2dBackwardTex(dx.dev, grid, kernels.Pool2dBackwardTexSpec(spec), p, kernels.Pool2dBackwardTexBind(bind)))
 		return
 	}
-	launched(dx, kernels.Pool2dBackward(dx.dev, grid, kernels.Pool2dBackwardSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode,
-		Disjoint: disjoint}, p, kernels.Pool2dBackwardBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
+	launched(dx, kernels.Pool2dBackward(dx.dev, grid, spec, p, bind))
 }
 
 // checkPoolGrad panics unless dy has the pooling's output shape.
