@@ -10,10 +10,13 @@ import (
 	"github.com/vkamp/vkamp/tensor"
 )
 
-// poolCases: PyTorch's MaxPool2d(2) of the MNIST example, overlapping
-// windows, padding, rectangular kernels, odd sizes and strides.
+// poolCases: PyTorch's MaxPool2d(2) of the MNIST example (on rows of whole
+// blocks of 8 too, as its 24x24: lavapipe's two-by-two texel forms),
+// overlapping windows, padding, rectangular kernels, odd sizes and strides.
 var poolCases = []ref.Pool{
 	{Planes: 6, H: 6, W: 6, KH: 2, KW: 2, SH: 2, SW: 2},
+	{Planes: 6, H: 8, W: 16, KH: 2, KW: 2, SH: 2, SW: 2},
+	{Planes: 3, H: 4, W: 24, KH: 2, KW: 2, SH: 2, SW: 2},
 	{Planes: 3, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1},
 	{Planes: 2, H: 9, W: 8, KH: 3, KW: 2, SH: 2, SW: 1, PH: 1, PW: 0},
 	{Planes: 1, H: 5, W: 5, KH: 5, KW: 5, SH: 1, SW: 1},

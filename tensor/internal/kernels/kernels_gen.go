@@ -3657,6 +3657,62 @@ func Pool2dBackwardTex(d *vk.Device, groups [3]uint32, s Pool2dBackwardTexSpec, 
 	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
 }
 
+// Pool2x2BackwardTexSpec holds the specialization constants of pool2x2_backward_tex.comp. A zero field
+// takes the shader's default.
+type Pool2x2BackwardTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	Mode       uint32 // MODE: constant 4, default 0
+}
+
+// Pool2x2BackwardTexBind names the bindings of pool2x2_backward_tex.comp.
+type Pool2x2BackwardTexBind struct {
+	Dy  *vk.Buffer // binding 0: read as texels
+	Idx *vk.Buffer // binding 1: read as texels
+	D   *vk.Buffer // binding 2: written
+}
+
+// Pool2x2BackwardTex records pool2x2_backward_tex.comp on d over groups workgroups.
+func Pool2x2BackwardTex(d *vk.Device, groups [3]uint32, s Pool2x2BackwardTexSpec, p PoolPush, b Pool2x2BackwardTexBind) error {
+	k := key{op: "pool2x2_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	k.put(4, uint32(s.Mode))
+	var push [76]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
+}
+
+// Pool2x2TexSpec holds the specialization constants of pool2x2_tex.comp. A zero field
+// takes the shader's default.
+type Pool2x2TexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	Mode       uint32 // MODE: constant 4, default 0
+}
+
+// Pool2x2TexBind names the bindings of pool2x2_tex.comp.
+type Pool2x2TexBind struct {
+	X   *vk.Buffer // binding 0: read as texels
+	D   *vk.Buffer // binding 1: written
+	Idx *vk.Buffer // binding 2: written
+}
+
+// Pool2x2Tex records pool2x2_tex.comp on d over groups workgroups.
+func Pool2x2Tex(d *vk.Device, groups [3]uint32, s Pool2x2TexSpec, p PoolPush, b Pool2x2TexBind) error {
+	k := key{op: "pool2x2_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	k.put(4, uint32(s.Mode))
+	var push [76]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.D, b.Idx)
+}
+
 // PowSpec holds the specialization constants of pow.comp. A zero field
 // takes the shader's default.
 type PowSpec struct {

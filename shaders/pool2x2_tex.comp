@@ -1,0 +1,74 @@
+#version 450
+// pool2x2_tex is pool2d's texel form for CPU drivers where the windows tile
+// the input two by two: kernel 2, stride 2, no padding (PyTorch's
+// MaxPool2d(2) and AvgPool2d(2)), planes of even height and rows whose width
+// W is a multiple of 8. Then output element e of row R (R over planes*Ho)
+// reads the pair at 2e + 2R*Wo of input row 2R and the pair below it, and
+// four consecutive outputs of a row read one aligned block of 8 from each
+// row: two texel fetches where pool2d makes four scattered loads per output
+// (lavapipe loads storage buffers lane by lane). Each invocation makes four
+// outputs (Wo is a multiple of 4, so they share a row), with pool2d's
+// arithmetic in pool2d's order: the same bits, argmax included.
+#define TEXELS
+#include "texels.glsl"
+#include "pool.glsl"
+#include "det_extra.glsl"
+
+layout(constant_id = 1) const uint IN0_DT = DT_F32;
+layout(constant_id = 3) const uint OUT_DT = DT_F32;
+
+layout(set = 0, binding = 0) uniform usamplerBuffer x;
+layout(set = 0, binding = 1) writeonly buffer D { uint64_t d2[]; };   // 4 16-bit outputs a word
+layout(set = 0, binding = 1) writeonly buffer D4 { u64vec2 d4[]; };   // 4 32-bit outputs
+layout(set = 0, binding = 2) writeonly buffer Idx { u64vec2 idx4[]; }; // 4 argmaxes
+
+DEFINE_TEX_LOADS(x, x, IN0_DT)
+
+// window is one output of pool2d's elem: a, b the window's top pair, c, d
+// the bottom one, q the plane index of a.
+float window(float a, float b, float c, float d, uint q, uint w, out uint at) {
+    at = q;
+    if (MODE == POOL_MAX) {
+        float m = uintBitsToFloat(0xFF800000u); // -inf
+        float v[4] = float[4](a, b, c, d);
+        uint qs[4] = uint[4](q, q + 1u, q + w, q + w + 1u);
+        bool nan_ = false;
+        for (uint i = 0u; i < 4u; i++) {
+            float u = DETERMINISTIC ? det_ftz(v[i]) : v[i]; // SwiftShader compares subnormals as zero
+            if (!nan_ && (u > m || is_nan(u))) {
+                m = u;
+                at = qs[i];
+                nan_ = is_nan(u);
+            }
+        }
+        return m;
+    }
+    float sum = 0.0;
+    sum = xadd(sum, a);
+    sum = xadd(sum, b);
+    sum = xadd(sum, c);
+    sum = xadd(sum, d);
+    return xdiv(sum, 4.0);
+}
+
+void main() {
+    SPAN_STRIDE(j, p.n / 4u) {
+        uint e = 4u * j;
+        uint r = div_by(e, p.dwM, p.dwS);     // the output row: e / Wo
+        uint plane = div_by(r, p.dhM, p.dhS); // r / Ho
+        uint t = 2u * e + 2u * r * p.wo;      // the top-left input, a multiple of 8
+        uint q = 2u * ((r - plane * p.ho) * p.w + (e - r * p.wo)); // its index in the plane
+        vec4 a0, a1, b0, b1;
+        x_oct(t / 8u, 0u, true, a0, a1);
+        x_oct((t + p.w) / 8u, 0u, true, b0, b1);
+        uvec4 at;
+        vec4 y = vec4(window(a0.x, a0.y, b0.x, b0.y, q, p.w, at.x), window(a0.z, a0.w, b0.z, b0.w, q + 2u, p.w, at.y),
+                      window(a1.x, a1.y, b1.x, b1.y, q + 4u, p.w, at.z), window(a1.z, a1.w, b1.z, b1.w, q + 6u, p.w, at.w));
+        if (dt_wide(OUT_DT)) {
+            d4[j] = wide2(uvec4(f32_to_word(y.x, OUT_DT), f32_to_word(y.y, OUT_DT), f32_to_word(y.z, OUT_DT), f32_to_word(y.w, OUT_DT)));
+        } else {
+            d2[j] = packUint2x32(uvec2(pack_half2(y.x, y.y, OUT_DT), pack_half2(y.z, y.w, OUT_DT)));
+        }
+        if (MODE == POOL_MAX) idx4[j] = wide2(at);
+    }
+}
