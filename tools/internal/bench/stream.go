@@ -18,7 +18,7 @@ const streamCols = 1024
 // -run chooses by them).
 var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32", "stream/add-f16",
 	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/adam-unscaling-f32", "stream/unscale-f32", "stream/check-f32",
-	"stream/gelu-f16", "stream/accumulate-f32"}
+	"stream/gelu-f16", "stream/accumulate-f32", "stream/maxpool-f16", "stream/maxpool-backward-f16"}
 
 // streamOp is one streaming kernel to measure: run records it once and
 // waits; bytes is what it reads plus what it writes.
@@ -57,6 +57,14 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 	keep = append(keep, h, h2)
 	gamma, beta := f32(5, streamCols), f32(6, streamCols)
 	p, g, ug := f32(7, n), f32(8, n), f32(9, n)
+	// Max pooling, 2x2, over planes of 32x32 (rows of 1024 make them; the
+	// MNIST example's are 24x24): its input, an upstream gradient and the
+	// argmax that goes with them.
+	pool := [2]int{2, 2}
+	hp := tensor.Reshape(h, rows, 32, 32)
+	dyp := tensor.Cast(f32(10, rows, 16, 16), tensor.Float16)
+	yp, argp := tensor.MaxPool2d(hp, pool, [2]int{}, [2]int{})
+	keep = append(keep, hp, dyp, yp, argp)
 	for _, t := range keep {
 		if err := t.Err(); err != nil {
 			return fmt.Errorf("bench: stream: %w", err)
@@ -171,6 +179,10 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 				}
 				return d.Wait()
 			}},
+		{"stream/maxpool-f16", "MaxPool2d(2) over planes of 32x32, fp16 in and out, and its int32 argmax", 3.5 * fn,
+			func() error { return wait(tensor.MaxPool2d(hp, pool, [2]int{}, [2]int{})) }},
+		{"stream/maxpool-backward-f16", "MaxPool2dBackward of it: reads the fp16 gradient and the argmax, writes the fp16 input gradient", 3.5 * fn,
+			func() error { return wait(tensor.MaxPool2dBackward(dyp, argp, hp.Shape(), pool, [2]int{}, [2]int{})) }},
 	}
 	runs := make([]func() error, len(ops))
 	for i, o := range ops {
