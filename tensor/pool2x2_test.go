@@ -12,9 +12,9 @@ import (
 
 // pool2x2Shapes take pooling's two-by-two texel forms (kernel 2, stride 2,
 // rows of whole blocks of 8, even heights): the MNIST example's conv2
-// output (24x24, here with fewer planes), a row of one block, rows of five
-// blocks and a 3-D input.
-var pool2x2Shapes = [][]int{{2, 3, 24, 24}, {3, 2, 8}, {1, 5, 6, 16}, {2, 2, 10, 40}}
+// output (24x24, here with fewer planes), rows of one block (a 3-D input),
+// rows of two and of five blocks.
+var pool2x2Shapes = [][]int{{2, 3, 24, 24}, {5, 2, 8}, {1, 5, 6, 16}, {2, 2, 10, 40}}
 
 // pool2x2Input is x with the values that take pooling's special paths: NaN
 // (a window's maximum, ending its scan), infinities, windows of -inf only,

@@ -119,3 +119,32 @@ func poolAbs(v []float32) []float32 {
 	}
 	return a
 }
+
+// TestPool2dLongLoops: on a CPU driver the general kernels run on a few
+// workgroups, so a 16x16 window's invocations would loop past lavapipe's
+// limit (tensor.ErrLoopLimit) over this input; their grid grows instead,
+// and every window is summed whole.
+func TestPool2dLongLoops(t *testing.T) {
+	d := devtest.Open(t)
+	const side, k = 528, 16
+	out := side - k + 1
+	x := tensor.Full(d, tensor.Float32, 1, 1, 1, side, side)
+	defer x.Release()
+	dy := tensor.Full(d, tensor.Float32, 1, 1, 1, out, out)
+	defer dy.Release()
+	y := tensor.AvgPool2d(x, [2]int{k, k}, [2]int{1, 1}, [2]int{})
+	defer y.Release()
+	dx := tensor.AvgPool2dBackward(dy, x.Shape(), [2]int{k, k}, [2]int{1, 1}, [2]int{})
+	defer dx.Release()
+	for i, v := range opRead(t, y) {
+		if v != 1 {
+			t.Fatalf("AvgPool2d element %d = %v, want 1", i, v)
+		}
+	}
+	windows := func(i int) int { return min(i, out-1) - max(0, i-k+1) + 1 } // windows holding row (column) i
+	for i, v := range opRead(t, dx) {
+		if want := float32(windows(i/side)*windows(i%side)) / (k * k); v != want {
+			t.Fatalf("AvgPool2dBackward element %d = %v, want %v", i, v, want)
+		}
+	}
+}
