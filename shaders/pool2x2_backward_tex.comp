@@ -4,7 +4,7 @@
 // whose width W is a multiple of 8). Those windows tile the input, so every
 // input pixel is in exactly one: each invocation takes four consecutive
 // upstream gradients of a row (and for max pooling their argmaxes), one
-// texel each, and stores the two blocks of 8 input pixels under them,
+// texel fetch each, and stores the two blocks of 8 input pixels under them,
 // pool2d_backward's arithmetic in its order: the same bits.
 // Its push constants are the forward's: n counts the upstream gradients,
 // and div_by's numbers are for Wo and Ho.
@@ -53,10 +53,8 @@ void grads(float g, uint at, uint q, uint w, out vec2 top, out vec2 bottom) {
 void main() {
     SPAN_STRIDE(j, p.n / 4u) {
         uint e = 4u * j;
-        uint r = div_by(e, p.dwM, p.dwS);     // the upstream row: e / Wo
-        uint plane = div_by(r, p.dhM, p.dhS); // r / Ho
-        uint t = 2u * e + 2u * r * p.wo;      // the top-left pixel, a multiple of 8
-        uint q = 2u * ((r - plane * p.ho) * p.w + (e - r * p.wo));
+        uint t, q; // the top-left input, t a multiple of 8
+        tile2x2(e, t, q);
         vec4 g = dy4(j);
         uvec4 at = MODE == POOL_MAX ? texelFetch(idx, int(j)) : uvec4(0u);
         vec2 t0, t1, t2, t3, b0, b1, b2, b3;

@@ -24,9 +24,9 @@ layout(set = 0, binding = 2) writeonly buffer Idx { u64vec2 idx4[]; }; // 4 argm
 
 DEFINE_TEX_LOADS(x, x, IN0_DT)
 
-// window is one output of pool2d's elem: a, b the window's top pair, c, d
+// window4 is one output of pool2d's elem: a, b the window's top pair, c, d
 // the bottom one, q the plane index of a.
-float window(float a, float b, float c, float d, uint q, uint w, out uint at) {
+float window4(float a, float b, float c, float d, uint q, uint w, out uint at) {
     at = q;
     if (MODE == POOL_MAX) {
         float m = uintBitsToFloat(0xFF800000u); // -inf
@@ -54,16 +54,14 @@ float window(float a, float b, float c, float d, uint q, uint w, out uint at) {
 void main() {
     SPAN_STRIDE(j, p.n / 4u) {
         uint e = 4u * j;
-        uint r = div_by(e, p.dwM, p.dwS);     // the output row: e / Wo
-        uint plane = div_by(r, p.dhM, p.dhS); // r / Ho
-        uint t = 2u * e + 2u * r * p.wo;      // the top-left input, a multiple of 8
-        uint q = 2u * ((r - plane * p.ho) * p.w + (e - r * p.wo)); // its index in the plane
+        uint t, q; // the top-left input, t a multiple of 8
+        tile2x2(e, t, q);
         vec4 a0, a1, b0, b1;
         x_oct(t / 8u, 0u, true, a0, a1);
         x_oct((t + p.w) / 8u, 0u, true, b0, b1);
         uvec4 at;
-        vec4 y = vec4(window(a0.x, a0.y, b0.x, b0.y, q, p.w, at.x), window(a0.z, a0.w, b0.z, b0.w, q + 2u, p.w, at.y),
-                      window(a1.x, a1.y, b1.x, b1.y, q + 4u, p.w, at.z), window(a1.z, a1.w, b1.z, b1.w, q + 6u, p.w, at.w));
+        vec4 y = vec4(window4(a0.x, a0.y, b0.x, b0.y, q, p.w, at.x), window4(a0.z, a0.w, b0.z, b0.w, q + 2u, p.w, at.y),
+                      window4(a1.x, a1.y, b1.x, b1.y, q + 4u, p.w, at.z), window4(a1.z, a1.w, b1.z, b1.w, q + 6u, p.w, at.w));
         if (dt_wide(OUT_DT)) {
             d4[j] = wide2(uvec4(f32_to_word(y.x, OUT_DT), f32_to_word(y.y, OUT_DT), f32_to_word(y.z, OUT_DT), f32_to_word(y.w, OUT_DT)));
         } else {

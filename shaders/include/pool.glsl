@@ -45,4 +45,15 @@ ivec2 window(uint o, uint in_len, uint out_len, int k, int s, int pad) {
     return ivec2(max(start, 0), min(start + k, int(in_len)));
 }
 
+// tile2x2 returns, for output e of a pooling whose windows tile the input
+// two by two in planes of even height, its top-left input pixel: t, its
+// element index (2e + 2R*Wo for output row R), and q, its index in the
+// plane. The forward's div_by numbers (Wo, Ho) are in the push constants.
+void tile2x2(uint e, out uint t, out uint q) {
+    uint r = div_by(e, p.dwM, p.dwS);     // the output row: e / Wo
+    uint plane = div_by(r, p.dhM, p.dhS); // r / Ho
+    t = 2u * e + 2u * r * p.wo;
+    q = 2u * ((r - plane * p.ho) * p.w + (e - r * p.wo));
+}
+
 #endif
