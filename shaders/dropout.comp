@@ -1,26 +1,33 @@
 #version 450
 // dropout zeroes each element with probability p and scales the rest by
-// 1/(1-p), with the mask of dropout.glsl for the seed pc.seed.
+// 1/(1-p), with the mask of dropout.glsl for the seed p.seed.
+// texel form
 #include "ewise.glsl"
 #include "det_extra.glsl"
-#include "dropout.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 layout(constant_id = 3) const uint OUT_DT = DT_F32;
 
-layout(push_constant) uniform Push { uint n; uint seed; uint threshold; float scale; } pc;
+layout(push_constant) uniform Push { uint n; uint seed; uint threshold; float scale; } p;
+#if defined(TEXELS)
+#include "texels.glsl"
+layout(set = 0, binding = 0) uniform usamplerBuffer x;
+layout(set = 0, binding = 1) writeonly buffer Out { u64vec2 o[]; };
+layout(set = 0, binding = 1) writeonly buffer Out4 { u64vec4 o4[]; };       // o, block by block (fp32)
+layout(set = 0, binding = 1) writeonly buffer OutWords { uint o_words[]; }; // o, word by word
+
+DEFINE_TEX_LOADS(x, x, IN0_DT)
+DEFINE_TEX_STORE(o, o, o4, o_words, OUT_DT)
+#else
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { uint o[]; };
 
 DEFINE_LOADS(x, x, IN0_DT)
 DEFINE_STORE(o, o, OUT_DT)
+#endif
+#include "dropout.glsl"
 
 void main() {
-    uint h = pcg_hash(pc.seed);
-    GRID_STRIDE(w, (pc.n + 1u) / 2u) {
-        vec2 v = x_pair(w, pc.n);
-        v.x = xmul(v.x, dropout_keep(2u * w, h, pc.threshold, pc.scale));
-        v.y = xmul(v.y, dropout_keep(2u * w + 1u, h, pc.threshold, pc.scale));
-        o_pair(w, pc.n, v);
-    }
+    uint h = pcg_hash(p.seed);
+    DROPOUT_MAIN(h)
 }

@@ -53,6 +53,8 @@ var table = []Kernel{
 	{Name: "det_math", Tier: vk.TierPacked, File: "spv/det_math.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "dropout", Tier: vk.TierPacked, File: "spv/dropout.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "dropout_seeded", Tier: vk.TierPacked, File: "spv/dropout_seeded.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "dropout_seeded_tex", Tier: vk.TierPacked, File: "spv/dropout_seeded_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "dropout_tex", Tier: vk.TierPacked, File: "spv/dropout_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "embedding_backward", Tier: vk.TierPacked, File: "spv/embedding_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.ReadWrite}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "exp", Tier: vk.TierPacked, File: "spv/exp.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "exp_tex", Tier: vk.TierPacked, File: "spv/exp_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

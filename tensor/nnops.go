@@ -24,10 +24,13 @@ func Dropout(x *Tensor, p float32, seed uint32) *Tensor {
 	threshold := checkDropout("Dropout", x, p)
 	out := newOut(x.dev, x.dtype, x.shape, x)
 	recordInto("Dropout", func() error {
-		return kernels.Dropout(x.dev, pairGroups(x.dev, x.n),
-			kernels.DropoutSpec{In0DT: x.dtype.code(), OutDT: x.dtype.code()},
-			kernels.DropoutPush{N: uint32(x.n), Seed: seed, Threshold: threshold, Scale: 1 / (1 - p)},
-			kernels.DropoutBind{X: x.buf, Out: out.buf})
+		spec := kernels.DropoutSpec{In0DT: x.dtype.code(), OutDT: x.dtype.code()}
+		push := kernels.DropoutPush{N: uint32(x.n), Seed: seed, Threshold: threshold, Scale: 1 / (1 - p)}
+		bind := kernels.DropoutBind{X: x.buf, Out: out.buf}
+		if texelsOn(out, x) {
+			return kernels.DropoutTex(x.dev, octs(out), kernels.DropoutTexSpec(spec), kernels.DropoutTexPush(push), kernels.DropoutTexBind(bind))
+		}
+		return kernels.Dropout(x.dev, pairGroups(x.dev, x.n), spec, push, bind)
 	}, out)
 	return out
 }
@@ -49,10 +52,13 @@ func DropoutSeeded(x *Tensor, p float32, seed *Tensor, k uint32) *Tensor {
 	threshold := checkDropout("DropoutSeeded", x, p)
 	out := newOut(x.dev, x.dtype, x.shape, x, seed)
 	recordInto("DropoutSeeded", func() error {
-		return kernels.DropoutSeeded(x.dev, pairGroups(x.dev, x.n),
-			kernels.DropoutSeededSpec{In0DT: x.dtype.code(), OutDT: x.dtype.code()},
-			kernels.DropoutSeededPush{N: uint32(x.n), K: k, Threshold: threshold, Scale: 1 / (1 - p)},
-			kernels.DropoutSeededBind{X: x.buf, Seed: seed.buf, Out: out.buf})
+		spec := kernels.DropoutSeededSpec{In0DT: x.dtype.code(), OutDT: x.dtype.code()}
+		push := kernels.DropoutSeededPush{N: uint32(x.n), K: k, Threshold: threshold, Scale: 1 / (1 - p)}
+		bind := kernels.DropoutSeededBind{X: x.buf, Seed: seed.buf, Out: out.buf}
+		if texelsOn(out, x) {
+			return kernels.DropoutSeededTex(x.dev, octs(out), kernels.DropoutSeededTexSpec(spec), kernels.DropoutSeededTexPush(push), kernels.DropoutSeededTexBind(bind))
+		}
+		return kernels.DropoutSeeded(x.dev, pairGroups(x.dev, x.n), spec, push, bind)
 	}, out)
 	return out
 }

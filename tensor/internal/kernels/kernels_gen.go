@@ -1830,6 +1830,89 @@ func DropoutSeeded(d *vk.Device, groups [3]uint32, s DropoutSeededSpec, p Dropou
 	return run(d, k, groups, push[:], b.X, b.Seed, b.Out)
 }
 
+// DropoutSeededTexSpec holds the specialization constants of dropout_seeded.comp's texel form. A zero field
+// takes the shader's default.
+type DropoutSeededTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// DropoutSeededTexPush is the push-constant block Push (16 bytes), laid out as the
+// SPIR-V says.
+type DropoutSeededTexPush struct {
+	N         uint32  // offset 0
+	K         uint32  // offset 4
+	Threshold uint32  // offset 8
+	Scale     float32 // offset 12
+}
+
+func (p *DropoutSeededTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.K)
+	binary.LittleEndian.PutUint32(b[8:], p.Threshold)
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Scale))
+}
+
+// DropoutSeededTexBind names the bindings of dropout_seeded.comp's texel form.
+type DropoutSeededTexBind struct {
+	X    *vk.Buffer // binding 0: read as texels
+	Seed *vk.Buffer // binding 1: read
+	Out  *vk.Buffer // binding 2: written
+}
+
+// DropoutSeededTex records dropout_seeded.comp's texel form on d over groups workgroups.
+func DropoutSeededTex(d *vk.Device, groups [3]uint32, s DropoutSeededTexSpec, p DropoutSeededTexPush, b DropoutSeededTexBind) error {
+	k := key{op: "dropout_seeded_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Seed, b.Out)
+}
+
+// DropoutTexSpec holds the specialization constants of dropout.comp's texel form. A zero field
+// takes the shader's default.
+type DropoutTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// DropoutTexPush is the push-constant block Push (16 bytes), laid out as the
+// SPIR-V says.
+type DropoutTexPush struct {
+	N         uint32  // offset 0
+	Seed      uint32  // offset 4
+	Threshold uint32  // offset 8
+	Scale     float32 // offset 12
+}
+
+func (p *DropoutTexPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Seed)
+	binary.LittleEndian.PutUint32(b[8:], p.Threshold)
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Scale))
+}
+
+// DropoutTexBind names the bindings of dropout.comp's texel form.
+type DropoutTexBind struct {
+	X   *vk.Buffer // binding 0: read as texels
+	Out *vk.Buffer // binding 1: written
+}
+
+// DropoutTex records dropout.comp's texel form on d over groups workgroups.
+func DropoutTex(d *vk.Device, groups [3]uint32, s DropoutTexSpec, p DropoutTexPush, b DropoutTexBind) error {
+	k := key{op: "dropout_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Out)
+}
+
 // EmbeddingBackwardSpec holds the specialization constants of embedding_backward.comp. A zero field
 // takes the shader's default.
 type EmbeddingBackwardSpec struct {
