@@ -62,7 +62,7 @@ func SumTo(x *Tensor, shape ...int) *Tensor {
 
 var (
 	minRows = withRowsTex(asKernel(kernels.MinRows), asKernel(kernels.MinRowsTex))
-	minCols = asColsKernel(kernels.MinCols)
+	minCols = withColsTex(asColsKernel(kernels.MinCols), asColsKernel(kernels.MinColsTex))
 )
 
 // reducedAxes returns which axes of a tensor of shape the axes name,

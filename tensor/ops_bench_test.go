@@ -110,3 +110,25 @@ func BenchmarkSoftmaxF16(b *testing.B) {
 		return tensor.Softmax(x[0])
 	}, tensor.Float16)
 }
+
+// BenchmarkSumAxisAsF16 times bias gradients under autocast: fp16 sums over
+// the rows into fp16, for the GPT's CPU recipe ([768, 512] and [768, 128]),
+// the MNIST MLP ([64, 256]) and GPT-2 small at context 1024 ([12288, 768]).
+func BenchmarkSumAxisAsF16(b *testing.B) {
+	d := devtest.Open(b)
+	for _, s := range [][]int{{768, 512}, {768, 128}, {64, 256}, {12288, 768}} {
+		x, _ := opRand(b, d, 1, 1, tensor.Float16, s...)
+		b.Run(fmt.Sprintf("%dx%d", s[0], s[1]), func(b *testing.B) {
+			for b.Loop() {
+				y := tensor.SumAxisAs(x, 0, tensor.Float16)
+				if err := d.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				if err := y.Err(); err != nil {
+					b.Fatal(err)
+				}
+				y.Release()
+			}
+		})
+	}
+}

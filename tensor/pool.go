@@ -123,14 +123,14 @@ func (g poolGeom) loops(mode uint32, backward bool) int {
 }
 
 // grid is the general kernels' grid over out's pairs of elements, each
-// looping per times: on a CPU driver as few workgroups as texItemsGrid
+// looping per times: on a CPU driver as few workgroups as texLoopGrid
 // makes, for CPU drivers spend microseconds on each. LeNet's 28x28 at
 // batch 64 in fp16 (`go test -run XXX -bench MaxPool2d ./tensor`): on
 // lavapipe forward 7.6 -> 5.7 ms, backward 13.5 -> 7.3-7.6 ms; on
 // SwiftShader 52 -> 37 ms and 183 -> 95 ms.
 func (g poolGeom) grid(out *Tensor, per int) [3]uint32 {
 	if out.dev.Info().Type == vk.TypeCPU {
-		return texItemsGrid(out, (out.n+1)/2, per)
+		return texLoopGrid(out.dev, (out.n+1)/2, per, int(kernels.LocalSize(out.dev)))
 	}
 	return pairGroups(out.dev, out.n)
 }
@@ -145,7 +145,7 @@ func (g poolGeom) pool(op string, mode uint32, x, y, idx *Tensor) {
 		ib = idx.buf
 	}
 	if g.tiles2x2(mode) && texelsOn(y, x, idx) {
-		launched(y, kernels.Pool2x2Tex(y.dev, texItemsGrid(y, y.n/4, 5), kernels.Pool2x2TexSpec{In0DT: x.dtype.code(), OutDT: y.dtype.code(), Mode: mode},
+		launched(y, kernels.Pool2x2Tex(y.dev, texLoopGrid(y.dev, y.n/4, 5, int(kernels.LocalSize(y.dev))), kernels.Pool2x2TexSpec{In0DT: x.dtype.code(), OutDT: y.dtype.code(), Mode: mode},
 			g.push(y.n, false), kernels.Pool2x2TexBind{X: x.buf, D: y.buf, Idx: ib}))
 		return
 	}
@@ -168,7 +168,7 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 		ib = idx.buf
 	}
 	if g.tiles2x2(mode) && texelsOn(dx, dy, idx) {
-		launched(dx, kernels.Pool2x2BackwardTex(dx.dev, texItemsGrid(dx, dy.n/4, 1), kernels.Pool2x2BackwardTexSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode},
+		launched(dx, kernels.Pool2x2BackwardTex(dx.dev, texLoopGrid(dx.dev, dy.n/4, 1, int(kernels.LocalSize(dx.dev))), kernels.Pool2x2BackwardTexSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode},
 			g.push(dy.n, false), kernels.Pool2x2BackwardTexBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
 		return
 	}

@@ -40,12 +40,7 @@ func rowTexels(d *vk.Device, cols, passes int, ins ...*vk.Buffer) bool {
 // invocation loops perRow times per row: texRows's, grown where an
 // invocation would otherwise loop past the driver's limit.
 func texRowGrid(d *vk.Device, rows, perRow int) [3]uint32 {
-	g := texRows(rows)
-	if limit := loopLimit(d); limit != 0 {
-		per := max(1, limit/(1+perRow)) // rows one invocation may take
-		g[0] = uint32(min(max(int(g[0]), ceilDiv(rows, per*texLocal)), 1<<16-1))
-	}
-	return g
+	return texLoopGrid(d, rows, perRow, texLocal)
 }
 
 // texRowLoops is the loop iterations per row of a texel form making passes
@@ -59,6 +54,26 @@ func withRowsTex(plain, tex rowsKernel) rowsKernel {
 		if p.Seg == 1 && rowTexels(d, int(p.Cols), 1, b.X) { // a longer sum keeps its tree's accuracy
 			s.LocalSizeX = texLocal
 			return tex(d, texRowGrid(d, int(p.Rows), texRowLoops(int(p.Cols), 1)), s, p, b)
+		}
+		return plain(d, g, s, p, b)
+	}
+}
+
+// withColsTex is withRowsTex for the column kernels (cols.glsl): their
+// texel form makes a block of 8 outputs per invocation where the rows are
+// whole blocks (inner a multiple of 8), in the same order, the same bits.
+func withColsTex(plain, tex colsKernel) colsKernel {
+	return func(d *vk.Device, g [3]uint32, s colsSpec, p kernels.ColsPush, b xyBind) error {
+		if !rowTexelsOff && p.Inner%8 == 0 && texelsServe(d, b.X) {
+			// Workgroups small enough that a few hundred blocks (a bias
+			// gradient's) still make one for each of texGroups: 8 to 64
+			// invocations, a power of two (each size is a pipeline).
+			blocks, local := int(p.Outer*p.Inner/8), 8
+			for local < texLocal && 2*local*texGroups <= blocks {
+				local *= 2
+			}
+			s.LocalSizeX = uint32(local)
+			return tex(d, texLoopGrid(d, blocks, int(p.K), local), s, p, b)
 		}
 		return plain(d, g, s, p, b)
 	}

@@ -111,3 +111,42 @@ func TestRowTexels(t *testing.T) {
 	}
 	opRun(checks)
 }
+
+// TestColsTexels checks that the reductions over a middle axis give the
+// same bits with their texel form (on a device that has it: rows of whole
+// blocks of 8) as without, for each input dtype and a 16-bit output, with
+// NaN and infinities among the values.
+func TestColsTexels(t *testing.T) {
+	d := devtest.Open(t)
+	ops := []struct {
+		name string
+		f    func(x *tensor.Tensor) *tensor.Tensor
+	}{
+		{"SumAxis", func(x *tensor.Tensor) *tensor.Tensor { return tensor.SumAxis(x, 1) }},
+		{"MeanAxis", func(x *tensor.Tensor) *tensor.Tensor { return tensor.MeanAxis(x, 1) }},
+		{"MaxAxis", func(x *tensor.Tensor) *tensor.Tensor { return tensor.MaxAxis(x, 1) }},
+		{"MinAxes", func(x *tensor.Tensor) *tensor.Tensor { return tensor.MinAxes(x, []int{1}, false) }},
+		{"SumAxisAs fp16", func(x *tensor.Tensor) *tensor.Tensor { return tensor.SumAxisAs(x, 1, tensor.Float16) }},
+	}
+	for _, dt := range opDTypes {
+		for si, shape := range [][]int{{1, 5, 8}, {3, 33, 16}, {2, 1, 24}, {3, 7, 1000}} {
+			v := ref.Rand(opShapeLen(shape), uint64(si+1))
+			v[3], v[len(v)/2], v[len(v)-1] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
+			x, _ := opInput(t, d, v, dt, shape...)
+			for _, op := range ops {
+				tex := op.f(x)
+				var plain *tensor.Tensor
+				tensor.WithoutRowTexels(func() { plain = op.f(x) })
+				got, want := opBits(opRead(t, tex)), opBits(opRead(t, plain))
+				tex.Release()
+				plain.Release()
+				for i := range got {
+					if got[i] != want[i] {
+						t.Errorf("%s %s%v: element %d is %#x with texels, %#x without", op.name, dt, shape, i, got[i], want[i])
+						break
+					}
+				}
+			}
+		}
+	}
+}

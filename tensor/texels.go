@@ -81,16 +81,17 @@ func texGrid(o *Tensor, n int) [3]uint32 {
 	return g
 }
 
-// texItemsGrid is the grid of a texel form whose invocations loop over n
-// items, each per iterations: at most texGroups workgroups, as texGrid,
-// grown where an invocation would otherwise loop past the driver's limit.
-func texItemsGrid(o *Tensor, n, per int) [3]uint32 {
-	g := texGrid(o, n)
-	if limit := loopLimit(o.dev); limit != 0 {
+// texLoopGrid is the grid of a texel form whose workgroups of local
+// invocations loop over n items, each per iterations: at most texGroups
+// workgroups, grown where an invocation would otherwise loop past the
+// driver's limit.
+func texLoopGrid(d *vk.Device, n, per, local int) [3]uint32 {
+	g := max(1, min(ceilDiv(n, local), texGroups))
+	if limit := loopLimit(d); limit != 0 {
 		items := max(1, limit/(1+per)) // items one invocation may take
-		g[0] = uint32(min(max(int(g[0]), ceilDiv(n, items*int(kernels.LocalSize(o.dev)))), 1<<16-1))
+		g = max(g, ceilDiv(n, items*local))
 	}
-	return g
+	return [3]uint32{uint32(min(g, 1<<16-1)), 1, 1}
 }
 
 // castTexels records t's cast into out with a texel form, if one serves:

@@ -3289,6 +3289,31 @@ func MaxCols(d *vk.Device, groups [3]uint32, s MaxColsSpec, p ColsPush, b MaxCol
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// MaxColsTexSpec holds the specialization constants of max_cols.comp's texel form. A zero field
+// takes the shader's default.
+type MaxColsTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// MaxColsTexBind names the bindings of max_cols.comp's texel form.
+type MaxColsTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// MaxColsTex records max_cols.comp's texel form on d over groups workgroups.
+func MaxColsTex(d *vk.Device, groups [3]uint32, s MaxColsTexSpec, p ColsPush, b MaxColsTexBind) error {
+	k := key{op: "max_cols_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
 // MaxRowsSpec holds the specialization constants of max_rows.comp. A zero field
 // takes the shader's default.
 type MaxRowsSpec struct {
@@ -3370,6 +3395,31 @@ type MinColsBind struct {
 // MinCols records min_cols.comp on d over groups workgroups.
 func MinCols(d *vk.Device, groups [3]uint32, s MinColsSpec, p ColsPush, b MinColsBind) error {
 	k := key{op: "min_cols"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// MinColsTexSpec holds the specialization constants of min_cols.comp's texel form. A zero field
+// takes the shader's default.
+type MinColsTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// MinColsTexBind names the bindings of min_cols.comp's texel form.
+type MinColsTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// MinColsTex records min_cols.comp's texel form on d over groups workgroups.
+func MinColsTex(d *vk.Device, groups [3]uint32, s MinColsTexSpec, p ColsPush, b MinColsTexBind) error {
+	k := key{op: "min_cols_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
@@ -4529,6 +4579,31 @@ type SumColsBind struct {
 // SumCols records sum_cols.comp on d over groups workgroups.
 func SumCols(d *vk.Device, groups [3]uint32, s SumColsSpec, p ColsPush, b SumColsBind) error {
 	k := key{op: "sum_cols"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
+// SumColsTexSpec holds the specialization constants of sum_cols.comp's texel form. A zero field
+// takes the shader's default.
+type SumColsTexSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SumColsTexBind names the bindings of sum_cols.comp's texel form.
+type SumColsTexBind struct {
+	X *vk.Buffer // binding 0: read as texels
+	Y *vk.Buffer // binding 1: written
+}
+
+// SumColsTex records sum_cols.comp's texel form on d over groups workgroups.
+func SumColsTex(d *vk.Device, groups [3]uint32, s SumColsTexSpec, p ColsPush, b SumColsTexBind) error {
+	k := key{op: "sum_cols_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
 	k.put(3, uint32(s.OutDT))
