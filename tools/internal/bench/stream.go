@@ -18,7 +18,7 @@ const streamCols = 1024
 // -run chooses by them).
 var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32", "stream/add-f16",
 	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/adam-unscaling-f32", "stream/unscale-f32", "stream/check-f32",
-	"stream/gelu-f16", "stream/accumulate-f32", "stream/maxpool-f16", "stream/maxpool-backward-f16", "stream/dropout-f16"}
+	"stream/gelu-f16", "stream/accumulate-f32", "stream/maxpool-f16", "stream/maxpool-backward-f16", "stream/dropout-f16", "stream/sum-cols-f16"}
 
 // streamOp is one streaming kernel to measure: run records it once and
 // waits; bytes is what it reads plus what it writes.
@@ -184,6 +184,8 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		{"stream/maxpool-backward-f16", "MaxPool2dBackward of it: reads the fp16 gradient and the argmax, writes the fp16 input gradient", 3.5 * fn,
 			func() error { return wait(tensor.MaxPool2dBackward(dyp, argp, hp.Shape(), pool, [2]int{}, [2]int{})) }},
 		{"stream/dropout-f16", "Dropout with p 0.5, fp16 in and out", 4 * fn, func() error { return wait(tensor.Dropout(h, 0.5, 1)) }},
+		{"stream/sum-cols-f16", fmt.Sprintf("SumAxisAs over the first axis of [%d, %d] into fp16, fp16 in (a bias gradient under autocast)", rows, streamCols),
+			2*fn + 2*streamCols, func() error { return wait(tensor.SumAxisAs(h, 0, tensor.Float16)) }},
 	}
 	runs := make([]func() error, len(ops))
 	for i, o := range ops {
