@@ -145,7 +145,8 @@ func (g poolGeom) pool(op string, mode uint32, x, y, idx *Tensor) {
 		ib = idx.buf
 	}
 	if g.tiles2x2(mode) && texelsOn(y, x, idx) {
-		launched(y, kernels.Pool2x2Tex(y.dev, texLoopGrid(y.dev, y.n/4, 5, int(kernels.LocalSize(y.dev))), kernels.Pool2x2TexSpec{In0DT: x.dtype.code(), OutDT: y.dtype.code(), Mode: mode},
+		grid := texLoopGrid(y.dev, y.n/4, 5, int(kernels.LocalSize(y.dev))) // four outputs an item, a loop over a window's four pixels
+		launched(y, kernels.Pool2x2Tex(y.dev, grid, kernels.Pool2x2TexSpec{In0DT: x.dtype.code(), OutDT: y.dtype.code(), Mode: mode},
 			g.push(y.n, false), kernels.Pool2x2TexBind{X: x.buf, D: y.buf, Idx: ib}))
 		return
 	}
@@ -168,8 +169,9 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 		ib = idx.buf
 	}
 	if g.tiles2x2(mode) && texelsOn(dx, dy, idx) {
-		launched(dx, kernels.Pool2x2BackwardTex(dx.dev, texLoopGrid(dx.dev, dy.n/4, 1, int(kernels.LocalSize(dx.dev))), kernels.Pool2x2BackwardTexSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode},
-			g.push(dy.n, false), kernels.Pool2x2BackwardTexBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
+		grid := texLoopGrid(dx.dev, dy.n/4, 1, int(kernels.LocalSize(dx.dev))) // four windows an item, no inner loop
+		spec := kernels.Pool2x2BackwardTexSpec{In0DT: dy.dtype.code(), OutDT: dx.dtype.code(), Mode: mode}
+		launched(dx, kernels.Pool2x2BackwardTex(dx.dev, grid, spec, g.push(dy.n, false), kernels.Pool2x2BackwardTexBind{Dy: dy.buf, Idx: ib, D: dx.buf}))
 		return
 	}
 	per := 2 * (g.loops(mode, true) + g.kh + 1)
