@@ -184,9 +184,10 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 		Disjoint: mode != poolAdaptive && g.sh >= g.kh && g.sw >= g.kw}
 	bind := kernels.Pool2dBackwardBind{Dy: dy.buf, Idx: ib, D: dx.buf}
 	if texelsOn(dx, dy, idx) {
-		// lavapipe, the CNN at batch 64 (tools/train -model cnn
-		// -train-samples 640 -profile): 22-24 -> 19-21 ms a launch. The
-		// forward pass gained nothing from reading x as texels.
+		// The general backward's texel form: on lavapipe it took the CNN's
+		// pooling (before pool2x2_backward_tex, tools/train -model cnn
+		// -train-samples 640 -profile) from 22-24 to 19-21 ms a launch.
+		// The general forward gained nothing from reading x as texels.
 		launched(dx, kernels.Pool2dBackwardTex(dx.dev, grid, kernels.Pool2dBackwardTexSpec(spec), p, kernels.Pool2dBackwardTexBind(bind)))
 		return
 	}

@@ -74,11 +74,10 @@ func texRows(rows int) [3]uint32 {
 	return [3]uint32{uint32(max(1, min((rows+texLocal-1)/texLocal, texGroups))), 1, 1}
 }
 
-// texGrid is the grid of a texel form over n items.
+// texGrid is the grid of a texel form over n items: texLoopGrid's, with no
+// loop of its own per item.
 func texGrid(o *Tensor, n int) [3]uint32 {
-	g := groups1D(o, n)
-	g[0] = min(g[0], uint32(texGroups))
-	return g
+	return texLoopGrid(o.dev, n, 0, int(kernels.LocalSize(o.dev)))
 }
 
 // texLoopGrid is the grid of a texel form whose workgroups of local

@@ -22,14 +22,15 @@ float dropout_keep(uint i, uint hseed, uint threshold, float scale) {
     return pcg_hash(i ^ hseed) >= threshold ? scale : 0.0;
 }
 
+#if defined(TEXELS)
+// The texel form (texels.glsl) makes a block of 8 elements per invocation.
+
 // keep4 is x times the factors of elements i .. i+3.
 vec4 keep4(vec4 x, uint i, uint h) {
     return vec4(xmul(x.x, dropout_keep(i, h, p.threshold, p.scale)), xmul(x.y, dropout_keep(i + 1u, h, p.threshold, p.scale)),
                 xmul(x.z, dropout_keep(i + 2u, h, p.threshold, p.scale)), xmul(x.w, dropout_keep(i + 3u, h, p.threshold, p.scale)));
 }
 
-#if defined(TEXELS)
-// The texel form (texels.glsl) makes a block of 8 elements per invocation.
 void dropout_oct(uint q, bool full, uint h) {
     vec4 lo, hi;
     x_oct(q, p.n, full, lo, hi);
