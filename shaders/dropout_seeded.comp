@@ -14,12 +14,9 @@ layout(set = 0, binding = 1) readonly buffer Seed { uint seed[]; };
 #if defined(TEXELS)
 #include "texels.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer x;
-layout(set = 0, binding = 2) writeonly buffer Out { u64vec2 o[]; };
-layout(set = 0, binding = 2) writeonly buffer Out4 { u64vec4 o4[]; };       // o, block by block (fp32)
-layout(set = 0, binding = 2) writeonly buffer OutWords { uint o_words[]; }; // o, word by word
 
 DEFINE_TEX_LOADS(x, x, IN0_DT)
-DEFINE_TEX_STORE(o, o, o4, o_words, OUT_DT)
+DEFINE_TEX_OUTPUT(2, Out, o, OUT_DT)
 #else
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { uint o[]; };

@@ -18,11 +18,8 @@ layout(constant_id = 3) const uint OUT_DT = DT_F32;
 
 layout(set = 0, binding = 0) uniform usamplerBuffer dy;
 layout(set = 0, binding = 1) uniform usamplerBuffer idx;
-layout(set = 0, binding = 2) writeonly buffer D { u64vec2 d[]; };
-layout(set = 0, binding = 2) writeonly buffer D4 { u64vec4 d4[]; };   // d, block by block (fp32)
-layout(set = 0, binding = 2) writeonly buffer DWords { uint d_words[]; }; // d, word by word
 
-DEFINE_TEX_STORE(d, d, d4, d_words, OUT_DT)
+DEFINE_TEX_OUTPUT(2, D, d, OUT_DT)
 
 // dy4 returns upstream gradients 4j..4j+3.
 vec4 dy4(uint j) {

@@ -15,13 +15,10 @@ layout(push_constant) uniform EwisePush { uint n; float alpha; } p;
 #include "texels.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer a;
 layout(set = 0, binding = 1) uniform usamplerBuffer b;
-layout(set = 0, binding = 2) writeonly buffer D { u64vec2 d[]; };
-layout(set = 0, binding = 2) writeonly buffer D4 { u64vec4 d4[]; }; // d, block by block (fp32)
-layout(set = 0, binding = 2) writeonly buffer DWords { uint d_words[]; }; // d, word by word
 
 DEFINE_TEX_LOADS(a, a, IN0_DT)
 DEFINE_TEX_LOADS(b, b, IN1_DT)
-DEFINE_TEX_STORE(d, d, d4, d_words, OUT_DT)
+DEFINE_TEX_OUTPUT(2, D, d, OUT_DT)
 
 void block(uint q, bool full) {
     vec4 alo, ahi, blo, bhi;

@@ -21,12 +21,9 @@ float scaled(float acc) { return DETERMINISTIC ? det_mul(acc, p.scale) : acc * p
 #if defined(TEXELS)
 #include "texels.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer x;
-layout(set = 0, binding = 1) writeonly buffer Y { u64vec2 y[]; };
-layout(set = 0, binding = 1) writeonly buffer Y4 { u64vec4 y4[]; };        // y, block by block (fp32)
-layout(set = 0, binding = 1) writeonly buffer YWords { uint y_words[]; }; // y, word by word
 
 DEFINE_TEX_LOADS(x, x, IN0_DT)
-DEFINE_TEX_STORE(y, y, y4, y_words, OUT_DT)
+DEFINE_TEX_OUTPUT(1, Y, y, OUT_DT)
 
 vec4 comb4(vec4 a, vec4 v) {
     return vec4(COMB(a.x, det_in(v.x)), COMB(a.y, det_in(v.y)), COMB(a.z, det_in(v.z)), COMB(a.w, det_in(v.w)));

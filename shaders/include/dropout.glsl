@@ -5,7 +5,7 @@
 // device (integer code). The including kernel declares push constants p
 // with n, threshold and scale, x and o with their loads and stores
 // (DEFINE_LOADS and DEFINE_STORE, or in its texel form DEFINE_TEX_LOADS and
-// DEFINE_TEX_STORE), and calls DROPOUT_MAIN(h) with the seed's hash.
+// DEFINE_TEX_OUTPUT), and calls DROPOUT_MAIN(h) with the seed's hash.
 #ifndef VKAMP_DROPOUT_GLSL
 #define VKAMP_DROPOUT_GLSL
 

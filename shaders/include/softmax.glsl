@@ -11,13 +11,10 @@ layout(push_constant) uniform SoftmaxPush { uint rows; uint cols; uint seg; } p;
 #if defined(TEXELS)
 #include "rows_tex.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer x;
-layout(set = 0, binding = 1) writeonly buffer Y { u64vec2 y[]; };
-layout(set = 0, binding = 1) writeonly buffer Y4 { u64vec4 y4[]; }; // y, block by block (fp32)
-layout(set = 0, binding = 1) writeonly buffer YWords { uint y_words[]; }; // y, word by word
 
 DEFINE_TEX_LOADS(x, x, IN0_DT)
 DEFINE_TEX_ELEM(x, x, IN0_DT)
-DEFINE_TEX_STORE(y, y, y4, y_words, DT_F32)
+DEFINE_TEX_OUTPUT(1, Y, y, DT_F32)
 #else
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };

@@ -17,15 +17,12 @@ layout(push_constant) uniform SoftmaxPush { uint rows; uint cols; uint seg; } p;
 #include "rows_tex.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer y;
 layout(set = 0, binding = 1) uniform usamplerBuffer dy;
-layout(set = 0, binding = 2) writeonly buffer Dx { u64vec2 dx[]; };
-layout(set = 0, binding = 2) writeonly buffer Dx4 { u64vec4 dx4[]; }; // dx, block by block (fp32)
-layout(set = 0, binding = 2) writeonly buffer DxWords { uint dx_words[]; }; // dx, word by word
 
 DEFINE_TEX_LOADS(y, y, IN0_DT)
 DEFINE_TEX_ELEM(y, y, IN0_DT)
 DEFINE_TEX_LOADS(dy, dy, IN1_DT)
 DEFINE_TEX_ELEM(dy, dy, IN1_DT)
-DEFINE_TEX_STORE(dx, dx, dx4, dx_words, DT_F32)
+DEFINE_TEX_OUTPUT(2, Dx, dx, DT_F32)
 
 void main() {
     GRID_STRIDE(r, p.rows) {

@@ -51,28 +51,33 @@ uint pack_half2(float a, float b, uint dt) { return f32_to_half_flat(a, dt) | (f
 // wide2 packs a texel's four words as two 64-bit words, low word first.
 u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw)); }
 
-// DEFINE_TEX_STORE(NAME, BUF, BUF4, TAIL, DT) defines NAME_oct(q, n, full,
-// lo, hi), storing elements 8q..8q+7 (those below n) into BUF, an array of
-// u64vec2 (16 bytes, a texel's size); BUF4 and TAIL are the same binding as
-// arrays of u64vec4 and of uint. A whole block of 32-bit elements is one
-// u64vec4 store, not two u64vec2s: lavapipe loops over the lanes once per
-// store (tools/bench stream/cast-f16-f32, lavapipe, alternated runs: 0.44-0.51
-// -> 0.50-0.52x copy/buffer).
-#define DEFINE_TEX_STORE(NAME, BUF, BUF4, TAIL, DT)                           \
+// DEFINE_TEX_OUTPUT(BINDING, BLOCK, NAME, DT) declares output binding
+// BINDING three ways, as NAME (an array of u64vec2, a texel's 16 bytes),
+// NAME##4 (u64vec4, a block of 32-bit elements) and NAME##_words (uint, for
+// partial blocks), with blocks BLOCK, BLOCK##4 and BLOCK##Words, and defines
+// NAME_oct(q, n, full, lo, hi) storing elements 8q..8q+7 (those below n) of
+// dtype DT through them. A whole block of 32-bit elements is one u64vec4
+// store, not two u64vec2s: lavapipe loops over the lanes once per store
+// (tools/bench stream/cast-f16-f32, lavapipe, alternated runs: 0.44-0.51 ->
+// 0.50-0.52x copy/buffer).
+#define DEFINE_TEX_OUTPUT(BINDING, BLOCK, NAME, DT)                           \
+    layout(set = 0, binding = BINDING) writeonly buffer BLOCK { u64vec2 NAME[]; }; \
+    layout(set = 0, binding = BINDING) writeonly buffer BLOCK##4 { u64vec4 NAME##4[]; }; \
+    layout(set = 0, binding = BINDING) writeonly buffer BLOCK##Words { uint NAME##_words[]; }; \
     void NAME##_oct(uint q, uint n, bool full, vec4 lo, vec4 hi) {           \
         if (!dt_wide(DT)) {                                                   \
             uvec4 w = uvec4(pack_half2(lo.x, lo.y, DT), pack_half2(lo.z, lo.w, DT), \
                             pack_half2(hi.x, hi.y, DT), pack_half2(hi.z, hi.w, DT)); \
-            if (full) { BUF[q] = wide2(w); return; }                          \
+            if (full) { NAME[q] = wide2(w); return; }                          \
             for (uint j = 0u; j < 4u && 8u * q + 2u * j < n; j++)             \
-                TAIL[4u * q + j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
+                NAME##_words[4u * q + j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
             return;                                                           \
         }                                                                     \
         uvec4 x_ = uvec4(f32_to_word(lo.x, DT), f32_to_word(lo.y, DT), f32_to_word(lo.z, DT), f32_to_word(lo.w, DT)); \
         uvec4 y_ = uvec4(f32_to_word(hi.x, DT), f32_to_word(hi.y, DT), f32_to_word(hi.z, DT), f32_to_word(hi.w, DT)); \
-        if (full) { BUF4[q] = u64vec4(wide2(x_), wide2(y_)); return; }           \
-        for (uint j = 0u; j < 4u && 8u * q + j < n; j++) TAIL[8u * q + j] = x_[j]; \
-        for (uint j = 0u; j < 4u && 8u * q + 4u + j < n; j++) TAIL[8u * q + 4u + j] = y_[j]; \
+        if (full) { NAME##4[q] = u64vec4(wide2(x_), wide2(y_)); return; }           \
+        for (uint j = 0u; j < 4u && 8u * q + j < n; j++) NAME##_words[8u * q + j] = x_[j]; \
+        for (uint j = 0u; j < 4u && 8u * q + 4u + j < n; j++) NAME##_words[8u * q + 4u + j] = y_[j]; \
     }
 
 // TEX_MAIN(BLOCK) is the main of a texel form: BLOCK(q, full) makes block
