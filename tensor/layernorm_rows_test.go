@@ -7,15 +7,31 @@ import (
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // TestLayerNormLongRows runs rows many times longer than a workgroup, past
 // where CPU drivers give each invocation a whole row, forward and
 // backward, against the float64 reference.
 func TestLayerNormLongRows(t *testing.T) {
+	checkLayerNorm(t, devtest.Open(t), 3, 2053)
+}
+
+// TestLayerNormManyRows runs more rows than the texel forms' invocations
+// can each loop over within lavapipe's limit on one workgroup: rows of
+// 4096 allow an invocation 21 rows forward and 31 backward, and one
+// workgroup of 64 would give each 35. Their grid grows instead, and every
+// row is normalized.
+func TestLayerNormManyRows(t *testing.T) {
 	d := devtest.Open(t)
+	tensor.WithTexGroups(1, func() { checkLayerNorm(t, d, 2200, 4096) })
+}
+
+// checkLayerNorm checks LayerNorm and its backward pass over [rows, cols]
+// against the float64 reference.
+func checkLayerNorm(t *testing.T, d *vk.Device, rows, cols int) {
+	t.Helper()
 	const eps = 1e-5
-	rows, cols := 3, 2053
 	x, xv := opRand(t, d, 21, 2, tensor.Float32, rows, cols)
 	gamma, gv := opRand(t, d, 22, 1.5, tensor.Float32, cols)
 	beta, bv := opRand(t, d, 23, 1, tensor.Float32, cols)

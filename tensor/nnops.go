@@ -235,7 +235,7 @@ func LayerNorm(x, gamma, beta *Tensor, eps float32) (y, stats *Tensor) {
 		}
 		local, seg := normLocal(x.dev, cols)
 		if seg == 1 && cols%4 == 0 && texelsOn(y, x, gamma, beta) { // its deterministic path is layer_norm's
-			return kernels.LayerNormTex(x.dev, texRows(rows), kernels.LayerNormTexSpec{LocalSizeX: texLocal, NoBeta: beta == nil},
+			return kernels.LayerNormTex(x.dev, texRowGrid(x.dev, rows, 3*(cols/4)), kernels.LayerNormTexSpec{LocalSizeX: texLocal, NoBeta: beta == nil},
 				kernels.LayerNormTexPush{Rows: uint32(rows), Cols: uint32(cols), Eps: eps},
 				kernels.LayerNormTexBind{X: x.buf, G: gamma.buf, B: b, Y: y.buf, Stats: stats.buf})
 		}
@@ -279,7 +279,7 @@ func LayerNormBackwardNoBias(dy, x, gamma, stats *Tensor) (dx, dgamma *Tensor) {
 	recordInto("LayerNormBackward", func() error {
 		local, seg := normLocal(x.dev, cols)
 		if seg == 1 && cols%4 == 0 && !x.dev.Deterministic() && texelsOn(dx, dy, x, gamma) {
-			return kernels.LayerNormBackwardTex(x.dev, texRows(rows), kernels.LayerNormBackwardTexSpec{LocalSizeX: texLocal},
+			return kernels.LayerNormBackwardTex(x.dev, texRowGrid(x.dev, rows, 2*(cols/4)), kernels.LayerNormBackwardTexSpec{LocalSizeX: texLocal},
 				kernels.LayerNormBackwardTexPush{Rows: uint32(rows), Cols: uint32(cols)},
 				kernels.LayerNormBackwardTexBind{Dy: dy.buf, X: x.buf, G: gamma.buf, Stats: stats.buf, Dx: dx.buf, Dyx: dyx.buf})
 		}

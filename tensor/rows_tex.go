@@ -36,9 +36,10 @@ func rowTexels(d *vk.Device, cols, passes int, ins ...*vk.Buffer) bool {
 	return limit == 0 || 1+texRowLoops(cols, passes) <= limit
 }
 
-// texRowGrid is the grid of a row kernel's texel form over rows whose
-// invocation loops perRow times per row: texRows's, grown where an
-// invocation would otherwise loop past the driver's limit.
+// texRowGrid is the grid of a row kernel's texel form (workgroups of
+// texLocal, an invocation per row) over rows whose invocation loops perRow
+// times per row: at most texGroups workgroups, grown where an invocation
+// would otherwise loop past the driver's limit (texLoopGrid).
 func texRowGrid(d *vk.Device, rows, perRow int) [3]uint32 {
 	return texLoopGrid(d, rows, perRow, texLocal)
 }

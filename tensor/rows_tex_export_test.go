@@ -7,3 +7,12 @@ func WithoutRowTexels(f func()) {
 	defer func() { rowTexelsOff = false }()
 	f()
 }
+
+// WithTexGroups runs f with the texel forms' workgroups capped at n, so
+// that tests can make invocations loop over many rows with small tensors.
+func WithTexGroups(n int, f func()) {
+	was := texGroups
+	texGroups = n
+	defer func() { texGroups = was }()
+	f()
+}

@@ -69,11 +69,6 @@ var texGroups = max(2, 2*runtime.NumCPU())
 // workgroups for several cores.
 const texLocal = 64
 
-// texRows is the grid of a row kernel's texel form over rows.
-func texRows(rows int) [3]uint32 {
-	return [3]uint32{uint32(max(1, min((rows+texLocal-1)/texLocal, texGroups))), 1, 1}
-}
-
 // texGrid is the grid of a texel form over n items: texLoopGrid's, with no
 // loop of its own per item.
 func texGrid(o *Tensor, n int) [3]uint32 {
