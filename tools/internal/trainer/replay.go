@@ -83,8 +83,8 @@ func (t *Trainer) initIO() error {
 	case batchesOn == onAuto && d.Info().Type == vk.TypeCPU:
 		// The device's memory is the host's: a host copy of the rows is
 		// the cheapest gather there is (lavapipe, the MLP's fp16 batch of
-		// 64: 30-50 us of host time, against 0.26-0.33 ms of
-		// index_select_tex on a loaded machine).
+		// 64: 21-22 us of host time with the caches cold, BenchmarkGather,
+		// against 0.26-0.33 ms of index_select_tex on a loaded machine).
 		io.hostWhy = "a CPU driver: the host's copy of the rows is the cheaper gather"
 	default:
 		var err error
