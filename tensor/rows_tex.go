@@ -66,11 +66,12 @@ func withRowsTex(plain, tex rowsKernel) rowsKernel {
 func withColsTex(plain, tex colsKernel) colsKernel {
 	return func(d *vk.Device, g [3]uint32, s colsSpec, p kernels.ColsPush, b xyBind) error {
 		if !rowTexelsOff && p.Inner%8 == 0 && texelsServe(d, b.X) {
-			// Workgroups small enough that a few hundred blocks (a bias
-			// gradient's) still make one for each of texGroups: 8 to 64
-			// invocations, a power of two (each size is a pipeline).
+			// Workgroups as large as the blocks allow with one for each of
+			// texGroups/2 (a core each): a workgroup reads its rows
+			// together (cols.glsl). 8 to 64 invocations, a power of two
+			// (each size is a pipeline).
 			blocks, local := int(p.Outer*p.Inner/8), 8
-			for local < texLocal && 2*local*texGroups <= blocks {
+			for local < texLocal && local*texGroups <= blocks {
 				local *= 2
 			}
 			s.LocalSizeX = uint32(local)
