@@ -47,7 +47,47 @@ void grads(float g, uint at, uint q, uint w, out vec2 top, out vec2 bottom) {
     bottom = vec2(s);
 }
 
+// bits16: max pooling's backward from a 16-bit dtype to itself, outside
+// the deterministic mode, where each input pixel's gradient is 0 or its
+// window's 0 + g converted to fp32 and back: g, a NaN made quiet. (Mesa's
+// compiler folds 0 + g to g, so -0 stays -0, as in pool2d_backward on
+// lavapipe, where this form runs.) So main16 moves bits and converts
+// nothing.
+bool bits16() { return MODE == POOL_MAX && !dt_wide(IN0_DT) && OUT_DT == IN0_DT && !DETERMINISTIC; }
+
+// sum16 is the bits of 0 + g for the bits g of a 16-bit float of IN0_DT.
+uint sum16(uint g) {
+    uint inf = IN0_DT == DT_BF16 ? 0x7F80u : 0x7C00u;
+    return (g & 0x7FFFu) > inf ? g | (IN0_DT == DT_BF16 ? 0x0040u : 0x0200u) : g;
+}
+
+// pick16 is the bits of a window's pixel gradients, top pair then bottom
+// pair as two words, from its gradient's bits g and argmax at.
+uvec2 pick16(uint g, uint at, uint q, uint w) {
+    uint s = sum16(g);
+    return uvec2((at == q ? s : 0u) | ((at == q + 1u ? s : 0u) << 16), (at == q + w ? s : 0u) | ((at == q + w + 1u ? s : 0u) << 16));
+}
+
+void main16() {
+    SPAN_STRIDE(j, p.n / 4u) {
+        uint e = 4u * j;
+        uint t, q;
+        tile2x2(e, t, q);
+        uvec4 w = texelFetch(dy, int(j / 2u));
+        uvec2 h = (j & 1u) == 0u ? w.xy : w.zw;
+        uvec4 at = texelFetch(idx, int(j));
+        uvec2 g0 = pick16(h.x & 0xFFFFu, at.x, q, p.w), g1 = pick16(h.x >> 16, at.y, q + 2u, p.w);
+        uvec2 g2 = pick16(h.y & 0xFFFFu, at.z, q + 4u, p.w), g3 = pick16(h.y >> 16, at.w, q + 6u, p.w);
+        d[t / 8u] = wide2(uvec4(g0.x, g1.x, g2.x, g3.x));
+        d[(t + p.w) / 8u] = wide2(uvec4(g0.y, g1.y, g2.y, g3.y));
+    }
+}
+
 void main() {
+    if (bits16()) {
+        main16();
+        return;
+    }
     SPAN_STRIDE(j, p.n / 4u) {
         uint e = 4u * j;
         uint t, q; // the top-left input, t a multiple of 8
