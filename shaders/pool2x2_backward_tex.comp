@@ -47,19 +47,13 @@ void grads(float g, uint at, uint q, uint w, out vec2 top, out vec2 bottom) {
     bottom = vec2(s);
 }
 
-// bits16: max pooling's backward from a 16-bit dtype to itself, outside
-// the deterministic mode, where each input pixel's gradient is 0 or its
-// window's 0 + g converted to fp32 and back: g, a NaN made quiet. (Mesa's
-// compiler folds 0 + g to g, so -0 stays -0, as in pool2d_backward on
-// lavapipe, where this form runs.) So main16 moves bits and converts
-// nothing.
-bool bits16() { return MODE == POOL_MAX && !dt_wide(IN0_DT) && OUT_DT == IN0_DT && !DETERMINISTIC; }
+// MAX_BITS16 (pool.glsl): each input pixel's gradient is 0 or its window's
+// 0 + g converted to fp32 and back: g, a NaN made quiet. (Mesa's compiler
+// folds 0 + g to g, so -0 stays -0, as in pool2d_backward on lavapipe,
+// where this form runs.) So main16 moves bits and converts nothing.
 
 // sum16 is the bits of 0 + g for the bits g of a 16-bit float of IN0_DT.
-uint sum16(uint g) {
-    uint inf = IN0_DT == DT_BF16 ? 0x7F80u : 0x7C00u;
-    return (g & 0x7FFFu) > inf ? g | (IN0_DT == DT_BF16 ? 0x0040u : 0x0200u) : g;
-}
+uint sum16(uint g) { return (g & 0x7FFFu) > half_inf(IN0_DT) ? g | half_quiet(IN0_DT) : g; }
 
 // pick16 is the bits of a window's pixel gradients, top pair then bottom
 // pair as two words, from its gradient's bits g and argmax at.
@@ -68,6 +62,7 @@ uvec2 pick16(uint g, uint at, uint q, uint w) {
     return uvec2((at == q ? s : 0u) | ((at == q + 1u ? s : 0u) << 16), (at == q + w ? s : 0u) | ((at == q + w + 1u ? s : 0u) << 16));
 }
 
+// main16 is main for MAX_BITS16.
 void main16() {
     SPAN_STRIDE(j, p.n / 4u) {
         uint e = 4u * j;
@@ -84,7 +79,7 @@ void main16() {
 }
 
 void main() {
-    if (bits16()) {
+    if (MAX_BITS16) {
         main16();
         return;
     }

@@ -51,25 +51,19 @@ float window4(float a, float b, float c, float d, uint q, uint w, out uint at) {
     return xdiv(sum, 4.0);
 }
 
-// bits16: max pooling from a 16-bit dtype to itself, outside the
-// deterministic mode, where window4's result is one of its inputs converted
+// MAX_BITS16 (pool.glsl): window4's result is one of its inputs converted
 // to fp32 and back, which gives the same bits but for a NaN, made quiet. So
 // window16 compares the bits as integers, ordered as the floats they encode
 // (key16), and converts nothing: on lavapipe, five conversions an output
 // were most of the work (tools/bench stream/maxpool-f16: 0.37-0.40x
 // copy/buffer before).
-bool bits16() { return MODE == POOL_MAX && !dt_wide(IN0_DT) && OUT_DT == IN0_DT && !DETERMINISTIC; }
-
-// HALF_INF is the bits of IN0_DT's infinity, HALF_QUIET its NaNs' quiet bit.
-#define HALF_INF (IN0_DT == DT_BF16 ? 0x7F80u : 0x7C00u)
-#define HALF_QUIET (IN0_DT == DT_BF16 ? 0x0040u : 0x0200u)
 
 // key16 orders 16-bit floats h as integers, -0 equal to +0 and NaN above
 // +inf: so the first NaN of a window, which window4 keeps, is its first
 // greatest key, as the first maximum is.
 int key16(uint h) {
     int m = int(h & 0x7FFFu);
-    return m > int(HALF_INF) ? 0x8000 : (h & 0x8000u) != 0u ? -m : m;
+    return m > int(half_inf(IN0_DT)) ? 0x8000 : (h & 0x8000u) != 0u ? -m : m;
 }
 
 // window16 is window4 on the bits of the window's pixels (for a first pixel
@@ -88,10 +82,10 @@ uint window16(uint a, uint b, uint c, uint d, uint q, uint w, out uint at) {
             at = qs[i];
         }
     }
-    return km == 0x8000 ? m | HALF_QUIET : m;
+    return km == 0x8000 ? m | half_quiet(IN0_DT) : m;
 }
 
-// main16 is main for bits16: the top and bottom pairs of window k are the
+// main16 is main for MAX_BITS16: the top and bottom pairs of window k are the
 // halves of word k of the two rows' texels.
 void main16() {
     SPAN_STRIDE(j, p.n / 4u) {
@@ -108,7 +102,7 @@ void main16() {
 }
 
 void main() {
-    if (bits16()) {
+    if (MAX_BITS16) {
         main16();
         return;
     }

@@ -21,8 +21,8 @@ import (
 var pool2x2Shapes = [][]int{{2, 3, 24, 24}, {5, 2, 8}, {1, 5, 6, 16}, {2, 2, 10, 40}}
 
 // pool2x2Input is x with the values that take pooling's special paths: NaN
-// (a window's maximum, ending its scan; one signalling), infinities, windows of -inf only,
-// -0 and +0, subnormals of each dtype and ties.
+// (a window's maximum, ending its scan; some signalling), infinities,
+// windows of -inf only, -0 and +0, subnormals of each dtype and ties.
 func pool2x2Input(n int, seed uint64) []float32 {
 	v := ref.Rand(n, seed)
 	for i := range v {
@@ -41,7 +41,7 @@ func pool2x2Input(n int, seed uint64) []float32 {
 		case i%23 == 12:
 			v[i] = -3e-6 // subnormal in fp16
 		case i%37 == 4:
-			v[i] = math.Float32frombits(0x7FA00000) // a signalling NaN, made quiet
+			v[i] = math.Float32frombits(0x7FA00000) // signalling (pool2x2Upload keeps it so)
 		case i%31 == 9:
 			v[i] = 0 // +0, which ties with -0
 		case i%29 == 0 && i > 0:

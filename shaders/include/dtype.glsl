@@ -21,6 +21,11 @@ bool is_inf(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0x7F800000u;
 // dt_wide reports whether elements of dt fill a whole word.
 bool dt_wide(uint dt) { return dt == DT_F32 || dt == DT_I32; }
 
+// half_inf is the bits of 16-bit dtype dt's infinity, half_quiet the quiet
+// bit of its NaNs.
+uint half_inf(uint dt) { return dt == DT_BF16 ? 0x7F80u : 0x7C00u; }
+uint half_quiet(uint dt) { return dt == DT_BF16 ? 0x0040u : 0x0200u; }
+
 // f32_to_bf16 returns the bfloat16 bits of f in the low 16 bits, rounded to
 // nearest even; NaN keeps its sign and top payload bits and is quieted.
 uint f32_to_bf16(float f) {

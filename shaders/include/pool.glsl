@@ -56,4 +56,9 @@ void tile2x2(uint e, out uint t, out uint q) {
     q = 2u * ((r - plane * p.ho) * p.w + (e - r * p.wo));
 }
 
+// MAX_BITS16 is whether the two-by-two texel forms move max pooling's bits
+// without converting them (pool2x2_tex.comp, pool2x2_backward_tex.comp):
+// from a 16-bit dtype to itself, outside the deterministic mode.
+#define MAX_BITS16 (MODE == POOL_MAX && !dt_wide(IN0_DT) && OUT_DT == IN0_DT && !DETERMINISTIC)
+
 #endif
