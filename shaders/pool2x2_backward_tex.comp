@@ -50,7 +50,7 @@ void grads(float g, uint at, uint q, uint w, out vec2 top, out vec2 bottom) {
 // MAX_BITS16 (pool.glsl): each input pixel's gradient is 0 or its window's
 // 0 + g converted to fp32 and back: g, a NaN made quiet. (Mesa's compiler
 // folds 0 + g to g, so -0 stays -0, as in pool2d_backward on lavapipe,
-// where this form runs.) So main16 moves bits and converts nothing.
+// where this form runs.) So grads16 moves bits and converts nothing.
 
 // sum16 is the bits of 0 + g for the bits g of a 16-bit float of IN0_DT.
 uint sum16(uint g) { return (g & 0x7FFFu) > half_inf(IN0_DT) ? g | half_quiet(IN0_DT) : g; }
@@ -62,39 +62,36 @@ uvec2 pick16(uint g, uint at, uint q, uint w) {
     return uvec2((at == q ? s : 0u) | ((at == q + 1u ? s : 0u) << 16), (at == q + w ? s : 0u) | ((at == q + w + 1u ? s : 0u) << 16));
 }
 
-// main16 is main for MAX_BITS16.
-void main16() {
-    SPAN_STRIDE(j, p.n / 4u) {
-        uint e = 4u * j;
-        uint t, q;
-        tile2x2(e, t, q);
-        uvec4 w = texelFetch(dy, int(j / 2u));
-        uvec2 h = (j & 1u) == 0u ? w.xy : w.zw;
-        uvec4 at = texelFetch(idx, int(j));
-        uvec2 g0 = pick16(h.x & 0xFFFFu, at.x, q, p.w), g1 = pick16(h.x >> 16, at.y, q + 2u, p.w);
-        uvec2 g2 = pick16(h.y & 0xFFFFu, at.z, q + 4u, p.w), g3 = pick16(h.y >> 16, at.w, q + 6u, p.w);
-        d[t / 8u] = wide2(uvec4(g0.x, g1.x, g2.x, g3.x));
-        d[(t + p.w) / 8u] = wide2(uvec4(g0.y, g1.y, g2.y, g3.y));
-    }
+// grads16 stores the input gradients under upstream gradients 4j..4j+3
+// (top-left inputs from t, plane index q) for MAX_BITS16.
+void grads16(uint j, uint t, uint q) {
+    uvec4 w = texelFetch(dy, int(j / 2u));
+    uvec2 h = (j & 1u) == 0u ? w.xy : w.zw;
+    uvec4 at = texelFetch(idx, int(j));
+    uvec2 g0 = pick16(h.x & 0xFFFFu, at.x, q, p.w), g1 = pick16(h.x >> 16, at.y, q + 2u, p.w);
+    uvec2 g2 = pick16(h.y & 0xFFFFu, at.z, q + 4u, p.w), g3 = pick16(h.y >> 16, at.w, q + 6u, p.w);
+    d[t / 8u] = wide2(uvec4(g0.x, g1.x, g2.x, g3.x));
+    d[(t + p.w) / 8u] = wide2(uvec4(g0.y, g1.y, g2.y, g3.y));
+}
+
+// grads4 is grads16 through fp32.
+void grads4(uint j, uint t, uint q) {
+    vec4 g = dy4(j);
+    uvec4 at = MODE == POOL_MAX ? texelFetch(idx, int(j)) : uvec4(0u);
+    vec2 t0, t1, t2, t3, b0, b1, b2, b3;
+    grads(g.x, at.x, q, p.w, t0, b0);
+    grads(g.y, at.y, q + 2u, p.w, t1, b1);
+    grads(g.z, at.z, q + 4u, p.w, t2, b2);
+    grads(g.w, at.w, q + 6u, p.w, t3, b3);
+    d_oct(t / 8u, 0u, true, vec4(t0, t1), vec4(t2, t3));
+    d_oct((t + p.w) / 8u, 0u, true, vec4(b0, b1), vec4(b2, b3));
 }
 
 void main() {
-    if (MAX_BITS16) {
-        main16();
-        return;
-    }
     SPAN_STRIDE(j, p.n / 4u) {
-        uint e = 4u * j;
         uint t, q; // the top-left input, t a multiple of 8
-        tile2x2(e, t, q);
-        vec4 g = dy4(j);
-        uvec4 at = MODE == POOL_MAX ? texelFetch(idx, int(j)) : uvec4(0u);
-        vec2 t0, t1, t2, t3, b0, b1, b2, b3;
-        grads(g.x, at.x, q, p.w, t0, b0);
-        grads(g.y, at.y, q + 2u, p.w, t1, b1);
-        grads(g.z, at.z, q + 4u, p.w, t2, b2);
-        grads(g.w, at.w, q + 6u, p.w, t3, b3);
-        d_oct(t / 8u, 0u, true, vec4(t0, t1), vec4(t2, t3));
-        d_oct((t + p.w) / 8u, 0u, true, vec4(b0, b1), vec4(b2, b3));
+        tile2x2(4u * j, t, q);
+        if (MAX_BITS16) grads16(j, t, q);
+        else grads4(j, t, q);
     }
 }

@@ -85,42 +85,39 @@ uint window16(uint a, uint b, uint c, uint d, uint q, uint w, out uint at) {
     return km == 0x8000 ? m | half_quiet(IN0_DT) : m;
 }
 
-// main16 is main for MAX_BITS16: the top and bottom pairs of window k are the
-// halves of word k of the two rows' texels.
-void main16() {
-    SPAN_STRIDE(j, p.n / 4u) {
-        uint e = 4u * j;
-        uint t, q;
-        tile2x2(e, t, q);
-        uvec4 a = texelFetch(x, int(t / 8u)), b = texelFetch(x, int((t + p.w) / 8u)), at;
-        uvec4 y;
-        for (uint k = 0u; k < 4u; k++)
-            y[k] = window16(a[k] & 0xFFFFu, a[k] >> 16, b[k] & 0xFFFFu, b[k] >> 16, q + 2u * k, p.w, at[k]);
-        d2[j] = packUint2x32(uvec2(y.x | (y.y << 16), y.z | (y.w << 16)));
-        idx4[j] = wide2(at);
+// outputs16 makes outputs 4j..4j+3 (top-left inputs from t, plane index q)
+// for MAX_BITS16: the top and bottom pairs of window k are the halves of
+// word k of the two rows' texels.
+void outputs16(uint j, uint t, uint q) {
+    uvec4 a = texelFetch(x, int(t / 8u)), b = texelFetch(x, int((t + p.w) / 8u)), at;
+    uvec4 y;
+    for (uint k = 0u; k < 4u; k++)
+        y[k] = window16(a[k] & 0xFFFFu, a[k] >> 16, b[k] & 0xFFFFu, b[k] >> 16, q + 2u * k, p.w, at[k]);
+    d2[j] = packUint2x32(uvec2(y.x | (y.y << 16), y.z | (y.w << 16)));
+    idx4[j] = wide2(at);
+}
+
+// outputs makes outputs 4j..4j+3 through fp32.
+void outputs(uint j, uint t, uint q) {
+    vec4 a0, a1, b0, b1;
+    x_oct(t / 8u, 0u, true, a0, a1);
+    x_oct((t + p.w) / 8u, 0u, true, b0, b1);
+    uvec4 at;
+    vec4 y = vec4(window4(a0.x, a0.y, b0.x, b0.y, q, p.w, at.x), window4(a0.z, a0.w, b0.z, b0.w, q + 2u, p.w, at.y),
+                  window4(a1.x, a1.y, b1.x, b1.y, q + 4u, p.w, at.z), window4(a1.z, a1.w, b1.z, b1.w, q + 6u, p.w, at.w));
+    if (dt_wide(OUT_DT)) {
+        d4[j] = wide2(uvec4(f32_to_word(y.x, OUT_DT), f32_to_word(y.y, OUT_DT), f32_to_word(y.z, OUT_DT), f32_to_word(y.w, OUT_DT)));
+    } else {
+        d2[j] = packUint2x32(uvec2(pack_half2(y.x, y.y, OUT_DT), pack_half2(y.z, y.w, OUT_DT)));
     }
+    if (MODE == POOL_MAX) idx4[j] = wide2(at);
 }
 
 void main() {
-    if (MAX_BITS16) {
-        main16();
-        return;
-    }
     SPAN_STRIDE(j, p.n / 4u) {
-        uint e = 4u * j;
         uint t, q; // the top-left input, t a multiple of 8
-        tile2x2(e, t, q);
-        vec4 a0, a1, b0, b1;
-        x_oct(t / 8u, 0u, true, a0, a1);
-        x_oct((t + p.w) / 8u, 0u, true, b0, b1);
-        uvec4 at;
-        vec4 y = vec4(window4(a0.x, a0.y, b0.x, b0.y, q, p.w, at.x), window4(a0.z, a0.w, b0.z, b0.w, q + 2u, p.w, at.y),
-                      window4(a1.x, a1.y, b1.x, b1.y, q + 4u, p.w, at.z), window4(a1.z, a1.w, b1.z, b1.w, q + 6u, p.w, at.w));
-        if (dt_wide(OUT_DT)) {
-            d4[j] = wide2(uvec4(f32_to_word(y.x, OUT_DT), f32_to_word(y.y, OUT_DT), f32_to_word(y.z, OUT_DT), f32_to_word(y.w, OUT_DT)));
-        } else {
-            d2[j] = packUint2x32(uvec2(pack_half2(y.x, y.y, OUT_DT), pack_half2(y.z, y.w, OUT_DT)));
-        }
-        if (MODE == POOL_MAX) idx4[j] = wide2(at);
+        tile2x2(4u * j, t, q);
+        if (MAX_BITS16) outputs16(j, t, q);
+        else outputs(j, t, q);
     }
 }

@@ -340,10 +340,7 @@ func TestCastSameDType(t *testing.T) {
 			f32[i] = math.Float32frombits(rng.Uint32())
 			i32[i] = int32(rng.Uint32())
 		}
-		f16 := make([]float16.Float16, n)
-		for i, b := range b16 {
-			f16[i] = float16.Frombits(b)
-		}
+		f16 := float16s(b16)
 		for _, x := range []*tensor.Tensor{
 			castKeep(t, tensor.FromFloat32(d, f32, n)), castKeep(t, tensor.FromFloat16(d, f16, n)),
 			castKeep(t, tensor.FromBFloat16(d, b16, n)), castKeep(t, tensor.FromInt32(d, i32, n)),

@@ -143,3 +143,12 @@ func opShapeLen(shape []int) int {
 // fp16 limits, an fp16 subnormal and, last, a value that overflows fp16.
 var opSpecials = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0,
 	float32(math.Copysign(0, -1)), 1, -1, 0.5, -2, 65504, -65504, 6e-8, 100000}
+
+// float16s is bits as fp16 values.
+func float16s(bits []uint16) []float16.Float16 {
+	h := make([]float16.Float16, len(bits))
+	for i, b := range bits {
+		h[i] = float16.Frombits(b)
+	}
+	return h
+}

@@ -6,8 +6,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/x448/float16"
-
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/tensor"
@@ -124,10 +122,8 @@ func pool2x2Upload(t *testing.T, d *vk.Device, v []float32, dt tensor.DType, sha
 			bits[i] = 0x7D00 // its payload, quiet bit clear
 		case math.Float32bits(f) == 0x7FA00000:
 			bits[i] = 0x7FA0
-		case dt == tensor.Float16:
-			bits[i] = float16.Fromfloat32(f).Bits()
 		default:
-			bits[i] = ref.F32ToBF16(f)
+			bits[i] = ref.Bits16(f, dt)
 		}
 	}
 	var x *tensor.Tensor
@@ -141,15 +137,6 @@ func pool2x2Upload(t *testing.T, d *vk.Device, v []float32, dt tensor.DType, sha
 	}
 	t.Cleanup(x.Release)
 	return x
-}
-
-// float16s is bits as fp16 values.
-func float16s(bits []uint16) []float16.Float16 {
-	h := make([]float16.Float16, len(bits))
-	for i, b := range bits {
-		h[i] = float16.Frombits(b)
-	}
-	return h
 }
 
 // pool2x2Bits returns x's elements as bits: 16-bit ones as stored, so that
