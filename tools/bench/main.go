@@ -163,7 +163,7 @@ func main() {
 		err = host(d, *data, *stepN, emit)
 	}
 	if !*stepOnly {
-		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Data: runData}, emit)
+		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Streams: sel.match, Data: runData}, emit)
 		if err == nil && runHost {
 			err = host(d, *data, *stepN, emit)
 		}

@@ -43,12 +43,13 @@ func onDevice(d *vk.Device, out []Result) []Result {
 
 // Options choose what to run.
 type Options struct {
-	Sizes    []int         // square matmul sizes
-	Thin     []int         // M of thin matmuls (a batch of rows times a square weight)
-	ThinNK   int           // N and K of the thin matmuls; 0 means 1024
-	MinTime  time.Duration // per measurement, at least
-	Elements int           // for the streaming kernels (0 skips them)
-	Data     string        // MNIST directory, for the training steps ("" skips them)
+	Sizes    []int                  // square matmul sizes
+	Thin     []int                  // M of thin matmuls (a batch of rows times a square weight)
+	ThinNK   int                    // N and K of the thin matmuls; 0 means 1024
+	MinTime  time.Duration          // per measurement, at least
+	Elements int                    // for the streaming kernels (0 skips them)
+	Streams  func(name string) bool // which streaming kernels to measure beside copy/buffer (nil: all)
+	Data     string                 // MNIST directory, for the training steps ("" skips them)
 }
 
 // Run measures everything on d, calling emit for each result as it comes.
@@ -92,7 +93,7 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 			Detail: fmt.Sprintf("M=%d N=K=%d, float16 in and out, fp32 accumulation", m, nk), Ratio: v / cpu, Versus: "gonum-f32"}))
 	}
 	if o.Elements > 0 {
-		if err := Stream(d, o.Elements, o.MinTime, emit); err != nil {
+		if err := Stream(d, o.Elements, o.MinTime, o.Streams, emit); err != nil {
 			return err
 		}
 	}

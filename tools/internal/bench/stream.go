@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vkamp/vkamp/internal/ref"
@@ -33,8 +34,10 @@ type streamOp struct {
 // bytes read plus bytes written, each beside copy/buffer: all are run in
 // turn, round after round, for at least 2*minTime and three rounds, and each
 // keeps its fastest call, so that the noise of a shared machine hits all
-// alike. n is rounded up to a multiple of the row length (1024).
-func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error {
+// alike. want chooses the kernels by name (nil: all); copy/buffer, their
+// baseline, is always measured. n is rounded up to a multiple of the row
+// length (1024).
+func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) bool, emit func(Result)) error {
 	if n < 1 {
 		return fmt.Errorf("bench: stream: %d elements", n)
 	}
@@ -186,6 +189,9 @@ func Stream(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error
 		{"stream/dropout-f16", "Dropout with p 0.5, fp16 in and out", 4 * fn, func() error { return wait(tensor.Dropout(h, 0.5, 1)) }},
 		{"stream/sum-cols-f16", fmt.Sprintf("SumAxisAs over the first axis of [%d, %d] into fp16, fp16 in (a bias gradient under autocast)", rows, streamCols),
 			2*fn + 2*streamCols, func() error { return wait(tensor.SumAxisAs(h, 0, tensor.Float16)) }},
+	}
+	if want != nil { // unwanted kernels are not run: a profile of the run shows only those wanted
+		ops = append(ops[:1], slices.DeleteFunc(ops[1:], func(o streamOp) bool { return !want(o.name) })...)
 	}
 	runs := make([]func() error, len(ops))
 	for i, o := range ops {

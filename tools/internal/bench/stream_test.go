@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 func TestStream(t *testing.T) {
 	d := devtest.Open(t)
 	var rs []Result
-	if err := Stream(d, 2*streamCols+5, time.Millisecond, func(r Result) { rs = append(rs, r) }); err != nil {
+	if err := Stream(d, 2*streamCols+5, time.Millisecond, nil, func(r Result) { rs = append(rs, r) }); err != nil {
 		t.Fatal(err)
 	}
 	want := StreamNames
@@ -40,8 +41,17 @@ func TestStream(t *testing.T) {
 			t.Errorf("%s: ratio %g versus %q, want %g versus copy/buffer", r.Name, r.Ratio, r.Versus, r.Value/rs[0].Value)
 		}
 	}
-	if err := Stream(d, 0, time.Millisecond, func(Result) {}); err == nil {
+	if err := Stream(d, 0, time.Millisecond, nil, func(Result) {}); err == nil {
 		t.Error("0 elements: no error")
+	}
+	// A choice measures copy/buffer and what it wants, nothing else.
+	var ran []string
+	if err := Stream(d, streamCols, time.Millisecond, func(name string) bool { return name == "stream/gelu-f16" },
+		func(r Result) { ran = append(ran, r.Name) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ran, []string{"copy/buffer", "stream/gelu-f16"}) {
+		t.Errorf("wanting gelu-f16 measured %v", ran)
 	}
 }
 
