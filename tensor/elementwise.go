@@ -139,7 +139,7 @@ func binaryOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op s
 		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
 		return o
 	}
-	launched(o, k(o.dev, pairs(o), S(s), push, B(bind)))
+	launched(o, k(o.dev, ewiseGrid(o, a.dtype == Float32 && b.dtype == Float32 && out == Float32), S(s), push, B(bind)))
 	return o
 }
 
@@ -159,6 +159,6 @@ func unaryOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op string
 		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
 		return o
 	}
-	launched(o, k(o.dev, pairs(o), S(s), push, B(bind)))
+	launched(o, k(o.dev, ewiseGrid(o, a.dtype == Float32 && out == Float32), S(s), push, B(bind)))
 	return o
 }

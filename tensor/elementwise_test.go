@@ -260,3 +260,36 @@ func TestElementwiseErrorPropagation(t *testing.T) {
 		t.Errorf("%d dispatches recorded for failed inputs", n)
 	}
 }
+
+// TestElementwiseGridLoops runs fp32 ops over three passes of a CPU
+// driver's capped grid (ewiseGrid) and 3 more: every invocation loops over
+// blocks, and invocation 0 makes the last n % 4 elements.
+func TestElementwiseGridLoops(t *testing.T) {
+	d := devtest.Open(t)
+	n := 3*tensor.EwiseSweep(d) + 3
+	av, bv := make([]float32, n), make([]float32, n)
+	for i := range av {
+		av[i], bv[i] = float32(i%1000)/8-60, float32(i%777)/16
+	}
+	a, b := tensor.FromFloat32(d, av, n), tensor.FromFloat32(d, bv, n)
+	defer a.Release()
+	defer b.Release()
+	st, nt := tensor.Add(a, b, tensor.Float32), tensor.Neg(a, tensor.Float32)
+	defer st.Release()
+	defer nt.Release()
+	sum, err := st.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	neg, err := nt.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i := range av {
+		if (sum[i] != av[i]+bv[i] || neg[i] != -av[i]) && bad < 5 {
+			t.Errorf("element %d of %d: add %g, neg %g; want %g, %g", i, n, sum[i], neg[i], av[i]+bv[i], -av[i])
+			bad++
+		}
+	}
+}

@@ -30,7 +30,20 @@ layout(set = 0, binding = 1) writeonly buffer D { uint d[]; };
 DEFINE_LOADS(a, a, IN0_DT)
 DEFINE_STORE(d, d, OUT_DT)
 
+// fp32 operand and result are read and written four at a time (binary.glsl).
+layout(set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
+layout(set = 0, binding = 1) writeonly buffer D4 { vec4 d4[]; };
+
 void main() {
+    if (IN0_DT == DT_F32 && OUT_DT == DT_F32) {
+        GRID_STRIDE(q, p.n / 4u) {
+            vec4 x = a4[q];
+            d4[q] = vec4(OP(x.x), OP(x.y), OP(x.z), OP(x.w));
+        }
+        if (gl_GlobalInvocationID.x == 0u)
+            for (uint i = p.n & ~3u; i < p.n; i++) d[i] = floatBitsToUint(OP(uintBitsToFloat(a[i])));
+        return;
+    }
     GRID_STRIDE(w, (p.n + 1u) / 2u) {
         vec2 x = a_pair(w, p.n);
         d_pair(w, p.n, vec2(OP(x.x), OP(x.y)));
