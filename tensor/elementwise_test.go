@@ -261,7 +261,8 @@ func TestElementwiseErrorPropagation(t *testing.T) {
 	}
 }
 
-// TestElementwiseGridLoops runs fp32 ops over three passes of a CPU
+// TestElementwiseGridLoops runs fp32 ops (a binary, a unary and
+// Accumulate) over three passes of a CPU
 // driver's capped grid (ewiseGrid) and 3 more: every invocation loops over
 // blocks, and invocation 0 makes the last n % 4 elements.
 func TestElementwiseGridLoops(t *testing.T) {
@@ -285,10 +286,19 @@ func TestElementwiseGridLoops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	at := tensor.FromFloat32(d, bv, n)
+	defer at.Release()
+	if err := tensor.Accumulate(at, a); err != nil {
+		t.Fatal(err)
+	}
+	acc, err := at.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bad := 0
 	for i := range av {
-		if (sum[i] != av[i]+bv[i] || neg[i] != -av[i]) && bad < 5 {
-			t.Errorf("element %d of %d: add %g, neg %g; want %g, %g", i, n, sum[i], neg[i], av[i]+bv[i], -av[i])
+		if (sum[i] != av[i]+bv[i] || neg[i] != -av[i] || acc[i] != sum[i]) && bad < 5 {
+			t.Errorf("element %d of %d: add %g, neg %g, accumulated %g; want %g, %g, %g", i, n, sum[i], neg[i], acc[i], av[i]+bv[i], -av[i], av[i]+bv[i])
 			bad++
 		}
 	}

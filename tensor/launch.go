@@ -48,7 +48,7 @@ func groups1D(out *Tensor, n int) [3]uint32 { return kernels.Groups(out.dev, n) 
 func pairs(o *Tensor) [3]uint32 { return groups1D(o, (o.n+1)/2) }
 
 // ewiseGrid is the grid of an elementwise kernel's storage-buffer form
-// (unary.glsl, binary.glsl): an invocation per four elements where the
+// (unary.glsl, binary.glsl, accumulate.comp): an invocation per four elements where the
 // operands and result are all Float32 (f32), else per two; on a CPU driver
 // (SwiftShader: the texel forms serve lavapipe) at most cpuEwiseGroups
 // workgroups, each looping over many blocks, since SwiftShader spends much

@@ -131,7 +131,7 @@ func Accumulate(dst, src *Tensor) error {
 		return opErr("Accumulate", kernels.AccumulateTex(dst.dev, octs(dst), kernels.AccumulateTexSpec{In0DT: src.dtype.code()},
 			kernels.AccumulateTexPush{N: uint32(dst.n)}, kernels.AccumulateTexBind{Src: src.buf, Dst: dst.buf}))
 	}
-	return opErr("Accumulate", kernels.Accumulate(dst.dev, pairGroups(dst.dev, dst.n),
+	return opErr("Accumulate", kernels.Accumulate(dst.dev, ewiseGrid(dst, src.dtype == Float32),
 		kernels.AccumulateSpec{In0DT: src.dtype.code()}, kernels.AccumulatePush{N: uint32(dst.n)},
 		kernels.AccumulateBind{Src: src.buf, Dst: dst.buf}))
 }
