@@ -12,18 +12,17 @@ layout(set = 0, binding = 1) buffer Dst { uint dst[]; };
 
 DEFINE_LOADS(src, src, IN0_DT)
 
-// An fp32 src is read four elements at a time, as binary.glsl does.
+// An fp32 src is added four elements at a time, as binary.glsl does.
 layout(set = 0, binding = 0) readonly buffer Src4 { vec4 src4[]; };
 layout(set = 0, binding = 1) buffer Dst4 { vec4 dst4[]; };
 
 void main() {
     if (IN0_DT == DT_F32) {
-        GRID_STRIDE(q, p.n / 4u) {
+        F32_QUADS(p.n, q) {
             vec4 s = src4[q], d = dst4[q];
             dst4[q] = vec4(xadd(d.x, s.x), xadd(d.y, s.y), xadd(d.z, s.z), xadd(d.w, s.w));
         }
-        if (gl_GlobalInvocationID.x == 0u)
-            for (uint i = p.n & ~3u; i < p.n; i++) dst[i] = floatBitsToUint(xadd(uintBitsToFloat(dst[i]), uintBitsToFloat(src[i])));
+        F32_TAIL(p.n, i) dst[i] = floatBitsToUint(xadd(uintBitsToFloat(dst[i]), src_at(i)));
         return;
     }
     GRID_STRIDE(w, (p.n + 1u) / 2u) {

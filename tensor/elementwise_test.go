@@ -262,9 +262,9 @@ func TestElementwiseErrorPropagation(t *testing.T) {
 }
 
 // TestElementwiseGridLoops runs fp32 ops (a binary, a unary and
-// Accumulate) over three passes of a CPU
-// driver's capped grid (ewiseGrid) and 3 more: every invocation loops over
-// blocks, and invocation 0 makes the last n % 4 elements.
+// Accumulate) over three passes of a CPU driver's capped grid (ewiseGrid)
+// and 3 more: every invocation loops over blocks, and invocation 0 makes
+// the last n % 4 elements.
 func TestElementwiseGridLoops(t *testing.T) {
 	d := devtest.Open(t)
 	n := 3*tensor.EwiseSweep(d) + 3
@@ -272,29 +272,15 @@ func TestElementwiseGridLoops(t *testing.T) {
 	for i := range av {
 		av[i], bv[i] = float32(i%1000)/8-60, float32(i%777)/16
 	}
-	a, b := tensor.FromFloat32(d, av, n), tensor.FromFloat32(d, bv, n)
-	defer a.Release()
-	defer b.Release()
+	a, b, at := tensor.FromFloat32(d, av, n), tensor.FromFloat32(d, bv, n), tensor.FromFloat32(d, bv, n)
 	st, nt := tensor.Add(a, b, tensor.Float32), tensor.Neg(a, tensor.Float32)
-	defer st.Release()
-	defer nt.Release()
-	sum, err := st.Float32s()
-	if err != nil {
-		t.Fatal(err)
+	for _, x := range []*tensor.Tensor{a, b, at, st, nt} {
+		defer x.Release()
 	}
-	neg, err := nt.Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := tensor.FromFloat32(d, bv, n)
-	defer at.Release()
 	if err := tensor.Accumulate(at, a); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := at.Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, neg, acc := opRead(t, st), opRead(t, nt), opRead(t, at)
 	bad := 0
 	for i := range av {
 		if (sum[i] != av[i]+bv[i] || neg[i] != -av[i] || acc[i] != sum[i]) && bad < 5 {

@@ -48,16 +48,17 @@ func groups1D(out *Tensor, n int) [3]uint32 { return kernels.Groups(out.dev, n) 
 func pairs(o *Tensor) [3]uint32 { return groups1D(o, (o.n+1)/2) }
 
 // ewiseGrid is the grid of an elementwise kernel's storage-buffer form
-// (unary.glsl, binary.glsl, accumulate.comp): an invocation per four elements where the
-// operands and result are all Float32 (f32), else per two; on a CPU driver
-// (SwiftShader: the texel forms serve lavapipe) at most cpuEwiseGroups
-// workgroups, each looping over many blocks, since SwiftShader spends much
-// of a small workgroup's time starting it.
+// (unary.glsl, binary.glsl, accumulate.comp): an invocation per four
+// elements where the operands and result are all Float32 (f32), else per
+// two; on a CPU driver (SwiftShader: the texel forms serve lavapipe) at most
+// cpuEwiseGroups workgroups, each looping over many blocks, since
+// SwiftShader spends much of a small workgroup's time starting it.
 func ewiseGrid(o *Tensor, f32 bool) [3]uint32 {
-	g := pairs(o)
+	items := (o.n + 1) / 2
 	if f32 {
-		g = groups1D(o, max(1, o.n/4))
+		items = max(1, o.n/4)
 	}
+	g := groups1D(o, items)
 	if o.dev.Info().Type == vk.TypeCPU {
 		g[0] = min(g[0], uint32(cpuEwiseGroups))
 	}

@@ -39,25 +39,24 @@ DEFINE_LOADS(b, b, IN1_DT)
 DEFINE_STORE(d, d, OUT_DT)
 
 // With fp32 operands and result, each invocation makes four elements at a
-// time, read and written as vec4s, and invocation 0 the last n % 4 (the
-// host's grid is then one invocation per four elements): SwiftShader loads
-// and stores a vec4 in about the time of a word, and runs every branch of
-// the dtype code below whatever the dtypes (masked: it does not fold its
-// specialization constants), so the loop has none. With the grid capped on
-// CPU drivers (tensor's ewiseGrid), stream/add-f32 on SwiftShader went from
-// 0.26-0.30 to 5.2-5.6 GB/s (4194304 elements, tools/bench, 2 cores).
+// time, read and written as vec4s (ewise.glsl's F32_QUADS): SwiftShader
+// loads and stores a vec4 in about the time of a word, and runs every
+// branch of the dtype code below whatever the dtypes (masked: it does not
+// fold its specialization constants), so the loop has none. With the grid
+// capped on CPU drivers (tensor's ewiseGrid), stream/add-f32 on SwiftShader
+// went from 0.28-0.30 to 2.3-5.6 GB/s by run (4194304 elements,
+// tools/bench, 2 cores).
 layout(set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(set = 0, binding = 2) writeonly buffer D4 { vec4 d4[]; };
 
 void main() {
     if (IN0_DT == DT_F32 && IN1_DT == DT_F32 && OUT_DT == DT_F32) {
-        GRID_STRIDE(q, p.n / 4u) {
+        F32_QUADS(p.n, q) {
             vec4 x = a4[q], y = b4[q];
             d4[q] = vec4(OP(x.x, y.x), OP(x.y, y.y), OP(x.z, y.z), OP(x.w, y.w));
         }
-        if (gl_GlobalInvocationID.x == 0u)
-            for (uint i = p.n & ~3u; i < p.n; i++) d[i] = floatBitsToUint(OP(uintBitsToFloat(a[i]), uintBitsToFloat(b[i])));
+        F32_TAIL(p.n, i) d[i] = floatBitsToUint(OP(a_at(i), b_at(i)));
         return;
     }
     GRID_STRIDE(w, (p.n + 1u) / 2u) {

@@ -48,4 +48,14 @@ float nan_max(float a, float b) {
         if (2u * w + 1u < n) BUF[2u * w + 1u] = f32_to_word(v.y, DT);         \
     }
 
+// F32_QUADS(N, Q) loops Q over the whole vec4s of N fp32 elements (a
+// grid-stride loop) and F32_TAIL(N, I), in invocation 0, I over the last
+// N % 4 elements: the fp32 path of the elementwise kernels' storage-buffer
+// forms (binary.glsl says why), whose grid is then one invocation per four
+// elements (tensor's ewiseGrid).
+#define F32_QUADS(N, Q) GRID_STRIDE(Q, (N) / 4u)
+#define F32_TAIL(N, I)                                                        \
+    if (gl_GlobalInvocationID.x == 0u)                                        \
+        for (uint I = (N) & ~3u; I < (N); I++)
+
 #endif

@@ -36,12 +36,11 @@ layout(set = 0, binding = 1) writeonly buffer D4 { vec4 d4[]; };
 
 void main() {
     if (IN0_DT == DT_F32 && OUT_DT == DT_F32) {
-        GRID_STRIDE(q, p.n / 4u) {
+        F32_QUADS(p.n, q) {
             vec4 x = a4[q];
             d4[q] = vec4(OP(x.x), OP(x.y), OP(x.z), OP(x.w));
         }
-        if (gl_GlobalInvocationID.x == 0u)
-            for (uint i = p.n & ~3u; i < p.n; i++) d[i] = floatBitsToUint(OP(uintBitsToFloat(a[i])));
+        F32_TAIL(p.n, i) d[i] = floatBitsToUint(OP(a_at(i)));
         return;
     }
     GRID_STRIDE(w, (p.n + 1u) / 2u) {
