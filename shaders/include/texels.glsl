@@ -50,8 +50,12 @@ vec2 unpack_half2(uint w, uint dt) { return vec2(half_to_f32_flat(w & 0xFFFFu, d
         OCT_DECODE(x_, y_, DT, lo, hi)                                        \
     }
 
+// f32_to_half_cpu encodes f as a 16-bit element of dtype dt, rounding as
+// f32_to_half_flat does: the texel forms run on CPU drivers alone.
+uint f32_to_half_cpu(float f, uint dt) { return dt == DT_BF16 ? f32_to_bf16(f) : f32_to_f16_cpu(f); }
+
 // pack_half2 encodes a and b as the two 16-bit elements of a word.
-uint pack_half2(float a, float b, uint dt) { return f32_to_half_flat(a, dt) | (f32_to_half_flat(b, dt) << 16); }
+uint pack_half2(float a, float b, uint dt) { return f32_to_half_cpu(a, dt) | (f32_to_half_cpu(b, dt) << 16); }
 
 // wide2 packs a texel's four words as two 64-bit words, low word first.
 u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw)); }
