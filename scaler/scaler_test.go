@@ -289,7 +289,7 @@ func TestSkipAnywhere(t *testing.T) {
 	d := devtest.Open(t)
 	const n = 1 << 20
 	base := ref.Rand(n, 3)
-	for _, at := range []int{0, 8191, 8192, n / 2, n - 1} {
+	for _, at := range []int{0, 8191, 8192, 65535, 65536, n / 2, n - 1} { // chunk edges on a GPU and a CPU driver
 		for _, bad := range []float32{float32(math.Inf(-1)), float32(math.NaN())} {
 			s := newScaler(t, scaler.Options{})
 			o := newSGD(t, d, 33, n)

@@ -24,8 +24,8 @@ const (
 )
 
 // unscaleChunk is the number of words one workgroup of unscale_check
-// covers: large enough to amortise the flag reduction, small enough to
-// spread over many workgroups.
+// covers (tableChunk's base): large enough to amortise the flag reduction,
+// small enough to spread over many workgroups.
 const unscaleChunk = 8192
 
 // unscaleLayout is the table of unscale_check.comp: per chunk, the first
@@ -36,10 +36,10 @@ var unscaleLayout = tableLayout{
 	entry: 16,
 	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
 		x := row[0]
-		perWord := 4 / x.dtype.Size()
-		for done := 0; done < x.n; done += unscaleChunk * perWord {
+		perWord, chunk := 4/x.dtype.Size(), tableChunk(x.dev, unscaleChunk)
+		for done := 0; done < x.n; done += chunk * perWord {
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(first[0]+int64(done/perWord)))
-			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(x.n-done, unscaleChunk*perWord)))
+			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(x.n-done, chunk*perWord)))
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(x.dtype.code()))
 			raw = binary.LittleEndian.AppendUint32(raw, 0)
 		}

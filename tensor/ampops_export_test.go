@@ -4,7 +4,13 @@ import (
 	"encoding/binary"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
+
+// OptChunk and UnscaleChunk are the elements of a chunk of d's optimizer
+// tables and the words of one of its unscale tables (tableChunk).
+func OptChunk(d *vk.Device) int     { return tableChunk(d, optChunk) }
+func UnscaleChunk(d *vk.Device) int { return tableChunk(d, unscaleChunk) }
 
 // InvScaleBits returns the state's inv_scale word, waiting for the device.
 func (s *LossScale) InvScaleBits() (uint32, error) {

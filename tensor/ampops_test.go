@@ -77,8 +77,8 @@ func TestLossScaleUnscale(t *testing.T) {
 	found := tensor.New(d, tensor.Float32, 1)
 	defer found.Release()
 
-	a, av := opRand(t, d, 1, 1000, tensor.Float32, 20000) // a block of its own, three chunks
-	b, bv := opRand(t, d, 2, 1000, tensor.Float16, 7, 3)  // odd: the last word is half padding
+	a, av := opRand(t, d, 1, 1000, tensor.Float32, 2*tensor.UnscaleChunk(d)+3616) // a block of its own, three chunks
+	b, bv := opRand(t, d, 2, 1000, tensor.Float16, 7, 3)                          // odd: the last word is half padding
 	grads := []*tensor.Tensor{a, nil, b}
 	require.NoError(t, ls.Unscale(grads, found, &tab))
 	require.Zero(t, ampItem(t, found))

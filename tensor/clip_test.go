@@ -13,9 +13,12 @@ import (
 	"github.com/vkamp/vkamp/vk"
 )
 
-// clipShapes: one element, a matrix, and two longer than a chunk of the
-// table (8192), one of them not a multiple of it.
-var clipShapes = [][]int{{1}, {7, 5}, {8192 * 2}, {20001}}
+// clipShapes are one element, a matrix, and two longer than a chunk of d's
+// tables, one of them not a multiple of it.
+func clipShapes(d *vk.Device) [][]int {
+	c := tensor.UnscaleChunk(d)
+	return [][]int{{1}, {7, 5}, {c * 2}, {c*2 + 3617}}
+}
 
 func TestClipNorm(t *testing.T) {
 	d := devtest.Open(t)
@@ -34,7 +37,7 @@ func TestClipNorm(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var xs []*tensor.Tensor
 			var held [][]float32
-			for i, shape := range clipShapes {
+			for i, shape := range clipShapes(d) {
 				x, v := opRand(t, d, uint64(40+i), 0.5, tensor.Float32, shape...)
 				if c.plant != 0 && i == 1 {
 					v[3] = c.plant
@@ -89,7 +92,7 @@ func TestClampValues(t *testing.T) {
 	d := devtest.Open(t)
 	var xs []*tensor.Tensor
 	var held [][]float32
-	for i, shape := range clipShapes {
+	for i, shape := range clipShapes(d) {
 		x, v := opRand(t, d, uint64(50+i), 2, tensor.Float32, shape...)
 		if i == 2 {
 			v[0], v[1], v[2] = float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())

@@ -14,7 +14,8 @@ import (
 // Each update reads a flag and skips itself on the device when it is set,
 // so a gradient scaler never makes a step wait for the host.
 
-// optChunk is the number of elements one workgroup of sgd or adam updates.
+// optChunk is the number of elements one workgroup of sgd or adam updates
+// (tableChunk's base).
 const optChunk = 8192
 
 // optLayout is the table of sgd.comp and adam.comp (shaders/include/
@@ -25,12 +26,12 @@ var optLayout = tableLayout{
 	cols:  4,
 	entry: 32,
 	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
-		n := row[0].n
-		for done := 0; done < n; done += optChunk {
+		n, chunk := row[0].n, tableChunk(row[0].dev, optChunk)
+		for done := 0; done < n; done += chunk {
 			for _, off := range first[:4] {
 				raw = binary.LittleEndian.AppendUint32(raw, uint32(off+int64(done)))
 			}
-			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(optChunk, n-done)))
+			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(chunk, n-done)))
 			raw = append(raw, make([]byte, 12)...)
 		}
 		return raw

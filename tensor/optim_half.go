@@ -20,16 +20,16 @@ var adamHalfLayout = tableLayout{
 	cols:  5,
 	entry: 32,
 	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
-		n := row[0].n
+		n, chunk := row[0].n, tableChunk(row[0].dev, optChunk)
 		has := uint32(0)
 		if row[4] != nil {
 			has = 1
 		}
-		for done := 0; done < n; done += optChunk {
+		for done := 0; done < n; done += chunk {
 			for _, off := range first[:4] {
 				raw = binary.LittleEndian.AppendUint32(raw, uint32(off+int64(done)))
 			}
-			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(optChunk, n-done)))
+			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(chunk, n-done)))
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(first[4]+int64(done/2)))
 			raw = binary.LittleEndian.AppendUint32(raw, has)
 			raw = append(raw, make([]byte, 4)...)

@@ -17,9 +17,9 @@ import (
 // Tests of the fused optimizer updates against float64 references.
 // Helpers carry an "opt" prefix.
 
-// optShapes are the parameters of the tests: one element, a matrix, and
-// one longer than a chunk of the table.
-var optShapes = [][]int{{1}, {7, 5}, {10000}}
+// optShapes are the parameters of the tests on d: one element, a matrix,
+// and one longer than a chunk of d's tables.
+func optShapes(d *vk.Device) [][]int { return [][]int{{1}, {7, 5}, {tensor.OptChunk(d) + 1808}} }
 
 // optRig is parameters with their gradients and an OptimizerState.
 type optRig struct {
@@ -31,7 +31,7 @@ type optRig struct {
 func newOptRig(t *testing.T, d *vk.Device, moments int) *optRig {
 	t.Helper()
 	r := &optRig{}
-	for i, shape := range optShapes {
+	for i, shape := range optShapes(d) {
 		v, held := opRand(t, d, uint64(20+i), 1, tensor.Float32, shape...)
 		g := tensor.Zeros(d, tensor.Float32, shape...)
 		t.Cleanup(g.Release)
@@ -354,17 +354,17 @@ func TestOptimizerSetParam(t *testing.T) {
 	c := tensor.SGDConfig{LR: 0.5, Momentum: 0.5}
 	gs := r.setGrads(t, 0)
 	require.NoError(t, r.st.SGDStep(c, nil))
-	buf := make([][]float64, len(optShapes))
+	buf := make([][]float64, len(r.w))
 	for i := range r.w {
 		buf[i] = optSGD(c, true, r.w[i], gs[i], nil)
 	}
 	// Parameter 1 moves to new tensors holding its values.
-	v, _ := opInput(t, d, opRead(t, r.values[1]), tensor.Float32, optShapes[1]...)
-	g := tensor.New(d, tensor.Float32, optShapes[1]...)
+	v, _ := opInput(t, d, opRead(t, r.values[1]), tensor.Float32, optShapes(d)[1]...)
+	g := tensor.New(d, tensor.Float32, optShapes(d)[1]...)
 	t.Cleanup(g.Release)
 	r.values[1].Release()
 	r.grads[1].Release()
-	other, held := opRand(t, d, 99, 1, tensor.Float32, optShapes[1]...)
+	other, held := opRand(t, d, 99, 1, tensor.Float32, optShapes(d)[1]...)
 	r.values[1], r.grads[1] = v, g
 	r.st.SetParam(1, v, g)
 	gs = r.setGrads(t, 1)
