@@ -36,7 +36,8 @@ var unscaleLayout = tableLayout{
 	entry: 16,
 	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
 		x := row[0]
-		perWord, chunk := 4/x.dtype.Size(), tableChunk(x.dev, unscaleChunk)
+		perWord := 4 / x.dtype.Size()
+		chunk := tableChunk(x.dev, ceilDiv(x.n, perWord), unscaleChunk)
 		for done := 0; done < x.n; done += chunk * perWord {
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(first[0]+int64(done/perWord)))
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(min(x.n-done, chunk*perWord)))

@@ -7,10 +7,21 @@ import (
 	"github.com/vkamp/vkamp/vk"
 )
 
-// OptChunk and UnscaleChunk are the elements of a chunk of d's optimizer
-// tables and the words of one of its unscale tables (tableChunk).
-func OptChunk(d *vk.Device) int     { return tableChunk(d, optChunk) }
-func UnscaleChunk(d *vk.Device) int { return tableChunk(d, unscaleChunk) }
+// OptChunk and UnscaleChunk are the elements of the largest chunk of d's
+// optimizer tables and the words of the largest of its unscale tables
+// (tableChunk).
+func OptChunk(d *vk.Device) int     { return tableChunk(d, 1<<30, optChunk) }
+func UnscaleChunk(d *vk.Device) int { return tableChunk(d, 1<<30, unscaleChunk) }
+
+// SetTableChunks makes a CPU driver's block tables cut tensors as if it ran
+// on cores cores, keeping perCore chunks per core at least, until the
+// returned function restores them: tests make chunks longer than a GPU's
+// from tensors of a few chunks.
+func SetTableChunks(cores, perCore int) (restore func()) {
+	was, wasPer := cpuCores, cpuChunksPerCore
+	cpuCores, cpuChunksPerCore = cores, perCore
+	return func() { cpuCores, cpuChunksPerCore = was, wasPer }
+}
 
 // InvScaleBits returns the state's inv_scale word, waiting for the device.
 func (s *LossScale) InvScaleBits() (uint32, error) {

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/vkamp/vkamp/vk"
 )
@@ -30,22 +31,33 @@ type tableLayout struct {
 }
 
 // cpuChunks is how many times its chunk a workgroup of the block-table
-// kernels (unscale_check, the optimizers, the clipping passes) takes on a
-// CPU driver: lavapipe spends microseconds starting each workgroup, more
-// than a chunk of 8192 words takes to stream. On lavapipe (2 cores,
-// tools/bench, 16M elements) stream/unscale-f32 went from 0.30x copy/buffer
-// to 0.60x, stream/adam-f32 from 0.50x to 0.61-0.63x, and four more chunks
-// at a time gained little more. Not in deterministic mode, where
-// grad_sumsq's partial sums, one per chunk, must be those of a GPU.
+// kernels (unscale_check, the optimizers, the clipping passes) takes at
+// most on a CPU driver (tableChunk).
 const cpuChunks = 8
 
-// tableChunk is the chunk, in elements or words, of d's entries in a table
-// whose kernels take base each elsewhere.
-func tableChunk(d *vk.Device, base int) int {
-	if d.Info().Type == vk.TypeCPU && !d.Deterministic() {
-		return base * cpuChunks
+// cpuChunksPerCore is how many chunks a tensor keeps per core at least on a
+// CPU driver, whose cores are cpuCores (lavapipe runs a thread per core of
+// its process's CPU); variables for tests.
+var cpuChunksPerCore, cpuCores = 12, runtime.NumCPU()
+
+// tableChunk is the chunk, in elements or words, of an entry of n in a
+// table on d whose kernels take base each on a GPU. On a CPU driver a
+// tensor is cut into equal chunks, as many as a multiple of the cores, at
+// least cpuChunksPerCore per core and at most cpuChunks times base long: a
+// tensor streamed from memory pays less for starting workgroups (some
+// microseconds each on lavapipe), one that fits in cache keeps enough of
+// them to share the cores evenly. On lavapipe (2 cores, tools/bench, 16M
+// elements) stream/unscale-f32 went from 0.30x copy/buffer to 0.60x and
+// stream/adam-f32 from 0.50x to 0.61-0.63x; the MNIST MLP's Adam step (a
+// 784x256 weight) took 1.1-1.3x as long in 4 to 8 chunks as in 25. Not in
+// deterministic mode, where grad_sumsq's partial sums, one per chunk, must
+// be those of a GPU.
+func tableChunk(d *vk.Device, n, base int) int {
+	if d.Info().Type != vk.TypeCPU || d.Deterministic() {
+		return base
 	}
-	return base
+	k := max(ceilDiv(ceilDiv(n, base*cpuChunks), cpuCores), cpuChunksPerCore) * cpuCores
+	return max(base, ceilDiv(ceilDiv(n, k), 64)*64) // whole 16-byte words of any dtype
 }
 
 // blockTable is the chunk tables of a list of rows, one per group of rows

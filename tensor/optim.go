@@ -26,7 +26,7 @@ var optLayout = tableLayout{
 	cols:  4,
 	entry: 32,
 	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
-		n, chunk := row[0].n, tableChunk(row[0].dev, optChunk)
+		n, chunk := row[0].n, tableChunk(row[0].dev, row[0].n, optChunk)
 		for done := 0; done < n; done += chunk {
 			for _, off := range first[:4] {
 				raw = binary.LittleEndian.AppendUint32(raw, uint32(off+int64(done)))

@@ -20,7 +20,7 @@ var adamHalfLayout = tableLayout{
 	cols:  5,
 	entry: 32,
 	chunks: func(raw []byte, first [maxTableCols]int64, row []*Tensor) []byte {
-		n, chunk := row[0].n, tableChunk(row[0].dev, optChunk)
+		n, chunk := row[0].n, tableChunk(row[0].dev, row[0].n, optChunk)
 		has := uint32(0)
 		if row[4] != nil {
 			has = 1
