@@ -57,7 +57,7 @@ func tableChunk(d *vk.Device, n, base int) int {
 		return base
 	}
 	k := max(ceilDiv(ceilDiv(n, base*cpuChunks), cpuCores), cpuChunksPerCore) * cpuCores
-	return max(base, ceilDiv(ceilDiv(n, k), 64)*64) // whole 16-byte words of any dtype
+	return max(base, ceilDiv(ceilDiv(n, k), 64)*64) // chunks start 16-byte aligned, half copies too
 }
 
 // blockTable is the chunk tables of a list of rows, one per group of rows
