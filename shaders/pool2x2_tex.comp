@@ -9,6 +9,9 @@
 // (lavapipe loads storage buffers lane by lane). Each invocation makes four
 // outputs (Wo is a multiple of 4, so they share a row), with pool2d's
 // arithmetic in pool2d's order: the same bits, argmax included.
+// MAX_BITS16's loop makes eight, two such fours, and stores their 16 bytes
+// at once: stores cost lavapipe a loop over the lanes each (tools/bench
+// stream/maxpool-f16, 2 cores: 16.1 -> 18.8 GB/s).
 #define TEXELS
 #include "texels.glsl"
 #include "pool.glsl"
@@ -19,6 +22,7 @@ layout(constant_id = 3) const uint OUT_DT = DT_F32;
 
 layout(set = 0, binding = 0) uniform usamplerBuffer x;
 layout(set = 0, binding = 1) writeonly buffer D { uint64_t d2[]; };   // 4 16-bit outputs a word
+layout(set = 0, binding = 1) writeonly buffer D8 { u64vec2 d[]; };    // 8 16-bit outputs
 layout(set = 0, binding = 1) writeonly buffer D4 { u64vec2 d4[]; };   // 4 32-bit outputs
 layout(set = 0, binding = 2) writeonly buffer Idx { u64vec2 idx4[]; }; // 4 argmaxes
 
@@ -85,16 +89,18 @@ uint window16(uint a, uint b, uint c, uint d, uint q, uint w, out uint at) {
     return km == 0x8000 ? m | half_quiet(IN0_DT) : m;
 }
 
-// outputs16 makes outputs 4j..4j+3 (top-left inputs from t, plane index q)
-// for MAX_BITS16: the top and bottom pairs of window k are the halves of
-// word k of the two rows' texels.
-void outputs16(uint j, uint t, uint q) {
+// outputs16 makes outputs 4j..4j+3 for MAX_BITS16, storing their argmaxes
+// and returning their bits as two words: the top and bottom pairs of window
+// k are the halves of word k of the two rows' texels.
+uvec2 outputs16(uint j) {
+    uint t, q; // the top-left input, t a multiple of 8
+    tile2x2(4u * j, t, q);
     uvec4 a = texelFetch(x, int(t / 8u)), b = texelFetch(x, int((t + p.w) / 8u)), at;
     uvec4 y;
     for (uint k = 0u; k < 4u; k++)
         y[k] = window16(a[k] & 0xFFFFu, a[k] >> 16, b[k] & 0xFFFFu, b[k] >> 16, q + 2u * k, p.w, at[k]);
-    d2[j] = packUint2x32(uvec2(y.x | (y.y << 16), y.z | (y.w << 16)));
     idx4[j] = wide2(at);
+    return uvec2(y.x | (y.y << 16), y.z | (y.w << 16));
 }
 
 // outputs makes outputs 4j..4j+3 through fp32.
@@ -114,10 +120,14 @@ void outputs(uint j, uint t, uint q) {
 }
 
 void main() {
+    if (MAX_BITS16) {
+        SPAN_STRIDE(i, p.n / 8u) d[i] = wide2(uvec4(outputs16(2u * i), outputs16(2u * i + 1u)));
+        if (gl_GlobalInvocationID.x == 0u && (p.n & 4u) != 0u) d2[p.n / 4u - 1u] = packUint2x32(outputs16(p.n / 4u - 1u));
+        return;
+    }
     SPAN_STRIDE(j, p.n / 4u) {
         uint t, q; // the top-left input, t a multiple of 8
         tile2x2(4u * j, t, q);
-        if (MAX_BITS16) outputs16(j, t, q);
-        else outputs(j, t, q);
+        outputs(j, t, q);
     }
 }
