@@ -59,9 +59,9 @@ void main() {
         w.y = update(w.y, g.y, sq.y, acc.y);
         w.z = update(w.z, g.z, sq.z, acc.z);
         w.w = update(w.w, g.w, sq.w, acc.w);
-        m1[im] = sq;
-        m2[iv] = acc;
-        param[ip] = w;
+        STORE4(m1, im, sq);
+        STORE4(m2, iv, acc);
+        STORE4(param, ip, w);
     }, {
         float sq = WORD(m1, im);
         float acc = WORD(m2, iv);

@@ -108,9 +108,9 @@ vec4 quad(uvec4 at4, uint q, float bc2, float step_size) {
     w.y = update(w.y, g.y, m.y, v.y, bc2, step_size);
     w.z = update(w.z, g.z, m.z, v.z, bc2, step_size);
     w.w = update(w.w, g.w, m.w, v.w, bc2, step_size);
-    m1[im] = m;
-    m2[iv] = v;
-    param[ip] = w;
+    STORE4(m1, im, m);
+    STORE4(m2, iv, v);
+    STORE4(param, ip, w);
     return w;
 }
 

@@ -39,6 +39,27 @@ layout(set = 0, binding = V_BINDING) buffer V { vec4 m2[]; };
 layout(set = 0, binding = V_BINDING) buffer VW { float m2_w[]; };
 #endif
 
+// STORE4(A, I, V) stores vec4 V as vec4 I of A: in the texel forms as two
+// 64-bit words, half the store instructions, each a loop over the lanes on
+// lavapipe. On an AMD EPYC (Mesa 22.3, 2 cores, tools/bench, alternated)
+// stream/adam-f32 went from 23.2-23.8 to 24.9-26.5 GB/s and the MNIST MLP
+// step's Adam from 0.49-0.53 to 0.44-0.46 ms. (On a Sapphire Rapids, an
+// earlier session measured the opposite: 6.5 against 10.4 GB/s.)
+#if defined(TEXELS)
+layout(set = 0, binding = 0) buffer P64 { u64vec2 param64[]; };
+layout(set = 0, binding = 2) buffer M64 { u64vec2 m164[]; };
+#ifdef SECOND_MOMENT
+layout(set = 0, binding = V_BINDING) buffer V64 { u64vec2 m264[]; };
+#endif
+u64vec2 words64(vec4 v) {
+    uvec4 w = floatBitsToUint(v);
+    return u64vec2(packUint2x32(w.xy), packUint2x32(w.zw));
+}
+#define STORE4(A, I, V) A##64[I] = words64(V)
+#else
+#define STORE4(A, I, V) A[I] = V
+#endif
+
 #ifdef UNSCALE_BINDING
 #include "det.glsl"
 // UNSCALE multiplies each gradient by the loss scale's inverse as it is
@@ -81,9 +102,7 @@ layout(constant_id = 4) const bool VEC4 = false;
 // load a storage vec4 in a loop over the lanes but fetch a texel with one
 // SIMD gather. Each buffer is also bound as a texel view of the same
 // memory, from binding TEX_BINDING on (each element is read, then
-// written, by the same invocation). The stores stay vec4s: 64-bit words,
-// which halve the stores of the elementwise texel forms, made Adam slower
-// on lavapipe (6.5 against 10.4 GB/s, tools/bench stream/adam-f32).
+// written, by the same invocation).
 #if defined(TEXELS)
 layout(set = 0, binding = TEX_BINDING) uniform usamplerBuffer param_tex;
 layout(set = 0, binding = TEX_BINDING + 1) uniform usamplerBuffer grad_tex;

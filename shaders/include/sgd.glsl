@@ -62,8 +62,8 @@ void main() {
         w.y = update(w.y, g.y, b.y, first);
         w.z = update(w.z, g.z, b.z, first);
         w.w = update(w.w, g.w, b.w, first);
-        if (mom) m1[im] = b;
-        param[ip] = w;
+        if (mom) STORE4(m1, im, b);
+        STORE4(param, ip, w);
     }, {
         float b = 0.0;
         if (mom) b = WORD(m1, im);
