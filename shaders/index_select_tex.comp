@@ -30,6 +30,6 @@ void main() {
         uint j = idx[r]; // a negative index is a huge uint: out of range too
         uvec4 t = uvec4(nan_word());
         if (j < p.rows) t = texelFetch(x, int(j * p.cols + (q - r * p.cols)));
-        d[q] = u64vec2(packUint2x32(t.xy), packUint2x32(t.zw));
+        d[q] = wide2(t);
     }
 }

@@ -25,14 +25,8 @@ vec4 at(usamplerBuffer t, uint i) { return uintBitsToFloat(texelFetch(t, int(i))
 // 2i + 1 as four: lavapipe stores lane by lane, a loop over the lanes per
 // store instruction, so fewer and wider stores take less time (tools/bench
 // stream/layernorm-f32, 2 cores: 9.9-10.3 -> 12.7-13.0 GB/s).
-void put(uint i, vec4 v) {
-    uvec4 w = floatBitsToUint(v);
-    y[i] = u64vec2(packUint2x32(w.xy), packUint2x32(w.zw));
-}
-void put8(uint i, vec4 v0, vec4 v1) {
-    uvec4 w0 = floatBitsToUint(v0), w1 = floatBitsToUint(v1);
-    y8[i] = u64vec4(packUint2x32(w0.xy), packUint2x32(w0.zw), packUint2x32(w1.xy), packUint2x32(w1.zw));
-}
+void put(uint i, vec4 v) { y[i] = wide2(floatBitsToUint(v)); }
+void put8(uint i, vec4 v0, vec4 v1) { y8[i] = u64vec4(wide2(floatBitsToUint(v0)), wide2(floatBitsToUint(v1))); }
 
 // out4 is the normalized vec4 k of the row whose vec4s start at lo.
 vec4 out4(uint lo, uint k, float mean, float rstd) {

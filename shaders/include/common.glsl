@@ -63,4 +63,10 @@ uint span_len(uint count, uint spans) {
     for (uint i = (from) + gl_LocalInvocationIndex; i < (n); i += gl_WorkGroupSize.x)
 #endif
 
+#if defined(TEXELS) || defined(MATMUL_WIDE_OUT)
+// wide2 packs four words (a texel's, a vec4's bits) as two 64-bit words,
+// low word first: the texel forms store those, half the stores of uvec4s.
+u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw)); }
+#endif
+
 #endif

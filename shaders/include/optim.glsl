@@ -51,11 +51,7 @@ layout(set = 0, binding = 2) buffer M64 { u64vec2 m164[]; };
 #ifdef SECOND_MOMENT
 layout(set = 0, binding = V_BINDING) buffer V64 { u64vec2 m264[]; };
 #endif
-u64vec2 words64(vec4 v) {
-    uvec4 w = floatBitsToUint(v);
-    return u64vec2(packUint2x32(w.xy), packUint2x32(w.zw));
-}
-#define STORE4(A, I, V) A##64[I] = words64(V)
+#define STORE4(A, I, V) A##64[I] = wide2(floatBitsToUint(V))
 #else
 #define STORE4(A, I, V) A[I] = V
 #endif

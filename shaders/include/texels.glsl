@@ -57,8 +57,6 @@ uint f32_to_half_cpu(float f, uint dt) { return dt == DT_BF16 ? f32_to_bf16(f) :
 // pack_half2 encodes a and b as the two 16-bit elements of a word.
 uint pack_half2(float a, float b, uint dt) { return f32_to_half_cpu(a, dt) | (f32_to_half_cpu(b, dt) << 16); }
 
-// wide2 packs a texel's four words as two 64-bit words, low word first.
-u64vec2 wide2(uvec4 x) { return u64vec2(packUint2x32(x.xy), packUint2x32(x.zw)); }
 
 // DEFINE_TEX_OUTPUT(BINDING, BLOCK, NAME, DT) declares output binding
 // BINDING three ways, as NAME (an array of u64vec2, a texel's 16 bytes),

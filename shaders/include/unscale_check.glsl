@@ -25,7 +25,7 @@ layout(set = 0, binding = 0) buffer Data4 { uvec4 data4[]; };
 layout(set = 0, binding = 0) buffer Data64 { u64vec2 data64[]; };
 layout(set = 0, binding = 4) uniform usamplerBuffer data_tex;
 uvec4 load4(uint i) { return texelFetch(data_tex, int(i)); }
-void store4(uint i, uvec4 w) { data64[i] = u64vec2(packUint2x32(w.xy), packUint2x32(w.zw)); }
+void store4(uint i, uvec4 w) { data64[i] = wide2(w); }
 #else
 uvec4 load4(uint i) { return data4[i]; }
 void store4(uint i, uvec4 w) { data4[i] = w; }
