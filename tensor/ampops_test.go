@@ -212,16 +212,23 @@ func TestLossScaleUnscaleResult(t *testing.T) {
 		{1e-2, f16, []float32{0, 600, 0}, 0},
 	} {
 		require.NoError(t, ls.Load(c.scale, 0))
-		for _, check := range []bool{false, true} {
-			g, _ := opInput(t, d, c.vals, c.dt, 3)
-			run := ls.Unscale
-			if check {
-				run = ls.Check
-			}
-			require.NoError(t, run([]*tensor.Tensor{g}, found, &tab))
-			require.Equalf(t, c.found, ampItem(t, found), "case %d: scale %g, %s gradient %v, check only %v", i, c.scale, c.dt, c.vals, check)
-			if check {
-				require.Equalf(t, c.vals, opRead(t, g), "case %d: Check changed the gradient", i)
+		// Three elements take the kernel's word-by-word path; 1001 put
+		// the middle one, negated, in its vector loop, zeros around it.
+		long := make([]float32, 1001)
+		long[517] = -c.vals[1]
+		for _, vals := range [][]float32{c.vals, long} {
+			for _, check := range []bool{false, true} {
+				g, _ := opInput(t, d, vals, c.dt, len(vals))
+				run := ls.Unscale
+				if check {
+					run = ls.Check
+				}
+				require.NoError(t, run([]*tensor.Tensor{g}, found, &tab))
+				require.Equalf(t, c.found, ampItem(t, found), "case %d: scale %g, %s gradient of %d, check only %v",
+					i, c.scale, c.dt, len(vals), check)
+				if check {
+					require.Equalf(t, vals, opRead(t, g), "case %d: Check changed the gradient", i)
+				}
 			}
 		}
 	}
