@@ -9,7 +9,8 @@
 // from a captured graph (dispatch/replay-us; dispatch/replay-us/gpt for
 // tools/gpt's step of the CPU recipe's size) beside the driver's floor
 // (dispatch/driver-us; dispatch/driver-switch-us with a pipeline switch and a
-// barrier per launch, as a step has) and vk's own launch (dispatch/vk-us), and
+// barrier per launch, as a step has) and vk's own launch (dispatch/vk-us), the
+// wall time of running such launches (dispatch/run-us), and
 // the share of an AMP step's wall time spent in kernels (by the runtime's
 // timestamps) at each -step batch.
 //

@@ -149,9 +149,10 @@ func TrainSteps(d *vk.Device, train, test *mnist.Set, z GPTSize, batch, steps, r
 // and of the step of a GPT of size z (ReplayGPTResults; tools/bench
 // measures GPTCPU, a test a smaller one): dispatch/replay-us/gpt, and its
 // recorded step's dispatch/host-us/gpt;
-// and beside them the driver's floor and vk's own launch (Driver):
-// dispatch/driver-us, dispatch/driver-switch-us (a step's sequence of
-// kernels, each bound, a barrier before each), dispatch/vk-us.
+// and beside them the driver's floor, vk's own launch and a launch run
+// (Driver): dispatch/driver-us, dispatch/driver-switch-us (a step's
+// sequence of kernels, each bound, a barrier before each), dispatch/vk-us,
+// dispatch/run-us.
 func Host(d *vk.Device, train, test *mnist.Set, z GPTSize, batch, steps int) ([]Result, error) {
 	h, err := HostPerDispatch(d, train, test, StepOptions{Batch: batch, Steps: steps, Warmup: 3})
 	if err != nil {
