@@ -2,6 +2,7 @@
 // accumulate_tex is accumulate's texel form for CPU drivers (texels.glsl):
 // dst += src for a block of 8 elements per invocation, src read as texels,
 // dst (fp32) loaded and stored as uvec4s.
+#define DRIVER_HALVES_OK // adds, multiplies or converts what it decodes (texels.glsl)
 #define TEXELS
 #include "texels.glsl"
 #include "det_extra.glsl" // xadd: subnormals flushed in deterministic mode

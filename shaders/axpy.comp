@@ -3,5 +3,6 @@
 // the product and the sum rounded apart, subnormals flushed (det.glsl).
 // texel form
 #define OP(x, y) (DETERMINISTIC ? det_mad(p.alpha, x, y) : p.alpha * (x) + (y))
+#define DRIVER_HALVES_OK // adds, multiplies or converts what it decodes (texels.glsl)
 #include "det.glsl"
 #include "binary.glsl"

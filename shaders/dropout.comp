@@ -2,6 +2,7 @@
 // dropout zeroes each element with probability p and scales the rest by
 // 1/(1-p), with the mask of dropout.glsl for the seed p.seed.
 // texel form
+#define DRIVER_HALVES_OK // adds, multiplies or converts what it decodes (texels.glsl)
 #include "ewise.glsl"
 #include "det_extra.glsl"
 

@@ -3,6 +3,7 @@
 // kernel runs: seed[0] * 0x9E3779B9 + p.k, so that a captured step replays
 // with the seed written before each replay (one mask per op from p.k).
 // texel form
+#define DRIVER_HALVES_OK // adds, multiplies or converts what it decodes (texels.glsl)
 #include "ewise.glsl"
 #include "det_extra.glsl"
 

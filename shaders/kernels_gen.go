@@ -118,6 +118,7 @@ var table = []Kernel{
 	{Name: "pool2x2_tex", Tier: vk.TierPacked, File: "spv/pool2x2_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write, vk.Write}, PushSize: 76, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "pow", Tier: vk.TierPacked, File: "spv/pow.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "pow_tex", Tier: vk.TierPacked, File: "spv/pow_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "probe_halves", Tier: vk.TierPacked, File: "spv/probe_halves.packed.spv", Bindings: []vk.Access{vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "relu", Tier: vk.TierPacked, File: "spv/relu.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "relu_backward", Tier: vk.TierPacked, File: "spv/relu_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "relu_backward_tex", Tier: vk.TierPacked, File: "spv/relu_backward_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -23,8 +23,27 @@
 
 #include "ewise.glsl"
 
+// DRIVER_HALVES (id 30) decodes fp16 with the driver's unpackHalf2x16
+// (on lavapipe with F16C, one vcvtph2ps for 8 lanes) in place of vkamp's
+// integer decode: set by the device where a probe found the driver's decode
+// of every half, through a texel form's SIMD lanes, the integer decode's
+// bits (tensor/internal/kernels.driverHalves), and not in deterministic
+// mode. Only kernels that define DRIVER_HALVES_OK take it: those that add,
+// multiply or convert what they decode. LLVM narrows a comparison of a
+// decoded value to an fp16 one, which x86 without AVX512-FP16 makes lane by
+// lane: ReLU took 3.1x as long, GELU 1.7x. On lavapipe (an AMD EPYC,
+// tools/bench, alternated) stream/cast-f16-f32 went from 0.63-0.66x of
+// copy/buffer to 0.76-0.78x, add-f16 0.38-0.40x to 0.56-0.57x, dropout-f16
+// 0.29-0.31x to 0.36-0.37x, sum-cols-f16 0.18-0.19x to 0.24-0.26x.
+layout(constant_id = 30) const bool DRIVER_HALVES = false;
+
 // unpack_half2 decodes the two 16-bit elements of word w.
-vec2 unpack_half2(uint w, uint dt) { return vec2(half_to_f32_flat(w & 0xFFFFu, dt), half_to_f32_flat(w >> 16, dt)); }
+vec2 unpack_half2(uint w, uint dt) {
+#if defined(DRIVER_HALVES_OK)
+    if (DRIVER_HALVES && dt == DT_F16) return unpackHalf2x16(w);
+#endif
+    return vec2(half_to_f32_flat(w & 0xFFFFu, dt), half_to_f32_flat(w >> 16, dt));
+}
 
 // OCT_DECODE(T0, T1, DT, LO, HI) decodes a block of 8 elements of dtype DT
 // as fp32 from its texels: one of 16-bit elements (T1 unused) or two of

@@ -15,9 +15,16 @@ import (
 const opTypeBool = 20 // the other opcodes are in coopkhr.go and reflect.go
 
 // DeterministicID is the id of shaders/include/det.glsl's DETERMINISTIC,
-// which the device sets on every pipeline (tensor/internal/kernels.source);
-// launchers get no field for it.
-const DeterministicID = 31
+// and DriverHalvesID that of shaders/include/texels.glsl's DRIVER_HALVES,
+// which the device sets on its pipelines (tensor/internal/kernels.source);
+// launchers get no field for them.
+const (
+	DeterministicID = 31
+	DriverHalvesID  = 30
+)
+
+// deviceSet reports whether the device, not a launcher, sets constant id.
+func deviceSet(id uint32) bool { return id == DeterministicID || id == DriverHalvesID }
 
 // specConst is one specialization constant of a kernel.
 type specConst struct {
@@ -106,7 +113,7 @@ func reflectNames(b []byte) (names, error) {
 		if c.name == "" || c.kind == "" {
 			return n, fmt.Errorf("specialization constant %d: want a named 32-bit scalar", c.id)
 		}
-		if c.id == DeterministicID {
+		if deviceSet(c.id) {
 			continue // set by the device, not by launchers (kernels.source)
 		}
 		if c.id >= 16 {
@@ -192,7 +199,7 @@ func (n names) checkAgainst(k kernel, opt []byte) error {
 		have[c.id] = true
 	}
 	for id := range m.defs {
-		if sid, ok := m.deco[id][decSpecID]; ok && len(sid) > 0 && !have[sid[0]] && sid[0] != DeterministicID {
+		if sid, ok := m.deco[id][decSpecID]; ok && len(sid) > 0 && !have[sid[0]] && !deviceSet(sid[0]) {
 			return fmt.Errorf("optimized build has specialization constant %d, unknown to the unoptimized one", sid[0])
 		}
 	}

@@ -10,6 +10,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/vkamp/vkamp/shaders"
@@ -119,6 +120,9 @@ func source(d *vk.Device, k key) (vk.KernelSource, error) {
 		// Kernels without the constant ignore it (Vulkan drops map entries
 		// a module does not declare).
 		src.Spec[DeterministicID] = 1
+	}
+	if !d.Deterministic() && slices.ContainsFunc(sk.Bindings, func(a vk.Access) bool { return a&vk.Texels != 0 }) && driverHalves(d) {
+		src.Spec[DriverHalvesID] = 1 // only texel forms declare it; probe_halves has no texels
 	}
 	return src, nil
 }

@@ -3896,6 +3896,36 @@ func PowTex(d *vk.Device, groups [3]uint32, s PowTexSpec, p EwisePush, b PowTexB
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// ProbeHalvesSpec holds the specialization constants of probe_halves.comp. A zero field
+// takes the shader's default.
+type ProbeHalvesSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// ProbeHalvesPush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type ProbeHalvesPush struct {
+	N uint32 // offset 0
+}
+
+func (p *ProbeHalvesPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+}
+
+// ProbeHalvesBind names the bindings of probe_halves.comp.
+type ProbeHalvesBind struct {
+	Out *vk.Buffer // binding 0: written
+}
+
+// ProbeHalves records probe_halves.comp on d over groups workgroups.
+func ProbeHalves(d *vk.Device, groups [3]uint32, s ProbeHalvesSpec, p ProbeHalvesPush, b ProbeHalvesBind) error {
+	k := key{op: "probe_halves"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Out)
+}
+
 // ReluSpec holds the specialization constants of relu.comp. A zero field
 // takes the shader's default.
 type ReluSpec struct {
