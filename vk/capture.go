@@ -42,6 +42,14 @@ type Graph struct {
 	closed     bool
 }
 
+// Capturing reports whether a capture is open: what is recorded now goes
+// into its graph, and host reads and writes of buffers are refused.
+func (d *Device) Capturing() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.capture != nil
+}
+
 // BeginCapture submits the work recorded so far and starts capturing: the
 // dispatches, copies and fills recorded from here to EndCapture, by any
 // caller, go into the graph instead of running. Kernel timestamps are not

@@ -8,6 +8,7 @@ type Graph struct{}
 func (d *Device) BeginCapture() error         { return errNoCgo }
 func (d *Device) EndCapture() (*Graph, error) { return nil, errNoCgo }
 func (d *Device) RefuseCapture(error) error   { return nil }
+func (d *Device) Capturing() bool             { return false }
 func (g *Graph) Dispatches() int              { return 0 }
 func (g *Graph) Copies() int                  { return 0 }
 func (g *Graph) Replay() error                { return errNoCgo }

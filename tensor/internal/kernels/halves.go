@@ -30,14 +30,16 @@ type halvesKey struct{}
 // a word. Vulkan leaves denormals to the driver, and a CPU driver's decode
 // may depend on the host CPU (lavapipe takes F16C's vcvtph2ps where it has
 // it), so each device is probed once: probe_halves decodes all 65536 values
-// and the host compares. A probe that fails (the device lost, a capture in
-// progress, where waiting is an error) answers false and is tried again
-// later: the integer decode gives the same bits, only slower.
+// and the host compares. Inside a capture it answers false without
+// probing (the probe would go into the graph, and its read would fail the
+// capture), and a probe that fails answers false; either is tried again at
+// the next kernel built: the integer decode gives the same bits, only
+// slower.
 func driverHalves(d *vk.Device) bool {
 	p := d.Local(halvesKey{}, func() any { return &halvesProbe{} }).(*halvesProbe)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.done {
+	if !p.done && !d.Capturing() {
 		exact, err := probeHalves(d)
 		p.done, p.exact = err == nil, exact && err == nil
 	}

@@ -77,3 +77,47 @@ func read(t *testing.T, d *vk.Device, b *vk.Buffer, n int) []byte {
 	}
 	return raw
 }
+
+// TestDriverHalvesInCapture: a texel form first built inside a capture
+// leaves the capture whole (the probe neither goes into the graph nor reads
+// a buffer there) and takes the integer decode; the device probes at the
+// next kernel built outside it.
+func TestDriverHalvesInCapture(t *testing.T) {
+	d := devtest.Open(t)
+	if !d.Info().ShaderInt64 || d.Info().Type != vk.TypeCPU {
+		t.Skip("no texel forms on this device")
+	}
+	const n = 1 << 10
+	in, err := d.Alloc(2 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Free()
+	out, err := d.Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Free()
+	if err := d.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	if err := CastTex(d, [3]uint32{1, 1, 1}, CastTexSpec{In0DT: DTypeF16, OutDT: DTypeF32}, EwisePush{N: n}, CastTexBind{A: in, D: out}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := d.EndCapture()
+	if err != nil {
+		t.Fatalf("capture with the first texel form built inside: %v", err)
+	}
+	if g.Dispatches() != 1 {
+		t.Errorf("graph of %d dispatches, want the cast alone", g.Dispatches())
+	}
+	g.Close()
+	p := d.Local(halvesKey{}, func() any { return &halvesProbe{} }).(*halvesProbe)
+	if p.done {
+		t.Error("probed inside the capture")
+	}
+	driverHalves(d)
+	if !p.done {
+		t.Error("not probed outside the capture")
+	}
+}
