@@ -17,5 +17,5 @@ layout(set = 0, binding = 0) readonly buffer Src { uint16_t src[]; };
 #endif
 
 void main() {
-    GRID_STRIDE(i, p.n) { dst[i] = f16_to_f32(HALF_BITS(i)); }
+    GRID_STRIDE(i, p.n) { dst[i] = f16_to_f32_flat(HALF_BITS(i)); }
 }

@@ -16,13 +16,13 @@ void main() {
     GRID_STRIDE(w, (p.n + 1u) / 2u) {
         uint i = 2u * w;
         uint hi = 0u;
-        if (i + 1u < p.n) hi = f32_to_f16(src[i + 1u]);
-        dst[w] = f32_to_f16(src[i]) | (hi << 16);
+        if (i + 1u < p.n) hi = f32_to_f16_flat(src[i + 1u]);
+        dst[w] = f32_to_f16_flat(src[i]) | (hi << 16);
     }
 }
 #else
 layout(set = 0, binding = 1) writeonly buffer Dst { uint16_t dst[]; };
 void main() {
-    GRID_STRIDE(i, p.n) { dst[i] = uint16_t(f32_to_f16(src[i])); }
+    GRID_STRIDE(i, p.n) { dst[i] = uint16_t(f32_to_f16_flat(src[i])); }
 }
 #endif
