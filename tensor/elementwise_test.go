@@ -1,10 +1,14 @@
 package tensor_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/x448/float16"
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/internal/ref"
@@ -286,6 +290,39 @@ func TestElementwiseGridLoops(t *testing.T) {
 		if (sum[i] != av[i]+bv[i] || neg[i] != -av[i] || acc[i] != sum[i]) && bad < 5 {
 			t.Errorf("element %d of %d: add %g, neg %g, accumulated %g; want %g, %g, %g", i, n, sum[i], neg[i], acc[i], av[i]+bv[i], -av[i], av[i]+bv[i])
 			bad++
+		}
+	}
+}
+
+// TestReLUAllHalves: ReLU from fp16 to fp16 of every half, twice over and
+// a ragged tail, gives what decoding, ReLU in fp32 and rounding give (the
+// texel form works on the halves' bits): NaN kept and quieted, negative
+// numbers and -0 to +0, the rest as they were.
+func TestReLUAllHalves(t *testing.T) {
+	for _, det := range []bool{false, true} {
+		d := devtest.Open(t, vk.Options{Deterministic: det})
+		const n = 2<<16 + 5
+		in := make([]float16.Float16, n)
+		for i := range in {
+			in[i] = float16.Frombits(uint16(i))
+		}
+		x := tensor.FromFloat16(d, in, n)
+		y := tensor.ReLU(x, tensor.Float16)
+		raw, err := y.Bytes()
+		require.NoError(t, err)
+		x.Release()
+		y.Release()
+		bad := 0
+		for i, h := range in {
+			v := h.Float32()
+			if !(v > 0 || v != v) {
+				v = 0
+			}
+			want := float16.Fromfloat32(v).Bits()
+			if got := binary.LittleEndian.Uint16(raw[2*i:]); got != want && bad < 10 {
+				t.Errorf("deterministic %v: ReLU(%#04x) = %#04x, want %#04x", det, h.Bits(), got, want)
+				bad++
+			}
 		}
 	}
 }
