@@ -32,9 +32,9 @@
 // multiply or convert what they decode. LLVM narrows a comparison of a
 // decoded value to an fp16 one, which x86 without AVX512-FP16 makes lane by
 // lane: ReLU took 3.1x as long, GELU 1.7x. On lavapipe (an AMD EPYC,
-// tools/bench, alternated) stream/cast-f16-f32 went from 0.63-0.66x of
-// copy/buffer to 0.76-0.78x, add-f16 0.38-0.40x to 0.56-0.57x, dropout-f16
-// 0.29-0.31x to 0.36-0.37x, sum-cols-f16 0.18-0.19x to 0.24-0.26x.
+// tools/bench, alternated) stream/cast-f16-f32 went from 0.63-0.68x of
+// copy/buffer to 0.76-0.82x, add-f16 0.38-0.40x to 0.56-0.61x, dropout-f16
+// 0.29-0.31x to 0.36-0.39x, sum-cols-f16 0.18-0.20x to 0.24-0.26x.
 layout(constant_id = 30) const bool DRIVER_HALVES = false;
 
 // unpack_half2 decodes the two 16-bit elements of word w.
@@ -75,7 +75,6 @@ uint f32_to_half_cpu(float f, uint dt) { return dt == DT_BF16 ? f32_to_bf16(f) :
 
 // pack_half2 encodes a and b as the two 16-bit elements of a word.
 uint pack_half2(float a, float b, uint dt) { return f32_to_half_cpu(a, dt) | (f32_to_half_cpu(b, dt) << 16); }
-
 
 // DEFINE_TEX_OUTPUT(BINDING, BLOCK, NAME, DT) declares output binding
 // BINDING three ways, as NAME (an array of u64vec2, a texel's 16 bytes),
