@@ -35,7 +35,10 @@ var optVecShifts = [][5]int{{0, 0, 0, 0, 0}, {1, 2, 3, 1, 0}, {0, 0, 0, 2, 0}, {
 // nor must they with the texel forms (adam_tex, sgd_tex, adadelta_tex,
 // lavapipe's), run here on every device with shaderInt64, which they need
 // for their 64-bit stores, as every texel form does; nor with Adam or SGD
-// unscaling the gradients as they read them (the -unscale kinds).
+// unscaling the gradients as they read them (the -unscale kinds). Every
+// other chunk has no half copy, and the words around the chunks are not
+// zero (optVecPad), so a copy or an update written where none belongs
+// shows.
 func TestOptimizerVec4Offsets(t *testing.T) {
 	kinds := []string{"adam", "adamw", "adam-f16", "adam-bf16", "adam-unscale", "sgd", "sgd-nesterov", "sgd-plain", "sgd-unscale", "adadelta"}
 	for _, det := range []bool{false, true} {
@@ -69,10 +72,21 @@ const (
 	optTexels                   // VEC4 true, the texel form
 )
 
+// optVecPad is the word every buffer holds outside the chunks' data, and
+// the half copies of chunks without one: an update or a copy written
+// where none belongs changes it (zeros would stay zeros under Adam).
+const optVecPad = 0x3FC00000 // 1.5
+
+// optVecHasCopy reports whether chunk c (of optVecCounts) has a half copy
+// in the kinds that write them: every other one, so that one dispatch
+// makes chunks of both kinds.
+func optVecHasCopy(c int) bool { return c%2 == 0 }
+
 // optVecCheck runs the check in the given mode and returns the bytes of
 // the five buffers after the step.
 func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]byte {
 	wordwise := mode == optWords
+	halves := kind == "adam-f16" || kind == "adam-bf16"
 	rng := rand.New(rand.NewPCG(7, uint64(len(kind))))
 	stride := 0 // words per copy of a chunk's data, aligned
 	for _, n := range optVecCounts {
@@ -84,6 +98,9 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]
 	var host [5][]uint32
 	for b := range host {
 		host[b] = make([]uint32, words)
+		for i := range host[b] {
+			host[b][i] = optVecPad
+		}
 	}
 	var table []byte
 	at := func(c, v, b int) int { return (c*len(optVecShifts)+v)*stride + optVecShifts[v][b] }
@@ -107,7 +124,12 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]
 			for b := range 4 {
 				table = binary.LittleEndian.AppendUint32(table, uint32(at(c, v, b)))
 			}
-			for _, w := range []int{n, at(c, v, 4), 1, 0} {
+			for i := range (n + 1) / 2 {
+				if optVecHasCopy(c) {
+					host[4][at(c, v, 4)+i] = 0
+				}
+			}
+			for _, w := range []int{n, at(c, v, 4), int(boolWord(optVecHasCopy(c))), 0} {
 				table = binary.LittleEndian.AppendUint32(table, uint32(w))
 			}
 		}
@@ -195,8 +217,11 @@ func optVecCheck(t *testing.T, d *vk.Device, kind string, mode optVecMode) [5][]
 			if b == 0 && bytes.Equal(want, optVecBytes(host[0][at(c, 0, 0):at(c, 0, 0)+n])) {
 				t.Fatalf("%d elements: the step left the weights as they were", n)
 			}
-			if b == 4 && (kind == "adam-f16" || kind == "adam-bf16") && bytes.Count(want, []byte{0}) == len(want) {
+			if b == 4 && halves && optVecHasCopy(c) && bytes.Count(want, []byte{0}) == len(want) {
 				t.Fatalf("%d elements: no half copy written", n)
+			}
+			if b == 4 && !optVecHasCopy(c) && !bytes.Equal(want, optVecBytes(host[4][at(c, 0, 4):at(c, 0, 4)+nw])) {
+				t.Fatalf("%d elements: a half copy written for a chunk without one", n)
 			}
 			for v := 1; v < len(optVecShifts); v++ {
 				if got := raw[4*at(c, v, b) : 4*(at(c, v, b)+nw)]; !bytes.Equal(got, want) {
