@@ -231,14 +231,15 @@ func (s *LossScale) unscale(op string, grads []*Tensor, found *Tensor, tab *Bloc
 	if err := tab.t.update(d, &unscaleLayout, cells); err != nil {
 		return err
 	}
+	spec := kernels.UnscaleCheckSpec{CheckOnly: checkOnly, Grads: gradDTypes(cells)}
 	for _, g := range tab.t.groups {
 		push := kernels.UnscaleCheckPush{Nchunks: uint32(g.chunks)}
 		var err error
 		if texelsServe(d, g.bind[0]) {
-			err = kernels.UnscaleCheckTex(d, g.grid(), kernels.UnscaleCheckTexSpec{CheckOnly: checkOnly}, kernels.UnscaleCheckTexPush(push), kernels.UnscaleCheckTexBind{
+			err = kernels.UnscaleCheckTex(d, g.grid(), kernels.UnscaleCheckTexSpec(spec), kernels.UnscaleCheckTexPush(push), kernels.UnscaleCheckTexBind{
 				Data: g.bind[0], Table: g.table, State: s.state.buf, Found: found.buf, DataTex: g.bind[0]})
 		} else {
-			err = kernels.UnscaleCheck(d, g.grid(), kernels.UnscaleCheckSpec{CheckOnly: checkOnly}, push,
+			err = kernels.UnscaleCheck(d, g.grid(), spec, push,
 				kernels.UnscaleCheckBind{Data: g.bind[0], Table: g.table, State: s.state.buf, Found: found.buf})
 		}
 		if err != nil {
@@ -246,6 +247,26 @@ func (s *LossScale) unscale(op string, grads []*Tensor, found *Tensor, tab *Bloc
 		}
 	}
 	return nil
+}
+
+// gradDTypes is unscale_check's GRADS: 1 if every gradient is Float32, 2
+// if every one is Float16, else 0 (each chunk's dtype decides).
+func gradDTypes(grads []*Tensor) uint32 {
+	f32, f16 := 0, 0
+	for _, g := range grads {
+		if g.dtype == Float32 {
+			f32++
+		} else {
+			f16++
+		}
+	}
+	switch {
+	case f16 == 0:
+		return 1
+	case f32 == 0:
+		return 2
+	}
+	return 0
 }
 
 // onDevice panics unless the state is on a device.

@@ -4789,6 +4789,7 @@ func TanhTex(d *vk.Device, groups [3]uint32, s TanhTexSpec, p EwisePush, b TanhT
 type UnscaleCheckSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	CheckOnly  bool   // CHECK_ONLY: constant 1, default 0
+	Grads      uint32 // GRADS: constant 2, default 0
 }
 
 // UnscaleCheckPush is the push-constant block Push (4 bytes), laid out as the
@@ -4814,6 +4815,7 @@ func UnscaleCheck(d *vk.Device, groups [3]uint32, s UnscaleCheckSpec, p UnscaleC
 	k := key{op: "unscale_check"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, b2u(s.CheckOnly))
+	k.put(2, uint32(s.Grads))
 	var push [4]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Data, b.Table, b.State, b.Found)
@@ -4824,6 +4826,7 @@ func UnscaleCheck(d *vk.Device, groups [3]uint32, s UnscaleCheckSpec, p UnscaleC
 type UnscaleCheckTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	CheckOnly  bool   // CHECK_ONLY: constant 1, default 0
+	Grads      uint32 // GRADS: constant 2, default 0
 }
 
 // UnscaleCheckTexPush is the push-constant block Push (4 bytes), laid out as the
@@ -4850,6 +4853,7 @@ func UnscaleCheckTex(d *vk.Device, groups [3]uint32, s UnscaleCheckTexSpec, p Un
 	k := key{op: "unscale_check_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, b2u(s.CheckOnly))
+	k.put(2, uint32(s.Grads))
 	var push [4]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.Data, b.Table, b.State, b.Found, b.DataTex)
