@@ -6,7 +6,7 @@ import "github.com/vkamp/vkamp/vk"
 
 var table = []Kernel{
 	{Name: "accumulate", Tier: vk.TierPacked, File: "spv/accumulate.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
-	{Name: "accumulate_tex", Tier: vk.TierPacked, File: "spv/accumulate_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "accumulate_tex", Tier: vk.TierPacked, File: "spv/accumulate_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.ReadWrite, vk.Read | vk.Texels}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "adadelta", Tier: vk.TierPacked, File: "spv/adadelta.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.ReadWrite, vk.Read}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "adadelta_tex", Tier: vk.TierPacked, File: "spv/adadelta_tex.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.ReadWrite, vk.Read, vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Read | vk.Texels}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "adam", Tier: vk.TierPacked, File: "spv/adam.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.Read, vk.Read, vk.Read, vk.ReadWrite, vk.Write, vk.Read, vk.Read}, PushSize: 28, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

@@ -127,9 +127,9 @@ func Accumulate(dst, src *Tensor) error {
 	if err := firstErr(src, dst); err != nil {
 		return err
 	}
-	if texelsOn(dst, src) {
+	if texelsOn(dst, src, dst) {
 		return opErr("Accumulate", kernels.AccumulateTex(dst.dev, octs(dst), kernels.AccumulateTexSpec{In0DT: src.dtype.code()},
-			kernels.AccumulateTexPush{N: uint32(dst.n)}, kernels.AccumulateTexBind{Src: src.buf, Dst: dst.buf}))
+			kernels.AccumulateTexPush{N: uint32(dst.n)}, kernels.AccumulateTexBind{Src: src.buf, Dst: dst.buf, DstTex: dst.buf}))
 	}
 	return opErr("Accumulate", kernels.Accumulate(dst.dev, ewiseGrid(dst, src.dtype == Float32),
 		kernels.AccumulateSpec{In0DT: src.dtype.code()}, kernels.AccumulatePush{N: uint32(dst.n)},

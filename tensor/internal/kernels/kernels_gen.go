@@ -69,8 +69,9 @@ func (p *AccumulateTexPush) put(b []byte) {
 
 // AccumulateTexBind names the bindings of accumulate_tex.comp.
 type AccumulateTexBind struct {
-	Src *vk.Buffer // binding 0: read as texels
-	Dst *vk.Buffer // binding 1: read and written
+	Src    *vk.Buffer // binding 0: read as texels
+	Dst    *vk.Buffer // binding 1: read and written
+	DstTex *vk.Buffer // binding 2: read as texels
 }
 
 // AccumulateTex records accumulate_tex.comp on d over groups workgroups.
@@ -80,7 +81,7 @@ func AccumulateTex(d *vk.Device, groups [3]uint32, s AccumulateTexSpec, p Accumu
 	k.put(1, uint32(s.In0DT))
 	var push [4]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.Src, b.Dst)
+	return run(d, k, groups, push[:], b.Src, b.Dst, b.DstTex)
 }
 
 // AdadeltaSpec holds the specialization constants of adadelta.comp. A zero field
