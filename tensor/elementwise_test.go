@@ -326,3 +326,50 @@ func TestReLUAllHalves(t *testing.T) {
 		}
 	}
 }
+
+// TestReLUBackwardAllHalves: fp16 dy and x to fp16 (the texel form's bits
+// path on CPU drivers) gives dy where x > 0, x where it is NaN (quieted, as
+// decoding makes it), else +0, for every half as x (against dy of both
+// signs, a subnormal, inf and a signalling NaN) and as dy (against positive,
+// zero, negative and NaN x), in both modes, with a ragged tail.
+func TestReLUBackwardAllHalves(t *testing.T) {
+	dys := []uint16{0x3C00, 0xBC00, 0x0001, 0x7C00, 0x7C01}
+	xs := []uint16{0x3555, 0x0000, 0x8000, 0x0001, 0x8001, 0xC000, 0x7C00, 0xFC00, 0x7D00}
+	var dy, x []float16.Float16
+	for _, v := range dys {
+		for h := range 1 << 16 {
+			dy, x = append(dy, float16.Frombits(v)), append(x, float16.Frombits(uint16(h)))
+		}
+	}
+	for _, v := range xs {
+		for h := range 1 << 16 {
+			dy, x = append(dy, float16.Frombits(uint16(h))), append(x, float16.Frombits(v))
+		}
+	}
+	n := len(x) - 3 // a partial last block
+	for _, det := range []bool{false, true} {
+		d := devtest.Open(t, vk.Options{Deterministic: det})
+		tdy, tx := tensor.FromFloat16(d, dy[:n], n), tensor.FromFloat16(d, x[:n], n)
+		y := tensor.ReLUBackward(tdy, tx, tensor.Float16)
+		raw, err := y.Bytes()
+		require.NoError(t, err)
+		for _, r := range []*tensor.Tensor{tdy, tx, y} {
+			r.Release()
+		}
+		bad := 0
+		for i := range n {
+			g, v := dy[i].Float32(), x[i].Float32()
+			want := float16.Fromfloat32(0).Bits()
+			switch {
+			case v != v:
+				want = float16.Fromfloat32(v).Bits()
+			case v > 0:
+				want = float16.Fromfloat32(g).Bits()
+			}
+			if got := binary.LittleEndian.Uint16(raw[2*i:]); got != want && bad < 10 {
+				t.Errorf("deterministic %v: ReLUBackward(dy %#04x, x %#04x) = %#04x, want %#04x", det, dy[i].Bits(), x[i].Bits(), got, want)
+				bad++
+			}
+		}
+	}
+}

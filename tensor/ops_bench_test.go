@@ -101,6 +101,18 @@ func BenchmarkReLUF16(b *testing.B) {
 	}
 }
 
+// BenchmarkReLUBackwardF16 times the MNIST MLP's ReLU gradient under
+// autocast, fp16 dy and x to fp16, at its size (64x256) and larger.
+func BenchmarkReLUBackwardF16(b *testing.B) {
+	for _, n := range []int{16 << 10, 256 << 10, 2 << 20} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			opBenchSized(b, n, int64(n)*(2+2+2), func(x []*tensor.Tensor) *tensor.Tensor {
+				return tensor.ReLUBackward(x[0], x[1], tensor.Float16)
+			}, tensor.Float16, tensor.Float16)
+		})
+	}
+}
+
 func BenchmarkSumF32(b *testing.B) {
 	opBench(b, opBenchN*4, func(x []*tensor.Tensor) *tensor.Tensor { return tensor.Sum(x[0]) }, tensor.Float32)
 }

@@ -21,6 +21,16 @@ DEFINE_TEX_LOADS(b, b, IN1_DT)
 DEFINE_TEX_OUTPUT(2, D, d, OUT_DT)
 
 void block(uint q, bool full) {
+#if defined(OP_HALVES2)
+    // OP_HALVES2(wa, wb), where the including file defines it, is OP on the
+    // two fp16 elements of words wa and wb by their bits (unary.glsl's
+    // OP_HALVES): fp16 in and out take no conversion.
+    if (full && IN0_DT == DT_F16 && IN1_DT == DT_F16 && OUT_DT == DT_F16) {
+        uvec4 s = texelFetch(a, int(q)), t = texelFetch(b, int(q));
+        d[q] = wide2(uvec4(OP_HALVES2(s.x, t.x), OP_HALVES2(s.y, t.y), OP_HALVES2(s.z, t.z), OP_HALVES2(s.w, t.w)));
+        return;
+    }
+#endif
     vec4 alo, ahi, blo, bhi;
     a_oct(q, p.n, full, alo, ahi);
     b_oct(q, p.n, full, blo, bhi);
