@@ -168,8 +168,8 @@ void main() {
     // least one masked trip. A copy whose chunk starts on an odd word
     // (never a tensor's start) goes by the pairs, which store it by words.
     // lavapipe, stream/adam-half-f32 at 200704 elements (the MLP's weights):
-    // 4% faster without a second quad loop for odd copies, 9% more with one
-    // loop pair for chunks with and without a copy.
+    // 4% faster without a second quad loop for odd copies, 5-9% more with one
+    // loop pair for chunks with and without a copy (medians of 5-6 runs).
     if (HALF_DT != DT_F32) {
         uint hq = half_copy && (more.y & 1u) != 0u ? 0u : quads;
         GROUP_STRIDE(q, 0u, hq) {
