@@ -16,6 +16,6 @@ float relu(float a_) {
 // this way, with no conversion (unary.glsl's OP_HALVES): a ReLU of 2M fp16
 // elements on lavapipe (go test -bench ReLUF16 ./tensor, alternated) took
 // 0.46-0.62 ms where it took 0.73-0.75.
-uint relu_half(uint h) { return (h & 0x7FFFu) > 0x7C00u ? h | 0x200u : (h & 0x8000u) != 0u ? 0u : h; }
+uint relu_half(uint h) { return (h & 0x8000u) != 0u && !half_nan(h, DT_F16) ? 0u : half_quieted(h, DT_F16); }
 #define OP_HALVES(w) (relu_half((w) & 0xFFFFu) | (relu_half((w) >> 16) << 16))
 #include "unary.glsl"

@@ -26,6 +26,11 @@ bool dt_wide(uint dt) { return dt == DT_F32 || dt == DT_I32; }
 uint half_inf(uint dt) { return dt == DT_BF16 ? 0x7F80u : 0x7C00u; }
 uint half_quiet(uint dt) { return dt == DT_BF16 ? 0x0040u : 0x0200u; }
 
+// half_nan reports whether 16-bit element h of dtype dt is a NaN;
+// half_quieted is h with a NaN made quiet, as decoding makes it.
+bool half_nan(uint h, uint dt) { return (h & 0x7FFFu) > half_inf(dt); }
+uint half_quieted(uint h, uint dt) { return half_nan(h, dt) ? h | half_quiet(dt) : h; }
+
 // f32_to_bf16 returns the bfloat16 bits of f in the low 16 bits, rounded to
 // nearest even; NaN keeps its sign and top payload bits and is quieted.
 uint f32_to_bf16(float f) {

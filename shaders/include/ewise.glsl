@@ -44,8 +44,8 @@ float nan_max(float a, float b) {
 #define DEFINE_STORE(NAME, BUF, DT)                                           \
     void NAME##_pair(uint w, uint n, vec2 v) {                                \
         if (!dt_wide(DT)) {                                                   \
-            uint hi = 2u * w + 1u < n ? f32_to_half_flat(v.y, DT) : 0u;            \
-            BUF[w] = f32_to_half_flat(v.x, DT) | (hi << 16);                       \
+            uint hi = 2u * w + 1u < n ? f32_to_half_flat(v.y, DT) : 0u;       \
+            BUF[w] = f32_to_half_flat(v.x, DT) | (hi << 16);                  \
             return;                                                           \
         }                                                                     \
         BUF[2u * w] = f32_to_word(v.x, DT);                                   \

@@ -130,10 +130,10 @@ void main() {
     }
     // An invocation whose largest magnitude, or its product, is inf or NaN
     // raises both flags itself: ORing in 1.0's bits leaves 0.0 or 1.0
-    // however many do. The
-    // workgroup's reduction to one store this replaces waited at two
-    // barriers (lavapipe, MNIST MLP AMP step: unscale over Adam 0.38
-    // before, 0.30 after, kernel timestamps in one run).
+    // however many do. The workgroup's reduction to one store this
+    // replaces waited at two barriers (lavapipe, MNIST MLP AMP step:
+    // unscale over Adam 0.38 before, 0.30 after, kernel timestamps in one
+    // run).
     if (nonfinite(max(max(mag.x, mag.y), max(mag.z, mag.w)), wide, inv, scale)) {
         atomicOr(found_bits[0], ONE_BITS);
         atomicOr(state[3], ONE_BITS);
