@@ -64,10 +64,9 @@ uvec2 pick16(uint g, uint at, uint q, uint w) {
 }
 
 // grads16 stores the input gradients under upstream gradients 4j..4j+3,
-// whose bits are h, for MAX_BITS16.
-void grads16(uint j, uvec2 h) {
-    uint t, q; // the top-left input, t a multiple of 8
-    tile2x2(4u * j, t, q);
+// whose bits are h, for MAX_BITS16; t and q are the top-left input's
+// (tile2x2), t a multiple of 8.
+void grads16(uint j, uvec2 h, uint t, uint q) {
     uvec4 at = texelFetch(idx, int(j));
     uvec2 g0 = pick16(h.x & 0xFFFFu, at.x, q, p.w), g1 = pick16(h.x >> 16, at.y, q + 2u, p.w);
     uvec2 g2 = pick16(h.y & 0xFFFFu, at.z, q + 4u, p.w), g3 = pick16(h.y >> 16, at.w, q + 6u, p.w);
@@ -96,10 +95,16 @@ void main() {
     if (MAX_BITS16) {
         SPAN_STRIDE(i, p.n / 8u) {
             uvec4 w = texelFetch(dy, int(i));
-            grads16(2u * i, w.xy);
-            grads16(2u * i + 1u, w.zw);
+            uvec2 t, q;
+            tile2x2_pair(8u * i, t, q);
+            grads16(2u * i, w.xy, t.x, q.x);
+            grads16(2u * i + 1u, w.zw, t.y, q.y);
         }
-        if (gl_GlobalInvocationID.x == 0u && (p.n & 4u) != 0u) grads16(p.n / 4u - 1u, texelFetch(dy, int(p.n / 8u)).xy);
+        if (gl_GlobalInvocationID.x == 0u && (p.n & 4u) != 0u) {
+            uint t, q;
+            tile2x2(p.n - 4u, t, q);
+            grads16(p.n / 4u - 1u, texelFetch(dy, int(p.n / 8u)).xy, t, q);
+        }
         return;
     }
     SPAN_STRIDE(j, p.n / 4u) {

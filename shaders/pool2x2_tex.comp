@@ -91,10 +91,9 @@ uint window16(uint a, uint b, uint c, uint d, uint q, uint w, out uint at) {
 
 // outputs16 makes outputs 4j..4j+3 for MAX_BITS16, storing their argmaxes
 // and returning their bits as two words: the top and bottom pairs of window
-// k are the halves of word k of the two rows' texels.
-uvec2 outputs16(uint j) {
-    uint t, q; // the top-left input, t a multiple of 8
-    tile2x2(4u * j, t, q);
+// k are the halves of word k of the two rows' texels. t and q are the
+// top-left input's (tile2x2), t a multiple of 8.
+uvec2 outputs16(uint j, uint t, uint q) {
     uvec4 a = texelFetch(x, int(t / 8u)), b = texelFetch(x, int((t + p.w) / 8u)), at;
     uvec4 y;
     for (uint k = 0u; k < 4u; k++)
@@ -121,8 +120,16 @@ void outputs(uint j, uint t, uint q) {
 
 void main() {
     if (MAX_BITS16) {
-        SPAN_STRIDE(i, p.n / 8u) d[i] = wide2(uvec4(outputs16(2u * i), outputs16(2u * i + 1u)));
-        if (gl_GlobalInvocationID.x == 0u && (p.n & 4u) != 0u) d2[p.n / 4u - 1u] = packUint2x32(outputs16(p.n / 4u - 1u));
+        SPAN_STRIDE(i, p.n / 8u) {
+            uvec2 t, q;
+            tile2x2_pair(8u * i, t, q);
+            d[i] = wide2(uvec4(outputs16(2u * i, t.x, q.x), outputs16(2u * i + 1u, t.y, q.y)));
+        }
+        if (gl_GlobalInvocationID.x == 0u && (p.n & 4u) != 0u) {
+            uint t, q;
+            tile2x2(p.n - 4u, t, q);
+            d2[p.n / 4u - 1u] = packUint2x32(outputs16(p.n / 4u - 1u, t, q));
+        }
         return;
     }
     SPAN_STRIDE(j, p.n / 4u) {

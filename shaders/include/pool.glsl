@@ -45,15 +45,31 @@ ivec2 window(uint o, uint in_len, uint out_len, int k, int s, int pad) {
     return ivec2(max(start, 0), min(start + k, int(in_len)));
 }
 
-// tile2x2 returns, for output e of a pooling whose windows tile the input
-// two by two in planes of even height, its top-left input pixel: t, its
-// element index (2e + 2R*Wo for output row R), and q, its index in the
-// plane. The forward's div_by numbers (Wo, Ho) are in the push constants.
-void tile2x2(uint e, out uint t, out uint q) {
+// tile2x2_pair returns, for outputs e and e + 4 of a pooling whose windows
+// tile the input two by two in planes of even height (e a multiple of 4),
+// their top-left input pixels: t, their element indices (2e + 2R*Wo for
+// output row R), and q, their indices in the plane. Where e's four end
+// their row (Wo is a multiple of 4) the next four start the next, in the
+// next plane after a plane's last row: one pair of divisions for both
+// (tools/bench stream/maxpool-f16, lavapipe: 4-5% of the kernel's time).
+// The forward's div_by numbers (Wo, Ho) are in the push constants.
+void tile2x2_pair(uint e, out uvec2 t, out uvec2 q) {
     uint r = div_by(e, p.dwM, p.dwS);     // the output row: e / Wo
     uint plane = div_by(r, p.dhM, p.dhS); // r / Ho
-    t = 2u * e + 2u * r * p.wo;
-    q = 2u * ((r - plane * p.ho) * p.w + (e - r * p.wo));
+    uint rp = r - plane * p.ho, c = e - r * p.wo; // the row in its plane, e's column
+    t.x = 2u * e + 2u * r * p.wo;
+    q.x = 2u * (rp * p.w + c);
+    bool wrap = c + 4u == p.wo;
+    t.y = t.x + 8u + (wrap ? 2u * p.wo : 0u);
+    q.y = !wrap ? q.x + 8u : rp + 1u == p.ho ? 0u : 2u * (rp + 1u) * p.w;
+}
+
+// tile2x2 is tile2x2_pair's first output alone, e any output.
+void tile2x2(uint e, out uint t, out uint q) {
+    uvec2 t2, q2;
+    tile2x2_pair(e, t2, q2);
+    t = t2.x;
+    q = q2.x;
 }
 
 // MAX_BITS16 is whether the two-by-two texel forms move max pooling's bits
