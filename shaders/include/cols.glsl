@@ -43,41 +43,45 @@ void comb_row(inout vec4 lo, inout vec4 hi, uvec4 t0, uvec4 t1) {
     hi = comb4(hi, c);
 }
 
+// AHEAD is how many rows block fetches ahead of their use: 16, where 4
+// made the first machine's sum-cols 0.42-0.47x copy/buffer but an AMD EPYC's
+// 0.23-0.26x (2 vCPUs; its misses take longer): 16 made that 0.43-0.45x
+// (9.5 -> 17.1 GB/s, medians of 3 alternated runs). The loops over the
+// fetched rows are unrolled by lavapipe, which keeps them in registers; past
+// 16 (20, 24, 32) it left them in memory and ran at half the speed. An
+// including file may set fewer (COLS_AHEAD).
+#ifndef COLS_AHEAD
+#define COLS_AHEAD 16u
+#endif
+const uint AHEAD = COLS_AHEAD;
+
 // block makes outputs 8q..8q+7, which share o (inner is a multiple of 8),
 // storing them where store. Consecutive rows are inner apart, so each
 // fetch is from another page, past what the CPU prefetches: the rows are
-// fetched four ahead of their use, so that those misses overlap, and the
-// workgroup (consecutive blocks) meets at a barrier every 16 rows, so that
-// lavapipe, which runs a workgroup's SIMD rows one after another between
-// barriers, has them all read the same rows while those are in cache. On
-// lavapipe (tools/bench's stream/sum-cols-f16, a sum over [16384, 1024] of
-// fp16) that went from 0.17x copy/buffer to 0.42-0.47x; each alone gave
-// 0.25x and 0.29x.
+// fetched AHEAD ahead of their use, so that those misses overlap, and the
+// workgroup (consecutive blocks) meets at a barrier every 16 rows, so
+// that lavapipe, which runs a workgroup's SIMD rows one after another
+// between barriers, has them all read the same rows while those are in
+// cache. On lavapipe (tools/bench's stream/sum-cols-f16, a sum over
+// [16384, 1024] of fp16) the two took the first machine from 0.17x
+// copy/buffer to 0.42-0.47x; each alone gave 0.25x and 0.29x.
 void block(uint q, bool store) {
     uint e = 8u * q, o = e / p.inner, s = p.inner / 8u;
     uint b = (o * p.k * p.inner + (e - o * p.inner)) / 8u; // x's block of row 0
     uint last = b + (p.k - 1u) * s;
-    uvec4 r0, w0, r1, w1, r2, w2, r3, w3;
-    fetch_row(b, r0, w0);
-    fetch_row(min(b + s, last), r1, w1);
-    fetch_row(min(b + 2u * s, last), r2, w2);
-    fetch_row(min(b + 3u * s, last), r3, w3);
+    uvec4 r[AHEAD], w[AHEAD];
+    for (uint i = 0u; i < AHEAD; i++) fetch_row(min(b + i * s, last), r[i], w[i]);
     vec4 lo = vec4(IDENTITY), hi = vec4(IDENTITY);
     uint j = 0u;
-    for (; j + 4u <= p.k; j += 4u, b += 4u * s) {
-        comb_row(lo, hi, r0, w0);
-        fetch_row(min(b + 4u * s, last), r0, w0);
-        comb_row(lo, hi, r1, w1);
-        fetch_row(min(b + 5u * s, last), r1, w1);
-        comb_row(lo, hi, r2, w2);
-        fetch_row(min(b + 6u * s, last), r2, w2);
-        comb_row(lo, hi, r3, w3);
-        fetch_row(min(b + 7u * s, last), r3, w3);
-        if ((j & 12u) == 12u) barrier();
+    for (; j + AHEAD <= p.k; j += AHEAD, b += AHEAD * s) {
+        for (uint i = 0u; i < AHEAD; i++) {
+            comb_row(lo, hi, r[i], w[i]);
+            fetch_row(min(b + (AHEAD + i) * s, last), r[i], w[i]);
+        }
+        if ((j + AHEAD) % 16u == 0u) barrier();
     }
-    if (j < p.k) comb_row(lo, hi, r0, w0); // the last k % 4 rows, fetched already
-    if (j + 1u < p.k) comb_row(lo, hi, r1, w1);
-    if (j + 2u < p.k) comb_row(lo, hi, r2, w2);
+    for (uint i = 0u; i + 1u < AHEAD; i++) // the last k % AHEAD rows, fetched already
+        if (j + i < p.k) comb_row(lo, hi, r[i], w[i]);
     if (store)
         y_oct(q, 0u, true, vec4(scaled(lo.x), scaled(lo.y), scaled(lo.z), scaled(lo.w)),
               vec4(scaled(hi.x), scaled(hi.y), scaled(hi.z), scaled(hi.w)));
