@@ -68,10 +68,10 @@ uvec2 pick16(uint g, uint at, uint q, uint w) {
 // (tile2x2), t a multiple of 8.
 void grads16(uint j, uvec2 h, uint t, uint q) {
     uvec4 at = texelFetch(idx, int(j));
-    uvec2 g0 = pick16(h.x & 0xFFFFu, at.x, q, p.w), g1 = pick16(h.x >> 16, at.y, q + 2u, p.w);
-    uvec2 g2 = pick16(h.y & 0xFFFFu, at.z, q + 4u, p.w), g3 = pick16(h.y >> 16, at.w, q + 6u, p.w);
+    uvec2 g0 = pick16(h.x & 0xFFFFu, at.x, q, tl.w), g1 = pick16(h.x >> 16, at.y, q + 2u, tl.w);
+    uvec2 g2 = pick16(h.y & 0xFFFFu, at.z, q + 4u, tl.w), g3 = pick16(h.y >> 16, at.w, q + 6u, tl.w);
     d[t / 8u] = wide2(uvec4(g0.x, g1.x, g2.x, g3.x));
-    d[(t + p.w) / 8u] = wide2(uvec4(g0.y, g1.y, g2.y, g3.y));
+    d[(t + tl.w) / 8u] = wide2(uvec4(g0.y, g1.y, g2.y, g3.y));
 }
 
 // grads4 is grads16 through fp32.
@@ -79,12 +79,12 @@ void grads4(uint j, uint t, uint q) {
     vec4 g = dy4(j);
     uvec4 at = MODE == POOL_MAX ? texelFetch(idx, int(j)) : uvec4(0u);
     vec2 t0, t1, t2, t3, b0, b1, b2, b3;
-    grads(g.x, at.x, q, p.w, t0, b0);
-    grads(g.y, at.y, q + 2u, p.w, t1, b1);
-    grads(g.z, at.z, q + 4u, p.w, t2, b2);
-    grads(g.w, at.w, q + 6u, p.w, t3, b3);
+    grads(g.x, at.x, q, tl.w, t0, b0);
+    grads(g.y, at.y, q + 2u, tl.w, t1, b1);
+    grads(g.z, at.z, q + 4u, tl.w, t2, b2);
+    grads(g.w, at.w, q + 6u, tl.w, t3, b3);
     d_oct(t / 8u, 0u, true, vec4(t0, t1), vec4(t2, t3));
-    d_oct((t + p.w) / 8u, 0u, true, vec4(b0, b1), vec4(b2, b3));
+    d_oct((t + tl.w) / 8u, 0u, true, vec4(b0, b1), vec4(b2, b3));
 }
 
 // For MAX_BITS16 an invocation takes both halves of a texel of upstream
@@ -92,6 +92,7 @@ void grads4(uint j, uint t, uint q) {
 // (tools/bench stream/maxpool-backward-f16, 2 cores) 20.1 -> 22.6 GB/s.
 // Its two windows' blocks need not share a row.
 void main() {
+    read_tiling();
     if (MAX_BITS16) {
         SPAN_STRIDE(i, p.n / 8u) {
             uvec4 w = texelFetch(dy, int(i));

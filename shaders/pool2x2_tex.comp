@@ -94,10 +94,10 @@ uint window16(uint a, uint b, uint c, uint d, uint q, uint w, out uint at) {
 // k are the halves of word k of the two rows' texels. t and q are the
 // top-left input's (tile2x2), t a multiple of 8.
 uvec2 outputs16(uint j, uint t, uint q) {
-    uvec4 a = texelFetch(x, int(t / 8u)), b = texelFetch(x, int((t + p.w) / 8u)), at;
+    uvec4 a = texelFetch(x, int(t / 8u)), b = texelFetch(x, int((t + tl.w) / 8u)), at;
     uvec4 y;
     for (uint k = 0u; k < 4u; k++)
-        y[k] = window16(a[k] & 0xFFFFu, a[k] >> 16, b[k] & 0xFFFFu, b[k] >> 16, q + 2u * k, p.w, at[k]);
+        y[k] = window16(a[k] & 0xFFFFu, a[k] >> 16, b[k] & 0xFFFFu, b[k] >> 16, q + 2u * k, tl.w, at[k]);
     idx4[j] = wide2(at);
     return uvec2(y.x | (y.y << 16), y.z | (y.w << 16));
 }
@@ -106,10 +106,10 @@ uvec2 outputs16(uint j, uint t, uint q) {
 void outputs(uint j, uint t, uint q) {
     vec4 a0, a1, b0, b1;
     x_oct(t / 8u, 0u, true, a0, a1);
-    x_oct((t + p.w) / 8u, 0u, true, b0, b1);
+    x_oct((t + tl.w) / 8u, 0u, true, b0, b1);
     uvec4 at;
-    vec4 y = vec4(window4(a0.x, a0.y, b0.x, b0.y, q, p.w, at.x), window4(a0.z, a0.w, b0.z, b0.w, q + 2u, p.w, at.y),
-                  window4(a1.x, a1.y, b1.x, b1.y, q + 4u, p.w, at.z), window4(a1.z, a1.w, b1.z, b1.w, q + 6u, p.w, at.w));
+    vec4 y = vec4(window4(a0.x, a0.y, b0.x, b0.y, q, tl.w, at.x), window4(a0.z, a0.w, b0.z, b0.w, q + 2u, tl.w, at.y),
+                  window4(a1.x, a1.y, b1.x, b1.y, q + 4u, tl.w, at.z), window4(a1.z, a1.w, b1.z, b1.w, q + 6u, tl.w, at.w));
     if (dt_wide(OUT_DT)) {
         d4[j] = wide2(uvec4(f32_to_word(y.x, OUT_DT), f32_to_word(y.y, OUT_DT), f32_to_word(y.z, OUT_DT), f32_to_word(y.w, OUT_DT)));
     } else {
@@ -119,6 +119,7 @@ void outputs(uint j, uint t, uint q) {
 }
 
 void main() {
+    read_tiling();
     if (MAX_BITS16) {
         SPAN_STRIDE(i, p.n / 8u) {
             uvec2 t, q;
