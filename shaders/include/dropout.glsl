@@ -22,13 +22,19 @@ float dropout_keep(uint i, uint hseed, uint threshold, float scale) {
     return pcg_hash(i ^ hseed) >= threshold ? scale : 0.0;
 }
 
+// keep_threshold and keep_scale are p.threshold and p.scale, read once at
+// main's top (DROPOUT_MAIN): lavapipe loads a push constant read inside a
+// loop lane by lane (pool.glsl's Tiling; tools/bench stream/dropout-f16).
+uint keep_threshold;
+float keep_scale;
+
 #if defined(TEXELS)
 // The texel form (texels.glsl) makes a block of 8 elements per invocation.
 
 // keep4 is x times the factors of elements i .. i+3.
 vec4 keep4(vec4 x, uint i, uint h) {
-    return vec4(xmul(x.x, dropout_keep(i, h, p.threshold, p.scale)), xmul(x.y, dropout_keep(i + 1u, h, p.threshold, p.scale)),
-                xmul(x.z, dropout_keep(i + 2u, h, p.threshold, p.scale)), xmul(x.w, dropout_keep(i + 3u, h, p.threshold, p.scale)));
+    return vec4(xmul(x.x, dropout_keep(i, h, keep_threshold, keep_scale)), xmul(x.y, dropout_keep(i + 1u, h, keep_threshold, keep_scale)),
+                xmul(x.z, dropout_keep(i + 2u, h, keep_threshold, keep_scale)), xmul(x.w, dropout_keep(i + 3u, h, keep_threshold, keep_scale)));
 }
 
 void dropout_oct(uint q, bool full, uint h) {
@@ -38,15 +44,19 @@ void dropout_oct(uint q, bool full, uint h) {
 }
 
 #define DROPOUT_MAIN(H)                                                       \
+    keep_threshold = p.threshold;                                             \
+    keep_scale = p.scale;                                                     \
     uint full_ = p.n / 8u;                                                    \
     SPAN_STRIDE(q_, full_) dropout_oct(q_, true, (H));                        \
     if (gl_GlobalInvocationID.x == 0u && 8u * full_ < p.n) dropout_oct(full_, false, (H));
 #else
 #define DROPOUT_MAIN(H)                                                       \
+    keep_threshold = p.threshold;                                             \
+    keep_scale = p.scale;                                                     \
     GRID_STRIDE(w_, (p.n + 1u) / 2u) {                                        \
         vec2 v_ = x_pair(w_, p.n);                                            \
-        v_.x = xmul(v_.x, dropout_keep(2u * w_, (H), p.threshold, p.scale));  \
-        v_.y = xmul(v_.y, dropout_keep(2u * w_ + 1u, (H), p.threshold, p.scale)); \
+        v_.x = xmul(v_.x, dropout_keep(2u * w_, (H), keep_threshold, keep_scale)); \
+        v_.y = xmul(v_.y, dropout_keep(2u * w_ + 1u, (H), keep_threshold, keep_scale)); \
         o_pair(w_, p.n, v_);                                                  \
     }
 #endif
