@@ -43,6 +43,19 @@ layout(push_constant) uniform Push {
 
 float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
 
+// Hyper holds the push constants that update reads for every element, in
+// the global hp: main reads them at its top, before its returns
+// (read_hyper). lavapipe loads a push constant read in a loop or branch,
+// or after a return, lane by lane (pool.glsl's Tiling; tools/bench
+// stream/adam-f32).
+struct Hyper {
+    float beta1, beta2, eps, weight_decay;
+    bool decoupled; // AdamW: decay the weight, not the gradient
+};
+Hyper hp;
+
+void read_hyper() { hp = Hyper(p.beta1, p.beta2, p.eps, p.weight_decay, p.decoupled != 0u); }
+
 // one_minus_pow returns 1 - b^t for b in [0, 1). 1.0 - pow(b, t) cancels
 // when b^t is near 1 (0.999^t for small t), and pow is only as accurate as
 // exp2(t * log2(b)), whose log2 has an absolute error bound: the bias
@@ -75,11 +88,11 @@ float det_one_minus_pow(float b, uint t) {
 float det_update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
     w = det_ftz(w);
     g = det_ftz(g);
-    if (p.decoupled != 0u) w = det_mul(w, det_sub(1.0, det_mul(lr, p.weight_decay)));
-    else g = det_mad(p.weight_decay, w, g);
-    m = det_mad(det_sub(1.0, p.beta1), g, det_mul(p.beta1, m));
-    v = det_mad(det_sub(1.0, p.beta2), det_mul(g, g), det_mul(p.beta2, v));
-    float den = det_add(det_div(det_sqrt(v), bc2), p.eps);
+    if (hp.decoupled) w = det_mul(w, det_sub(1.0, det_mul(lr, hp.weight_decay)));
+    else g = det_mad(hp.weight_decay, w, g);
+    m = det_mad(det_sub(1.0, hp.beta1), g, det_mul(hp.beta1, m));
+    v = det_mad(det_sub(1.0, hp.beta2), det_mul(g, g), det_mul(hp.beta2, v));
+    float den = det_add(det_div(det_sqrt(v), bc2), hp.eps);
     return det_sub(w, det_div(det_mul(step_size, m), den));
 }
 
@@ -87,11 +100,11 @@ float det_update(float w, float g, inout float m, inout float v, float bc2, floa
 // (updated); it returns the new weight.
 float update(float w, float g, inout float m, inout float v, float bc2, float step_size) {
     if (DETERMINISTIC) return det_update(w, g, m, v, bc2, step_size);
-    if (p.decoupled != 0u) w *= 1.0 - lr * p.weight_decay;
-    else g += p.weight_decay * w;
-    m = p.beta1 * m + (1.0 - p.beta1) * g;
-    v = p.beta2 * v + (1.0 - p.beta2) * g * g;
-    return w - step_size * m / (sqrt(v) / bc2 + p.eps);
+    if (hp.decoupled) w *= 1.0 - lr * hp.weight_decay;
+    else g += hp.weight_decay * w;
+    m = hp.beta1 * m + (1.0 - hp.beta1) * g;
+    v = hp.beta2 * v + (1.0 - hp.beta2) * g * g;
+    return w - step_size * m / (sqrt(v) / bc2 + hp.eps);
 }
 
 // elem updates element e of the chunk at and returns its new weight.
@@ -141,6 +154,7 @@ void pairs(uvec4 at, uint from, uint count, uint first, bool copy, float bc2, fl
 }
 
 void main() {
+    read_hyper();
     if (found[0] != 0.0) return;
     uint c = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (c >= p.nchunks) return;
@@ -151,11 +165,11 @@ void main() {
     read_inv();
     float bc2, step_size;
     if (DETERMINISTIC) {
-        bc2 = det_sqrt(det_one_minus_pow(p.beta2, t));
-        step_size = det_div(lr, det_one_minus_pow(p.beta1, t));
+        bc2 = det_sqrt(det_one_minus_pow(hp.beta2, t));
+        step_size = det_div(lr, det_one_minus_pow(hp.beta1, t));
     } else {
-        bc2 = sqrt(one_minus_pow(p.beta2, t));
-        step_size = lr / one_minus_pow(p.beta1, t);
+        bc2 = sqrt(one_minus_pow(hp.beta2, t));
+        step_size = lr / one_minus_pow(hp.beta1, t);
     }
     uint count = more.x;
     bool half_copy = HALF_DT != DT_F32 && more.z != 0u;
