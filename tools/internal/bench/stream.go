@@ -18,7 +18,8 @@ const streamCols = 1024
 // StreamNames are the names of Stream's results, in order (tools/bench's
 // -run chooses by them).
 var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32", "stream/add-f16",
-	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/adam-unscaling-f32", "stream/unscale-f32", "stream/check-f32",
+	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/adam-unscaling-f32", "stream/sgd-f32", "stream/adadelta-f32",
+	"stream/unscale-f32", "stream/check-f32",
 	"stream/gelu-f16", "stream/accumulate-f32", "stream/maxpool-f16", "stream/maxpool-backward-f16", "stream/dropout-f16", "stream/sum-cols-f16"}
 
 // streamOp is one streaming kernel to measure: run records it once and
@@ -84,6 +85,18 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 		return err
 	}
 	defer adamHalf.Close()
+	// sgd (momentum) and adadelta are the other optimizers' states: the
+	// MNIST CNN recipe steps Adadelta.
+	sgd, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 1)
+	if err != nil {
+		return err
+	}
+	defer sgd.Close()
+	adadelta, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 2)
+	if err != nil {
+		return err
+	}
+	defer adadelta.Close()
 	hw := tensor.Zeros(d, tensor.Float16, n)
 	keep = append(keep, hw)
 	if err := hw.Err(); err != nil {
@@ -157,6 +170,20 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 			func() error { return adamStep(adamHalf, nil) }},
 		{"stream/adam-unscaling-f32", "stream/adam-f32 unscaling each gradient as it reads it (a fused Adam under a scaler: AdamConfig.Unscale)", 28 * fn,
 			func() error { return adamStep(adam, ls) }},
+		{"stream/sgd-f32", "SGD step with momentum in place: reads value, gradient, momentum buffer; writes value, buffer", 20 * fn,
+			func() error {
+				if err := sgd.SGDStep(tensor.SGDConfig{LR: 1e-6, Momentum: 0.9}, nil); err != nil {
+					return err
+				}
+				return d.Wait()
+			}},
+		{"stream/adadelta-f32", "Adadelta step in place: reads value, gradient, two accumulators; writes value, two accumulators", 28 * fn,
+			func() error {
+				if err := adadelta.AdadeltaStep(tensor.AdadeltaConfig{LR: 1e-6, Rho: 0.9, Eps: 1e-6}, nil); err != nil {
+					return err
+				}
+				return d.Wait()
+			}},
 		{"stream/unscale-f32", "scaler's fused inf check and unscale, in place (and the scale's update)", 8 * fn,
 			func() error {
 				if err := sc.Unscale(unscaleOpt); err != nil {
