@@ -25,14 +25,19 @@ layout(push_constant) uniform Push {
 
 float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
 
+// hp holds the push constants update reads for every element, read at
+// main's top (adam.glsl's Hyper: lavapipe reads them lane by lane in a loop).
+struct Hyper { float rho, eps, weight_decay; };
+Hyper hp;
+
 // det_update is update on the deterministic path: the same formulas with
 // det.glsl's operations, division and sqrt correctly rounded.
 float det_update(float w, float g, inout float sq, inout float acc) {
-    float keep = det_sub(1.0, p.rho);
-    g = det_mad(p.weight_decay, w, g);
-    sq = det_add(det_mul(p.rho, sq), det_mul(det_mul(keep, g), g));
-    float delta = det_mul(det_div(det_sqrt(det_add(acc, p.eps)), det_sqrt(det_add(sq, p.eps))), g);
-    acc = det_add(det_mul(p.rho, acc), det_mul(det_mul(keep, delta), delta));
+    float keep = det_sub(1.0, hp.rho);
+    g = det_mad(hp.weight_decay, w, g);
+    sq = det_add(det_mul(hp.rho, sq), det_mul(det_mul(keep, g), g));
+    float delta = det_mul(det_div(det_sqrt(det_add(acc, hp.eps)), det_sqrt(det_add(sq, hp.eps))), g);
+    acc = det_add(det_mul(hp.rho, acc), det_mul(det_mul(keep, delta), delta));
     return det_sub(w, det_mul(lr, delta));
 }
 
@@ -41,15 +46,16 @@ float det_update(float w, float g, inout float sq, inout float acc) {
 // the new weight.
 float update(float w, float g, inout float sq, inout float acc) {
     if (DETERMINISTIC) return det_update(w, g, sq, acc);
-    g = g + p.weight_decay * w;
-    sq = p.rho * sq + (1.0 - p.rho) * g * g;
-    float delta = sqrt(acc + p.eps) / sqrt(sq + p.eps) * g;
-    acc = p.rho * acc + (1.0 - p.rho) * delta * delta;
+    g = g + hp.weight_decay * w;
+    sq = hp.rho * sq + (1.0 - hp.rho) * g * g;
+    float delta = sqrt(acc + hp.eps) / sqrt(sq + hp.eps) * g;
+    acc = hp.rho * acc + (1.0 - hp.rho) * delta * delta;
     return w - lr * delta;
 }
 
 void main() {
     lr = LR_DEV ? lr_dev[0] : p.lr;
+    hp = Hyper(p.rho, p.eps, p.weight_decay);
     FOR_EACH_QUAD(p.nchunks, {
         vec4 w = LOAD4(param, ip);
         vec4 g = LOAD4(grad, ig);

@@ -25,13 +25,18 @@ layout(push_constant) uniform Push {
 
 float lr; // the step's learning rate: p.lr, or lr_dev[0] (LR_DEV), set first in main
 
+// hp holds the push constants update reads for every element, read at
+// main's top (adam.glsl's Hyper: lavapipe reads them lane by lane in a loop).
+struct Hyper { float momentum, dampening, weight_decay; bool nesterov; };
+Hyper hp;
+
 // det_update is update on the deterministic path: the same formulas with
 // det.glsl's operations.
 float det_update(float w, float g, inout float b, bool first) {
-    g = det_mad(p.weight_decay, w, g);
-    if (p.momentum != 0.0) {
-        b = first ? g : det_add(det_mul(p.momentum, b), det_mul(det_sub(1.0, p.dampening), g));
-        g = p.nesterov != 0u ? det_mad(p.momentum, b, g) : b;
+    g = det_mad(hp.weight_decay, w, g);
+    if (hp.momentum != 0.0) {
+        b = first ? g : det_add(det_mul(hp.momentum, b), det_mul(det_sub(1.0, hp.dampening), g));
+        g = hp.nesterov ? det_mad(hp.momentum, b, g) : b;
     }
     return det_sub(w, det_mul(lr, g));
 }
@@ -40,16 +45,17 @@ float det_update(float w, float g, inout float b, bool first) {
 // its buffer b (updated); it returns the new weight.
 float update(float w, float g, inout float b, bool first) {
     if (DETERMINISTIC) return det_update(w, g, b, first);
-    g = g + p.weight_decay * w;
-    if (p.momentum != 0.0) {
-        b = first ? g : p.momentum * b + (1.0 - p.dampening) * g;
-        g = p.nesterov != 0u ? g + p.momentum * b : b;
+    g = g + hp.weight_decay * w;
+    if (hp.momentum != 0.0) {
+        b = first ? g : hp.momentum * b + (1.0 - hp.dampening) * g;
+        g = hp.nesterov ? g + hp.momentum * b : b;
     }
     return w - lr * g;
 }
 
 void main() {
     lr = LR_DEV ? lr_dev[0] : p.lr;
+    hp = Hyper(p.momentum, p.dampening, p.weight_decay, p.nesterov != 0u);
     read_inv();
     bool first = steps[0] == 0u;
     bool mom = p.momentum != 0.0; // else m1 is absent
