@@ -74,29 +74,21 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 			return fmt.Errorf("bench: stream: %w", err)
 		}
 	}
-	adam, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 2)
-	if err != nil {
-		return err
+	// The optimizers' states over p and g: adamHalf is AMP's Adam (it also
+	// writes each weight's fp16 copy); the MNIST CNN recipe steps Adadelta.
+	var states [4]*tensor.OptimizerState
+	defer func() {
+		for _, s := range states {
+			s.Close()
+		}
+	}()
+	for i, moments := range []int{2, 2, 1, 2} {
+		var err error
+		if states[i], err = tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, moments); err != nil {
+			return err
+		}
 	}
-	defer adam.Close()
-	// adamHalf is AMP's Adam: it also writes each weight's fp16 copy.
-	adamHalf, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 2)
-	if err != nil {
-		return err
-	}
-	defer adamHalf.Close()
-	// sgd (momentum) and adadelta are the other optimizers' states: the
-	// MNIST CNN recipe steps Adadelta.
-	sgd, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 1)
-	if err != nil {
-		return err
-	}
-	defer sgd.Close()
-	adadelta, err := tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, 2)
-	if err != nil {
-		return err
-	}
-	defer adadelta.Close()
+	adam, adamHalf, sgd, adadelta := states[0], states[1], states[2], states[3]
 	hw := tensor.Zeros(d, tensor.Float16, n)
 	keep = append(keep, hw)
 	if err := hw.Err(); err != nil {
