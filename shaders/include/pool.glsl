@@ -46,12 +46,13 @@ ivec2 window(uint o, uint in_len, uint out_len, int k, int s, int pad) {
 }
 
 // Tiling holds the push constants that the two-by-two texel forms read in
-// their loops, in the global tl: main reads them once, at its top (read_tiling).
-// lavapipe loads a push constant read inside a loop or branch lane by lane,
-// one read outside for all lanes (tools/bench stream/maxpool-f16, lavapipe:
-// 21.0 -> 23.0 GB/s for tile2x2_pair's four magic numbers alone).
+// their loops, in the global tl: main reads them once, at its top
+// (read_tiling). lavapipe loads a push constant read inside a loop or
+// branch, or after a return, lane by lane, and one read outside once for
+// all lanes (tools/bench, lavapipe: stream/maxpool-f16 20.5 -> 24.5 GB/s,
+// maxpool-backward-f16 23.6 -> 28.3).
 struct Tiling {
-    uint w, wo, ho;         // the input's width, the output's width and height
+    uint w, wo, ho;          // the input's width, the output's width and height
     uint dwM, dwS, dhM, dhS; // div_by's numbers for Wo and Ho
 };
 Tiling tl;
