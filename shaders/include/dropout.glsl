@@ -16,25 +16,23 @@ uint pcg_hash(uint v) {
     return (word >> 22u) ^ word;
 }
 
-// dropout_keep is element i's factor: scale, or 0 with probability
-// threshold / 2^32; hseed is pcg_hash(seed), worked out once.
-float dropout_keep(uint i, uint hseed, uint threshold, float scale) {
-    return pcg_hash(i ^ hseed) >= threshold ? scale : 0.0;
-}
-
 // keep_threshold and keep_scale are p.threshold and p.scale, read once at
 // main's top (DROPOUT_MAIN): lavapipe loads a push constant read inside a
 // loop lane by lane (pool.glsl's Tiling; tools/bench stream/dropout-f16).
 uint keep_threshold;
 float keep_scale;
 
+// dropout_keep is element i's factor: keep_scale, or 0 with probability
+// keep_threshold / 2^32; hseed is pcg_hash(seed), worked out once.
+float dropout_keep(uint i, uint hseed) { return pcg_hash(i ^ hseed) >= keep_threshold ? keep_scale : 0.0; }
+
 #if defined(TEXELS)
 // The texel form (texels.glsl) makes a block of 8 elements per invocation.
 
 // keep4 is x times the factors of elements i .. i+3.
 vec4 keep4(vec4 x, uint i, uint h) {
-    return vec4(xmul(x.x, dropout_keep(i, h, keep_threshold, keep_scale)), xmul(x.y, dropout_keep(i + 1u, h, keep_threshold, keep_scale)),
-                xmul(x.z, dropout_keep(i + 2u, h, keep_threshold, keep_scale)), xmul(x.w, dropout_keep(i + 3u, h, keep_threshold, keep_scale)));
+    return vec4(xmul(x.x, dropout_keep(i, h)), xmul(x.y, dropout_keep(i + 1u, h)),
+                xmul(x.z, dropout_keep(i + 2u, h)), xmul(x.w, dropout_keep(i + 3u, h)));
 }
 
 void dropout_oct(uint q, bool full, uint h) {
@@ -43,22 +41,23 @@ void dropout_oct(uint q, bool full, uint h) {
     o_oct(q, p.n, full, keep4(lo, 8u * q, h), keep4(hi, 8u * q + 4u, h));
 }
 
-#define DROPOUT_MAIN(H)                                                       \
-    keep_threshold = p.threshold;                                             \
-    keep_scale = p.scale;                                                     \
+#define DROPOUT_LOOP(H)                                                       \
     uint full_ = p.n / 8u;                                                    \
     SPAN_STRIDE(q_, full_) dropout_oct(q_, true, (H));                        \
     if (gl_GlobalInvocationID.x == 0u && 8u * full_ < p.n) dropout_oct(full_, false, (H));
 #else
-#define DROPOUT_MAIN(H)                                                       \
-    keep_threshold = p.threshold;                                             \
-    keep_scale = p.scale;                                                     \
+#define DROPOUT_LOOP(H)                                                       \
     GRID_STRIDE(w_, (p.n + 1u) / 2u) {                                        \
         vec2 v_ = x_pair(w_, p.n);                                            \
-        v_.x = xmul(v_.x, dropout_keep(2u * w_, (H), keep_threshold, keep_scale)); \
-        v_.y = xmul(v_.y, dropout_keep(2u * w_ + 1u, (H), keep_threshold, keep_scale)); \
+        v_.x = xmul(v_.x, dropout_keep(2u * w_, (H)));                        \
+        v_.y = xmul(v_.y, dropout_keep(2u * w_ + 1u, (H)));                   \
         o_pair(w_, p.n, v_);                                                  \
     }
 #endif
+
+#define DROPOUT_MAIN(H)                                                       \
+    keep_threshold = p.threshold;                                             \
+    keep_scale = p.scale;                                                     \
+    DROPOUT_LOOP(H)
 
 #endif
