@@ -69,15 +69,16 @@ func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.Exp, kern
 // under 1.2e-7 (Numerical Recipes' erfcc) and one exp: fp32 results are
 // within 1e-6 relative of exact for |x| < 3 and 2e-5 from x = -12 on
 // (TestGELUTail; 1.04e-5 on lavapipe and SwiftShader), where 1 + erf(x)
-// would have cancelled to nothing.
+// would have cancelled to nothing. On CPU drivers 16-bit dtypes look the
+// kernel's results up in a table the device keeps (tables.go).
 func GELU(x *Tensor, out DType) *Tensor {
-	return unaryOp("GELU", kernels.Gelu, kernels.GeluTex, x, 0, out)
+	return tabledOp("GELU", kernels.Gelu, kernels.GeluTex, x, out)
 }
 
 // GELUTanh returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the tanh
-// approximation of GELU (gelu(x, approximate='tanh')).
+// approximation of GELU (gelu(x, approximate='tanh')), looked up as GELU's.
 func GELUTanh(x *Tensor, out DType) *Tensor {
-	return unaryOp("GELUTanh", kernels.GeluTanh, kernels.GeluTanhTex, x, 0, out)
+	return tabledOp("GELUTanh", kernels.GeluTanh, kernels.GeluTanhTex, x, out)
 }
 
 // AddBias returns x + bias with bias, of shape [N], added to every row of x,

@@ -2885,6 +2885,38 @@ func LogTex(d *vk.Device, groups [3]uint32, s LogTexSpec, p EwisePush, b LogTexB
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// Lut16Spec holds the specialization constants of lut16.comp. A zero field
+// takes the shader's default.
+type Lut16Spec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+}
+
+// Lut16Push is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type Lut16Push struct {
+	N uint32 // offset 0
+}
+
+func (p *Lut16Push) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+}
+
+// Lut16Bind names the bindings of lut16.comp.
+type Lut16Bind struct {
+	A     *vk.Buffer // binding 0: read as texels
+	Table *vk.Buffer // binding 1: read as texels
+	D     *vk.Buffer // binding 2: written
+}
+
+// Lut16 records lut16.comp on d over groups workgroups.
+func Lut16(d *vk.Device, groups [3]uint32, s Lut16Spec, p Lut16Push, b Lut16Bind) error {
+	k := key{op: "lut16"}
+	k.put(0, uint32(s.LocalSizeX))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.Table, b.D)
+}
+
 // MaskedFillSpec holds the specialization constants of masked_fill.comp. A zero field
 // takes the shader's default.
 type MaskedFillSpec struct {

@@ -1,0 +1,159 @@
+package tensor_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/x448/float16"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// tableOps are the unary ops that look their 16-bit results up (tables.go).
+var tableOps = []struct {
+	name string
+	f    func(x *tensor.Tensor, out tensor.DType) *tensor.Tensor
+}{
+	{"GELU", tensor.GELU},
+	{"GELUTanh", tensor.GELUTanh},
+}
+
+// TestOpTables: where the texel forms serve, a table op of 16-bit dtypes
+// gives its kernel's bits for every input value (infinities and subnormals
+// among them), in any order, with a partial last block and the padding
+// half past an odd count zeroed; NaN gives NaN, whose sign and payload may
+// differ: the kernel's own do between a block's elements, as x86 keeps the
+// NaN operand that register allocation put first. A table is made there
+// alone.
+func TestOpTables(t *testing.T) {
+	d := devtest.Open(t)
+	tables := tensor.TexelsDevice(d)
+	half := []tensor.DType{tensor.Float16, tensor.BFloat16}
+	// Every value once, shuffled, then 13 more: the last block has 5.
+	bits := make([]uint16, 1<<16, 1<<16+13)
+	for i := range bits {
+		bits[i] = uint16(i)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(bits), func(i, j int) { bits[i], bits[j] = bits[j], bits[i] })
+	bits = append(bits, bits[:13]...)
+	for _, in := range half {
+		x := tableInput(t, d, bits, in)
+		raw, err := x.RawBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[len(raw)-1] = 0x3C // the input's padding half nonzero: still none in the output's
+		x.WriteRawBytes(raw)
+		for _, out := range half {
+			for _, op := range tableOps {
+				y := op.f(x, out)
+				if raw, err := y.RawBytes(); err != nil || len(raw) != 2*len(bits)+2 || raw[len(raw)-2] != 0 || raw[len(raw)-1] != 0 {
+					t.Fatalf("%s %s -> %s: the padding half past the odd count is not zero (%d bytes, %v)", op.name, in, out, len(raw), err)
+				}
+				got := tableBits(t, y)
+				var want []uint16
+				tensor.WithoutTables(func() { want = tableBits(t, op.f(x, out)) })
+				for i := range got {
+					if got[i] != want[i] && !(isNaN16(got[i], out) && isNaN16(want[i], out)) {
+						t.Fatalf("%s %s -> %s: element %d (input %#04x) is %#04x, the kernel's %#04x", op.name, in, out, i, bits[i], got[i], want[i])
+					}
+				}
+				if made := tensor.HasTable(d, op.name, in, out); made != tables {
+					t.Errorf("%s %s -> %s: a table made %v, want %v (texel forms: %v)", op.name, in, out, made, tables, tables)
+				}
+			}
+		}
+		x.Release()
+	}
+}
+
+// TestOpTablesInCapture: a table op first called inside a capture runs its
+// kernel there (the graph holds it alone, no upload) and makes the table at
+// the next call outside.
+func TestOpTablesInCapture(t *testing.T) {
+	d2 := devtest.Open(t) // a device of its own: no table made yet
+	if !tensor.TexelsDevice(d2) {
+		t.Skip("no texel forms, so no tables, on this device")
+	}
+	vals := []float16.Float16{float16.Fromfloat32(-1), float16.Fromfloat32(0.5), float16.Fromfloat32(3)}
+	x := tensor.FromFloat16(d2, vals, 3)
+	defer x.Release()
+	if err := x.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	y := tensor.GELU(x, tensor.Float16)
+	g, err := d2.EndCapture()
+	if err != nil {
+		t.Fatalf("capture of a GELU before its table: %v", err)
+	}
+	if n := g.Dispatches(); n != 1 {
+		t.Errorf("graph of %d dispatches, want the GELU alone", n)
+	}
+	g.Close()
+	y.Release()
+	if tensor.HasTable(d2, "GELU", tensor.Float16, tensor.Float16) {
+		t.Error("a table made inside the capture")
+	}
+	tensor.GELU(x, tensor.Float16).Release()
+	if !tensor.HasTable(d2, "GELU", tensor.Float16, tensor.Float16) {
+		t.Error("no table made at the call after the capture")
+	}
+}
+
+// tableInput uploads bits as a tensor of the 16-bit dtype dt.
+func tableInput(t *testing.T, d *vk.Device, bits []uint16, dt tensor.DType) *tensor.Tensor {
+	t.Helper()
+	var x *tensor.Tensor
+	if dt == tensor.BFloat16 {
+		x = tensor.FromBFloat16(d, bits, len(bits))
+	} else {
+		h := make([]float16.Float16, len(bits))
+		for i, b := range bits {
+			h[i] = float16.Frombits(b)
+		}
+		x = tensor.FromFloat16(d, h, len(h))
+	}
+	if err := x.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// tableBits reads and releases x, a 16-bit tensor, as its elements' bits.
+func tableBits(t *testing.T, x *tensor.Tensor) []uint16 {
+	t.Helper()
+	defer x.Release()
+	if x.DType() == tensor.BFloat16 {
+		b, err := x.BFloat16Bits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	h, err := x.Float16s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]uint16, len(h))
+	for i, v := range h {
+		b[i] = v.Bits()
+	}
+	return b
+}
+
+// isNaN16 reports whether b is a NaN of the 16-bit dtype dt.
+func isNaN16(b uint16, dt tensor.DType) bool {
+	if dt == tensor.BFloat16 {
+		return b&0x7F80 == 0x7F80 && b&0x7F != 0
+	}
+	return b&0x7C00 == 0x7C00 && b&0x3FF != 0
+}
