@@ -85,6 +85,7 @@ var table = []Kernel{
 	{Name: "log_softmax_tex", Tier: vk.TierPacked, File: "spv/log_softmax_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "log_tex", Tier: vk.TierPacked, File: "spv/log_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "lut16", Tier: vk.TierPacked, File: "spv/lut16.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "lut16_grad", Tier: vk.TierPacked, File: "spv/lut16_grad.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "masked_fill", Tier: vk.TierPacked, File: "spv/masked_fill.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 104, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "matmul_coop", Tier: vk.TierFP16, File: "spv/matmul_coop.fp16.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Read, vk.Write}, PushSize: 40, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "matmul_coop_emu", Tier: vk.TierStorage16, File: "spv/matmul_coop_emu.storage16.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Read, vk.Write}, PushSize: 40, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

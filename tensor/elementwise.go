@@ -40,14 +40,17 @@ func ReLUBackward(dy, x *Tensor, out DType) *Tensor {
 }
 
 // GELUBackward returns dy * GELU'(x) = dy * (Phi(x) + x phi(x)), the
-// derivative of the exact GELU, phi the standard normal density.
+// derivative of the exact GELU, phi the standard normal density. On CPU
+// drivers a 16-bit x looks the kernel's derivative up in a table the
+// device keeps (tables.go).
 func GELUBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("GELUBackward", kernels.GeluBackward, kernels.GeluBackwardTex, dy, x, 0, out)
+	return tabledGradOp("GELUBackward", kernels.GeluBackward, kernels.GeluBackwardTex, dy, x, out)
 }
 
-// GELUTanhBackward returns dy * GELU'(x), the derivative of the tanh form.
+// GELUTanhBackward returns dy * GELU'(x), the derivative of the tanh form,
+// looked up as GELUBackward's.
 func GELUTanhBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("GELUTanhBackward", kernels.GeluTanhBackward, kernels.GeluTanhBackwardTex, dy, x, 0, out)
+	return tabledGradOp("GELUTanhBackward", kernels.GeluTanhBackward, kernels.GeluTanhBackwardTex, dy, x, out)
 }
 
 // Scale returns s*a.

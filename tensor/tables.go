@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/x448/float16"
@@ -15,17 +16,20 @@ import (
 // table of all of them, made once per device by running the op's own
 // kernel on every value: the same bits (a NaN stays a NaN, its sign
 // aside: the kernel's own differs between a block's elements), cheaper.
-// lavapipe's GELU of fp16 went from 6.0 to 11.0 GB/s, 0.14x to 0.25x of
-// copy/buffer (tools/bench stream/gelu-f16, 16M elements, an AMD EPYC, 2
-// cores, alternated): a lookup is a texel fetch, mostly from cache. A
-// device keeps each table, 128 KiB, from the op's first call until it
-// closes.
+// Its backward, dy * f'(x), looks f'(x) up in fp32 (any dtype of dy and
+// of the result; x 16-bit) and multiplies as its kernel does. lavapipe,
+// tools/bench, 16M elements, an AMD EPYC, 2 cores, alternated: GELU of
+// fp16 6.07 -> 11.2 GB/s (0.14x -> 0.27x of copy/buffer), its backward
+// 6.69 -> 11.8 GB/s (0.16x -> 0.28x). A lookup is a texel fetch, mostly
+// from cache. A device keeps each table, 128 or 256 KiB, from the op's
+// first call until it closes.
 
 // tablesOff turns the tables off, for tests that compare them with the
 // kernels they stand for.
 var tablesOff bool
 
-// tableKey names a table: an op and its input and output dtypes.
+// tableKey names a table: an op and its input and output dtypes (fp32 for
+// a backward op's derivatives).
 type tableKey struct {
 	op      string
 	in, out DType
@@ -47,7 +51,7 @@ func tabledOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op strin
 	x *Tensor, out DType) *Tensor {
 	compute := func(x *Tensor) *Tensor { return unaryOp(op, k, tk, x, 0, out) }
 	x.live(op)
-	if tablesOff || x.err != nil || x.dtype.Size() != 2 || out.Size() != 2 || !texelsOn(x, x) {
+	if !tableServes(x) || out.Size() != 2 {
 		return compute(x)
 	}
 	tab := table(x.dev, tableKey{op, x.dtype, out}, compute)
@@ -63,16 +67,52 @@ func tabledOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op strin
 	return o
 }
 
-// table returns d's table for key, making it with compute (the op's
-// kernel) on the first call outside a capture; nil where it is not made.
-// A failed making is tried again at the next call.
-func table(d *vk.Device, key tableKey, compute func(*Tensor) *Tensor) *Tensor {
+// tabledGradOp is binaryOp for the backward of an op worth a table, dy *
+// f'(x): its table holds f'(x) in fp32, the kernel's with dy = 1, and
+// lut16_grad multiplies as the kernel does; captures as in tabledOp.
+func tabledGradOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op string,
+	k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+	tk func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
+	dy, x *Tensor, out DType) *Tensor {
+	compute := func(dy, x *Tensor, out DType) *Tensor { return binaryOp(op, k, tk, dy, x, 0, out) }
+	sameDevice(op, dy, x)
+	if !tableServes(x) || dy.err != nil || !texelsOn(dy, dy) || !slices.Equal(dy.shape, x.shape) {
+		return compute(dy, x, out)
+	}
+	tab := table(x.dev, tableKey{op, x.dtype, Float32}, func(all *Tensor) *Tensor {
+		ones := Full(all.dev, Float32, 1, all.n)
+		defer ones.Release()
+		return compute(ones, all, Float32)
+	})
+	if tab == nil {
+		return compute(dy, x, out)
+	}
+	checkFloating(op, out, dy, x)
+	o := newOut(x.dev, out, x.shape, dy, x)
+	if o.err == nil {
+		s := kernels.Lut16GradSpec{In0DT: dy.dtype.code(), OutDT: out.code()}
+		launched(o, kernels.Lut16Grad(o.dev, octs(o), s, kernels.Lut16GradPush{N: uint32(x.n)},
+			kernels.Lut16GradBind{Dy: dy.buf, X: x.buf, Table: tab.buf, D: o.buf}))
+	}
+	return o
+}
+
+// tableServes reports whether a table may stand for a kernel on x: tables
+// are on, x is a 16-bit tensor without an error, and texel forms serve it.
+func tableServes(x *Tensor) bool {
+	return !tablesOff && x.err == nil && x.dtype.Size() == 2 && texelsOn(x, x)
+}
+
+// table returns d's table for key, making it with build from all the input
+// dtype's values on the first call outside a capture; nil where it is not
+// made. A failed making is tried again at the next call.
+func table(d *vk.Device, key tableKey, build func(all *Tensor) *Tensor) *Tensor {
 	ot := d.Local(key, func() any { return &opTable{} }).(*opTable)
 	ot.mu.Lock()
 	defer ot.mu.Unlock()
 	if ot.t == nil && !d.Capturing() {
 		all := allValues(d, key.in)
-		t := compute(all)
+		t := build(all)
 		all.Release()
 		if t.err != nil {
 			t.Release()

@@ -2917,6 +2917,43 @@ func Lut16(d *vk.Device, groups [3]uint32, s Lut16Spec, p Lut16Push, b Lut16Bind
 	return run(d, k, groups, push[:], b.A, b.Table, b.D)
 }
 
+// Lut16GradSpec holds the specialization constants of lut16_grad.comp. A zero field
+// takes the shader's default.
+type Lut16GradSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// Lut16GradPush is the push-constant block Push (4 bytes), laid out as the
+// SPIR-V says.
+type Lut16GradPush struct {
+	N uint32 // offset 0
+}
+
+func (p *Lut16GradPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+}
+
+// Lut16GradBind names the bindings of lut16_grad.comp.
+type Lut16GradBind struct {
+	Dy    *vk.Buffer // binding 0: read as texels
+	X     *vk.Buffer // binding 1: read as texels
+	Table *vk.Buffer // binding 2: read as texels
+	D     *vk.Buffer // binding 3: written
+}
+
+// Lut16Grad records lut16_grad.comp on d over groups workgroups.
+func Lut16Grad(d *vk.Device, groups [3]uint32, s Lut16GradSpec, p Lut16GradPush, b Lut16GradBind) error {
+	k := key{op: "lut16_grad"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [4]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Dy, b.X, b.Table, b.D)
+}
+
 // MaskedFillSpec holds the specialization constants of masked_fill.comp. A zero field
 // takes the shader's default.
 type MaskedFillSpec struct {

@@ -20,7 +20,7 @@ const streamCols = 1024
 var StreamNames = []string{"copy/buffer", "stream/copy-f32", "stream/cast-f32-f16", "stream/cast-f16-f32", "stream/add-f32", "stream/add-f16",
 	"stream/sum-rows-f32", "stream/softmax-f32", "stream/layernorm-f32", "stream/adam-f32", "stream/adam-half-f32", "stream/adam-unscaling-f32", "stream/sgd-f32", "stream/adadelta-f32",
 	"stream/unscale-f32", "stream/check-f32",
-	"stream/gelu-f16", "stream/accumulate-f32", "stream/maxpool-f16", "stream/maxpool-backward-f16", "stream/dropout-f16", "stream/sum-cols-f16"}
+	"stream/gelu-f16", "stream/gelu-backward-f16", "stream/accumulate-f32", "stream/maxpool-f16", "stream/maxpool-backward-f16", "stream/dropout-f16", "stream/sum-cols-f16"}
 
 // streamOp is one streaming kernel to measure: run records it once and
 // waits; bytes is what it reads plus what it writes.
@@ -194,6 +194,8 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 				return d.Wait()
 			}},
 		{"stream/gelu-f16", "GELU, fp16 in and out (as under autocast)", 4 * fn, func() error { return wait(tensor.GELU(h, tensor.Float16)) }},
+		{"stream/gelu-backward-f16", "GELU's backward, fp16 gradient and input in, fp16 out", 6 * fn,
+			func() error { return wait(tensor.GELUBackward(h2, h, tensor.Float16)) }},
 		{"stream/accumulate-f32", "Accumulate, fp32 into fp32 in place (autograd's gradient sums)", 12 * fn,
 			func() error {
 				if err := tensor.Accumulate(dst, src); err != nil {
