@@ -76,7 +76,7 @@ func tabledGradOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](
 	dy, x *Tensor, out DType) *Tensor {
 	compute := func(dy, x *Tensor, out DType) *Tensor { return binaryOp(op, k, tk, dy, x, 0, out) }
 	sameDevice(op, dy, x)
-	if !tableServes(x) || dy.err != nil || !texelsOn(dy, dy) || !slices.Equal(dy.shape, x.shape) {
+	if !tableServes(x) || dy.err != nil || !texelsServe(dy.dev, dy.buf) || !slices.Equal(dy.shape, x.shape) {
 		return compute(dy, x, out)
 	}
 	tab := table(x.dev, tableKey{op, x.dtype, Float32}, func(all *Tensor) *Tensor {
@@ -100,7 +100,7 @@ func tabledGradOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](
 // tableServes reports whether a table may stand for a kernel on x: tables
 // are on, x is a 16-bit tensor without an error, and texel forms serve it.
 func tableServes(x *Tensor) bool {
-	return !tablesOff && x.err == nil && x.dtype.Size() == 2 && texelsOn(x, x)
+	return !tablesOff && x.err == nil && x.dtype.Size() == 2 && texelsServe(x.dev, x.buf)
 }
 
 // table returns d's table for key, making it with build from all the input
