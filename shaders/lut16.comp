@@ -14,24 +14,13 @@ layout(set = 0, binding = 1) uniform usamplerBuffer table; // 8192 texels, eight
 DEFINE_TEX_OUTPUT(2, D, d, DT_F16)
 
 // look returns the result for the 16-bit value h.
-uint look(uint h) {
-    uvec4 t = texelFetch(table, int(h >> 3));
-    uint k = (h >> 1) & 3u;
-    uint w = k == 0u ? t.x : k == 1u ? t.y : k == 2u ? t.z : t.w;
-    return (w >> ((h & 1u) * 16u)) & 0xFFFFu;
-}
+uint look(uint h) { return (texelFetch(table, int(h >> 3))[(h >> 1) & 3u] >> ((h & 1u) * 16u)) & 0xFFFFu; }
 
 uint look2(uint w) { return look(w & 0xFFFFu) | (look(w >> 16) << 16); }
 
 void block(uint q, bool full) {
     uvec4 t = texelFetch(a, int(q));
-    uvec4 w = uvec4(look2(t.x), look2(t.y), look2(t.z), look2(t.w));
-    if (full) {
-        d[q] = wide2(w);
-        return;
-    }
-    for (uint j = 0u; j < 4u && 8u * q + 2u * j < p.n; j++) // the padding half past an odd n is zeroed
-        d_words[4u * q + j] = 8u * q + 2u * j + 1u < p.n ? w[j] : w[j] & 0xFFFFu;
+    d_halves(q, p.n, full, uvec4(look2(t.x), look2(t.y), look2(t.z), look2(t.w)));
 }
 
 TEX_MAIN(block)

@@ -21,9 +21,7 @@ DEFINE_TEX_OUTPUT(3, D, d, OUT_DT)
 // grad returns dy times the derivative at the 16-bit value h, as the
 // backward kernels compute it (gelu_backward.comp).
 float grad(float g, uint h) {
-    uvec4 t = texelFetch(table, int(h >> 2));
-    uint k = h & 3u;
-    float f = uintBitsToFloat(k == 0u ? t.x : k == 1u ? t.y : k == 2u ? t.z : t.w);
+    float f = uintBitsToFloat(texelFetch(table, int(h >> 2))[h & 3u]);
     return DETERMINISTIC ? det_mul(g, f) : g * f;
 }
 

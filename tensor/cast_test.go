@@ -43,18 +43,7 @@ func castBits16(t testing.TB, x *tensor.Tensor, dt tensor.DType) []uint16 {
 	t.Helper()
 	y := tensor.Cast(x, dt)
 	defer y.Release()
-	if dt == tensor.BFloat16 {
-		b, err := y.BFloat16Bits()
-		require.NoError(t, err)
-		return b
-	}
-	h, err := y.Float16s()
-	require.NoError(t, err)
-	b := make([]uint16, len(h))
-	for i, v := range h {
-		b[i] = v.Bits()
-	}
-	return b
+	return readBits16(t, y)
 }
 
 // castBits32 casts x to Float32 and returns the bit patterns.

@@ -144,6 +144,27 @@ func opShapeLen(shape []int) int {
 var opSpecials = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0,
 	float32(math.Copysign(0, -1)), 1, -1, 0.5, -2, 65504, -65504, 6e-8, 100000}
 
+// readBits16 reads x, a 16-bit tensor, as its elements' bits.
+func readBits16(t testing.TB, x *tensor.Tensor) []uint16 {
+	t.Helper()
+	if x.DType() == tensor.BFloat16 {
+		b, err := x.BFloat16Bits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	h, err := x.Float16s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]uint16, len(h))
+	for i, v := range h {
+		b[i] = v.Bits()
+	}
+	return b
+}
+
 // float16s is bits as fp16 values.
 func float16s(bits []uint16) []float16.Float16 {
 	h := make([]float16.Float16, len(bits))

@@ -190,11 +190,7 @@ func tableInput(t *testing.T, d *vk.Device, bits []uint16, dt tensor.DType) *ten
 	if dt == tensor.BFloat16 {
 		x = tensor.FromBFloat16(d, bits, len(bits))
 	} else {
-		h := make([]float16.Float16, len(bits))
-		for i, b := range bits {
-			h[i] = float16.Frombits(b)
-		}
-		x = tensor.FromFloat16(d, h, len(h))
+		x = tensor.FromFloat16(d, float16s(bits), len(bits))
 	}
 	if err := x.Err(); err != nil {
 		t.Fatal(err)
@@ -206,22 +202,7 @@ func tableInput(t *testing.T, d *vk.Device, bits []uint16, dt tensor.DType) *ten
 func tableBits(t *testing.T, x *tensor.Tensor) []uint16 {
 	t.Helper()
 	defer x.Release()
-	if x.DType() == tensor.BFloat16 {
-		b, err := x.BFloat16Bits()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	h, err := x.Float16s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]uint16, len(h))
-	for i, v := range h {
-		b[i] = v.Bits()
-	}
-	return b
+	return readBits16(t, x)
 }
 
 // isNaN16 reports whether b is a NaN of the 16-bit dtype dt.

@@ -81,7 +81,8 @@ uint pack_half2(float a, float b, uint dt) { return f32_to_half_cpu(a, dt) | (f3
 // NAME##4 (u64vec4, a block of 32-bit elements) and NAME##_words (uint, for
 // partial blocks), with blocks BLOCK, BLOCK##4 and BLOCK##Words, and defines
 // NAME_oct(q, n, full, lo, hi) storing elements 8q..8q+7 (those below n) of
-// dtype DT through them. A whole block of 32-bit elements is one u64vec4
+// dtype DT through them, and NAME_halves(q, n, full, w) storing them as
+// the 16-bit elements already packed in w (a table's results: lut16.comp). A whole block of 32-bit elements is one u64vec4
 // store, not two u64vec2s: lavapipe loops over the lanes once per store
 // (tools/bench stream/cast-f16-f32, lavapipe, alternated runs: 0.44-0.51 ->
 // 0.50-0.52x copy/buffer).
@@ -89,13 +90,15 @@ uint pack_half2(float a, float b, uint dt) { return f32_to_half_cpu(a, dt) | (f3
     layout(set = 0, binding = BINDING) writeonly buffer BLOCK { u64vec2 NAME[]; }; \
     layout(set = 0, binding = BINDING) writeonly buffer BLOCK##4 { u64vec4 NAME##4[]; }; \
     layout(set = 0, binding = BINDING) writeonly buffer BLOCK##Words { uint NAME##_words[]; }; \
+    void NAME##_halves(uint q, uint n, bool full, uvec4 w) {                 \
+        if (full) { NAME[q] = wide2(w); return; }                              \
+        for (uint j = 0u; j < 4u && 8u * q + 2u * j < n; j++)                 \
+            NAME##_words[4u * q + j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
+    }                                                                         \
     void NAME##_oct(uint q, uint n, bool full, vec4 lo, vec4 hi) {           \
         if (!dt_wide(DT)) {                                                   \
-            uvec4 w = uvec4(pack_half2(lo.x, lo.y, DT), pack_half2(lo.z, lo.w, DT), \
-                            pack_half2(hi.x, hi.y, DT), pack_half2(hi.z, hi.w, DT)); \
-            if (full) { NAME[q] = wide2(w); return; }                          \
-            for (uint j = 0u; j < 4u && 8u * q + 2u * j < n; j++)             \
-                NAME##_words[4u * q + j] = 8u * q + 2u * j + 1u < n ? w[j] : w[j] & 0xFFFFu; \
+            NAME##_halves(q, n, full, uvec4(pack_half2(lo.x, lo.y, DT), pack_half2(lo.z, lo.w, DT), \
+                                            pack_half2(hi.x, hi.y, DT), pack_half2(hi.z, hi.w, DT))); \
             return;                                                           \
         }                                                                     \
         uvec4 x_ = uvec4(f32_to_word(lo.x, DT), f32_to_word(lo.y, DT), f32_to_word(lo.z, DT), f32_to_word(lo.w, DT)); \
