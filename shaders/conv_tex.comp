@@ -166,7 +166,7 @@ void storeNchw(uint r0, uint c0, uint batch) {
         }
         uint row = batch * p.M + r0 + i;
         float bsv = 0.0;
-        if ((p.flags & FLAG_BIAS) != 0u) {
+        if ((EPI_FLAGS & FLAG_BIAS) != 0u) {
             uint bdt = FLAG_DT(FLAG_BIAS_DT_SHIFT);
             bsv = elem_value(bias[elem_word(row, bdt)], row, bdt);
         }

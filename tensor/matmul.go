@@ -241,6 +241,9 @@ func (m mmCall) launch(out *Tensor, pl mmPlan) {
 	push := kernels.MatmulPush{M: u32(g.m), N: u32(g.n), K: u32(g.k), BatchA: u32(m.bt.strideA), BatchB: u32(m.bt.strideB),
 		Batches: u32(g.batch), Flags: mmFlags(m.c, m.bias, out.dtype, pl), Alpha: m.alpha, Beta: m.beta}
 	pl.wideOut = mmWideOut(pl, g, out.dev, out.dtype)
+	if pl.kind == mmTexel {
+		pl.epi = mmEpi(push.Flags)
+	}
 	rows, cols := pl.outTile()
 	gx, gy := ceilDiv(g.n, cols), ceilDiv(g.m, rows)
 	if gx > int(info.MaxWorkgroupCount[0]) || gy > int(info.MaxWorkgroupCount[1]) {
@@ -284,6 +287,17 @@ const (
 	mmFlagBiasDTShift = 18
 	mmFlagOutDTShift  = 20
 )
+
+// mmEpiKnown marks a texel kernel's EPI as its epilogue's flags, the bits
+// of mmEpiFlags (shaders/include/matmul.glsl).
+const (
+	mmEpiKnown uint32 = 1 << 31
+	mmEpiFlags        = mmFlagC | mmFlagBias | 3<<mmFlagCDTShift | 3<<mmFlagBiasDTShift | 3<<mmFlagOutDTShift
+)
+
+// mmEpi is the EPI constant of a texel kernel launched with flags: its
+// epilogue compiled for the C, bias and output those flags name.
+func mmEpi(flags uint32) uint32 { return mmEpiKnown | flags&mmEpiFlags }
 
 // mmFlags is the push constants' flags word for a launch of pl.
 func mmFlags(c, bias *Tensor, out DType, pl mmPlan) uint32 {

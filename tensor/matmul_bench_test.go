@@ -80,15 +80,18 @@ func mmReportFlops(b *testing.B, n int) {
 	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
+// mmShape is a matrix product of a model's training step.
+type mmShape struct {
+	name           string
+	m, n, k        int
+	transA, transB bool
+}
+
 // mmGPTShapes are the matrix products of a training step of nanoGPT's CPU
 // recipe (768 rows: batch 12 of context 64; width 128; vocabulary 65): the
 // forward of each Linear (x w^T), its input gradient (dy w) and its weight
 // gradient (dy^T x), as nn issues them under fp16 autocast.
-var mmGPTShapes = []struct {
-	name           string
-	m, n, k        int
-	transA, transB bool
-}{
+var mmGPTShapes = []mmShape{
 	{"qkv", 768, 384, 128, false, true}, {"proj", 768, 128, 128, false, true},
 	{"fc", 768, 512, 128, false, true}, {"fc2", 768, 128, 512, false, true},
 	{"lm_head", 768, 65, 128, false, true},
@@ -98,11 +101,24 @@ var mmGPTShapes = []struct {
 	{"fc2_dw", 128, 512, 768, true, false},
 }
 
+// mmMLPShapes are the products of the MNIST MLP's step (784-256-10, batch
+// 64) that take matmul_tex on lavapipe: the first layer's forward, input
+// gradient and weight gradient, whose K of 64 leaves the epilogue a large
+// share.
+var mmMLPShapes = []mmShape{
+	{"fc1", 64, 256, 784, false, true}, {"fc1_dx", 64, 784, 256, false, false}, {"fc1_dw", 256, 784, 64, true, false},
+}
+
 // BenchmarkMatMulGPT times the GPT's fp16 products (fp16 out), each waiting
 // for its result.
-func BenchmarkMatMulGPT(b *testing.B) {
+func BenchmarkMatMulGPT(b *testing.B) { mmBenchShapes(b, mmGPTShapes) }
+
+// BenchmarkMatMulMLP times the MLP's, as BenchmarkMatMulGPT.
+func BenchmarkMatMulMLP(b *testing.B) { mmBenchShapes(b, mmMLPShapes) }
+
+func mmBenchShapes(b *testing.B, shapes []mmShape) {
 	d := devtest.Open(b)
-	for _, s := range mmGPTShapes {
+	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
 			as, bs := []int{s.m, s.k}, []int{s.k, s.n}
 			if s.transA {

@@ -59,6 +59,8 @@ type mmPlan struct {
 	// wideOut is matmul_tex's WIDE_OUT: 1 + the output's dtype code where
 	// its epilogue stores 64-bit words (mmCall.launch), else 0.
 	wideOut uint32
+	// epi is matmul_tex's EPI, its epilogue's flags (mmEpi), set at launch.
+	epi uint32
 }
 
 // loops is about the most loop iterations one invocation of pl runs for a
@@ -111,7 +113,7 @@ func (pl mmPlan) texSpec() kernels.MatmulTexSpec {
 	t := pl.tile
 	ta, tb, am, bm := pl.layout()
 	return kernels.MatmulTexSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
-		TransA: ta, TransB: tb, AMode: am, BMode: bm, Dyn: pl.dyn, WideOut: pl.wideOut}
+		TransA: ta, TransB: tb, AMode: am, BMode: bm, Dyn: pl.dyn, WideOut: pl.wideOut, Epi: pl.epi}
 }
 
 func (pl mmPlan) regSpec() kernels.MatmulRegSpec {

@@ -323,7 +323,7 @@ func mmTexelCases() []mmCase {
 			cs = append(cs, c)
 		}
 	}
-	return append(cs,
+	cs = append(cs,
 		mmCase{m: 1, n: 64, k: 16, da: mmF16, db: mmF16, out: mmF16},
 		mmCase{m: 17, n: 72, k: 24, da: mmF16, db: mmF16, out: mmF16, bias: true, dbias: mmF32},
 		mmCase{m: 33, n: 201, k: 48, da: mmF16, db: mmF16, out: mmF32, transB: true},
@@ -331,6 +331,14 @@ func mmTexelCases() []mmCase {
 		mmCase{batch: []int{2}, m: 24, n: 16, k: 32, da: mmF16, db: mmF16, out: mmF16, transA: true},
 		mmCase{batch: []int{3}, m: 9, n: 64, k: 8, da: mmF16, db: mmF32, out: mmF32, sharedB: true},
 		mmCase{batch: []int{2, 2}, m: 5, n: 24, k: 16, da: mmF32, db: mmF16, out: mmF16, transB: true, beta: 1, dc: mmF16})
+	// One geometry and layout under each epilogue in turn: each compiles
+	// its own (EPI), and none may run another's.
+	for _, e := range []mmCase{{out: mmF32}, {out: mmF32, beta: 1, dc: mmF32}, {out: mmF16, beta: -0.5, dc: mmBF16, bias: true, dbias: mmF16},
+		{out: mmBF16, bias: true, dbias: mmBF16}, {out: mmF16, alpha: 3}, {out: mmF32, bias: true, dbias: mmF32}} {
+		e.m, e.n, e.k, e.da, e.db = 24, 72, 40, mmF16, mmF16
+		cs = append(cs, e)
+	}
+	return cs
 }
 
 // TestMatMul checks every kernel the device can run against the float64

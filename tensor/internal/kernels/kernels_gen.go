@@ -1405,6 +1405,7 @@ type ConvTexSpec struct {
 	AMode      uint32 // A_MODE: constant 6, default 0
 	BMode      uint32 // B_MODE: constant 7, default 0
 	Taps       uint32 // TAPS: constant 8, default 0
+	Epi        uint32 // EPI: constant 10, default 0
 	NchwOut    bool   // NCHW_OUT: constant 12, default 0
 	Dyn        bool   // DYN: constant 13, default 0
 	RowRuns    bool   // ROW_RUNS: constant 14, default 0
@@ -1490,6 +1491,7 @@ func ConvTex(d *vk.Device, groups [3]uint32, s ConvTexSpec, p MatmulConvPush, b 
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
 	k.put(8, uint32(s.Taps))
+	k.put(10, uint32(s.Epi))
 	k.put(12, b2u(s.NchwOut))
 	k.put(13, b2u(s.Dyn))
 	k.put(14, b2u(s.RowRuns))
@@ -3288,6 +3290,7 @@ type MatmulTexSpec struct {
 	AMode      uint32 // A_MODE: constant 6, default 0
 	BMode      uint32 // B_MODE: constant 7, default 0
 	WideOut    uint32 // WIDE_OUT: constant 9, default 0
+	Epi        uint32 // EPI: constant 10, default 0
 	Dyn        bool   // DYN: constant 13, default 0
 }
 
@@ -3312,6 +3315,7 @@ func MatmulTex(d *vk.Device, groups [3]uint32, s MatmulTexSpec, p MatmulPush, b 
 	k.put(6, uint32(s.AMode))
 	k.put(7, uint32(s.BMode))
 	k.put(9, uint32(s.WideOut))
+	k.put(10, uint32(s.Epi))
 	k.put(13, b2u(s.Dyn))
 	var push [40]byte
 	p.put(push[:])
