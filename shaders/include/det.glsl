@@ -256,6 +256,13 @@ float det_sigmoid(float x) {
     return det_div(e, det_add(1.0, e));
 }
 
+// ERFCC_POLY(T, MAD) is the polynomial of Numerical Recipes' erfcc in t,
+// by Horner's rule with MAD(x, y, z) = x*y + z: fma in gelu.glsl's
+// phi_tail, det_mad in det_phi_tail, one list of coefficients for both.
+#define ERFCC_POLY(T, MAD) MAD(T, MAD(T, MAD(T, MAD(T, MAD(T, MAD(T, MAD(T, \
+    MAD(T, 0.17087277, -0.82215223), 1.48851587), -1.13520398), 0.27886807), -0.18628806), \
+    0.09678418), 0.37409196), 1.00002368)
+
 // det_phi_tail is gelu.glsl's phi_tail, Phi(-a) for a >= 0, each operation
 // fixed: erfc by Numerical Recipes' erfcc. Its exponent is kept exact by the
 // split a = ah + (a - ah), ah * ah exact, and two exps: det_exp's error does
@@ -264,15 +271,7 @@ float det_sigmoid(float x) {
 float det_phi_tail(float a_) {
     float a = a_ > 15.0 ? 15.0 : a_; // NaN stays NaN
     float t = det_div(1.0, det_mad(0.35355339059327373, a, 1.0));
-    float q = det_mad(t, 0.17087277, -0.82215223);
-    q = det_mad(t, q, 1.48851587);
-    q = det_mad(t, q, -1.13520398);
-    q = det_mad(t, q, 0.27886807);
-    q = det_mad(t, q, -0.18628806);
-    q = det_mad(t, q, 0.09678418);
-    q = det_mad(t, q, 0.37409196);
-    q = det_mad(t, q, 1.00002368);
-    q = det_mul(t, q);
+    float q = det_mul(t, ERFCC_POLY(t, det_mad));
     float ah = uintBitsToFloat(floatBitsToUint(a) & 0xFFFFF000u);
     float e1 = det_exp(det_mul(det_mul(-0.5, ah), ah));
     float arg = det_sub(det_sub(q, 1.26551223), det_mul(det_mul(0.5, det_sub(a, ah)), det_add(a, ah)));

@@ -23,15 +23,7 @@
 // SwiftShader alike).
 float phi_tail(float a) {
     float t = 1.0 / (1.0 + 0.35355339059327373 * a); // 1/(1 + z/2), z = a/sqrt(2)
-    float p = fma(t, 0.17087277, -0.82215223);
-    p = fma(t, p, 1.48851587);
-    p = fma(t, p, -1.13520398);
-    p = fma(t, p, 0.27886807);
-    p = fma(t, p, -0.18628806);
-    p = fma(t, p, 0.09678418);
-    p = fma(t, p, 0.37409196);
-    p = fma(t, p, 1.00002368);
-    p = t * p;
+    float p = t * ERFCC_POLY(t, fma);
     if (a > 15.0) return 0.0; // Phi(-15) is 4e-51; driver exp need not reach 0 past its range
     return t * exp(p - 1.95865941 - 0.5 * a * a); // 1.95865941 = 1.26551223 + ln 2
 }
