@@ -15,115 +15,13 @@
 // The layout is read through strides, without branches, so one pipeline per
 // operand encoding serves every transpose (DYN plans); rows and columns past
 // the edge are clamped, computed and dropped, as in matmul_reg.
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_quad : require
-#define MATMUL_TM 8
-#define MATMUL_TN 8
-#include "common.glsl"
-#include "fp16.glsl"
-#include "matmul.glsl"
-
-// The driver's unpackHalf2x16 is exact for fp16 inputs; the deterministic
-// mode, which decodes in integer code, never runs this kernel (its integer
-// decoder inlined at every load made SwiftShader's compile take minutes).
-// elemA and elemB read element e of A or B, fp32, fp16 (pairs are read a
-// half at a time) or bf16, with one load whatever the encoding. Written so
-// that glslc emits selects, not branches (which SwiftShader compiles
-// slowly; a nested ?: on the mode became branches and took its compile
-// from a second to minutes): one load at a computed index, every decoding,
-// and plain selects on booleans worked out once.
-float word_elem(uint w, uint e, bool half_, bool bf) {
-    uint hw = w >> ((e & 1u) << 4);
-    float h = unpackHalf2x16(hw).x;
-    float b16 = uintBitsToFloat(hw << 16);
-    float f = uintBitsToFloat(w);
-    float v = bf ? b16 : h;
-    return half_ ? v : f;
-}
-float elemA(uint e, bool half_, bool bf) { return word_elem(a[e >> (half_ ? 1u : 0u)], e, half_, bf); }
-float elemB(uint e, bool half_, bool bf) { return word_elem(b[e >> (half_ ? 1u : 0u)], e, half_, bf); }
-
-// storeElems is storeTile one element at a time in a loop that is not
-// unrolled: storeTile's unrolled rows took SwiftShader minutes to compile.
-// The dynamic index into acc costs a per-lane load, once per output. In the
-// packed tier every 16-bit result goes through store_half, whose atomics
-// commute with the neighbouring invocation's.
-void storeElems(uint r0, uint c0, uint batch) {
-    uint odt = FLAG_DT(FLAG_OUT_DT_SHIFT);
-#if defined(TIER_PACKED)
-    uint total = p.batches * p.M * p.N;
-#endif
-    [[dont_unroll]] for (uint t = 0; t < TM * TN; t++) {
-        uint i = t / TN, j = t % TN;
-        uint r = r0 + i, c = c0 + j;
-        if (r >= p.M || c >= p.N) continue;
-        float bsv = 0.0;
-        if ((p.flags & FLAG_BIAS) != 0u) {
-            uint bdt = FLAG_DT(FLAG_BIAS_DT_SHIFT);
-            bsv = elem_value(bias[elem_word(c, bdt)], c, bdt);
-        }
-        uint f = (batch * p.M + r) * p.N + c;
-        float v = finish(acc[i][j], f, bsv);
-        uint w = odt == DT_BF16 ? f32_to_bf16(v) : odt == DT_F16 ? f32_to_f16(v) : floatBitsToUint(v);
-#if defined(TIER_PACKED)
-        if (odt == DT_F32) {
-            o[f] = w;
-        } else {
-            store_half(f, w, total);
-        }
-#else
-        if (odt == DT_F32) {
-            o16[2u * f] = uint16_t(w & 0xFFFFu);
-            o16[2u * f + 1u] = uint16_t(w >> 16);
-        } else {
-            o16[f] = uint16_t(w);
-        }
-#endif
-    }
-}
-
-void main() {
-    uint lane = gl_SubgroupInvocationID & 3u;
-    uint quad = gl_SubgroupID * (gl_SubgroupSize >> 2) + (gl_SubgroupInvocationID >> 2);
-    uint r0 = (gl_WorkGroupID.y * (gl_WorkGroupSize.x >> 2) + quad) * TM;
-    uint c0 = (gl_WorkGroupID.x * 4u + lane) * TN;
-    uint batch = p.batch0 + gl_WorkGroupID.z;
-    // No early return: a quad broadcast needs its four lanes.
-    clearAcc();
-    // A(r, k) is element r*sar + k*sak of its batch, B(k, c) k*sbk + c*sbc.
-    // The layout is read once: DYN's flags are a branch per use.
-    bool fa = AMODE != MODE_F32, fb = BMODE != MODE_F32;
-    bool bfa = AMODE == MODE_BF16, bfb = BMODE == MODE_BF16;
-    uint sar = TA ? 1u : p.K, sak = TA ? p.M : 1u;
-    uint sbk = TB ? 1u : p.N, sbc = TB ? p.K : 1u;
-    uint ao[TM], bo[TN];
-    [[unroll]] for (uint i = 0; i < TM; i++) ao[i] = batch * p.batchA + min(r0 + i, p.M - 1u) * sar;
-    [[unroll]] for (uint j = 0; j < TN; j++) bo[j] = batch * p.batchB + min(c0 + j, p.N - 1u) * sbc;
-
-    uint k = 0;
-    for (; k + 4u <= p.K; k += 4u) {
-        float al[TM]; // A(r0+i, k+lane)
-        uint ka = (k + lane) * sak;
-        [[unroll]] for (uint i = 0; i < TM; i++) al[i] = elemA(ao[i] + ka, fa, bfa);
-// STEP adds the products of k+kk: kk must be a constant.
-#define STEP(kk) { \
-            float bk[TN]; \
-            [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + (k + kk) * sbk, fb, bfb); \
-            [[unroll]] for (uint i = 0; i < TM; i++) { \
-                float x = subgroupQuadBroadcast(al[i], kk); \
-                [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = fma(x, bk[j], acc[i][j]); \
-            } \
-        }
-        STEP(0u) STEP(1u) STEP(2u) STEP(3u)
-#undef STEP
-    }
-    for (; k < p.K; k++) { // the last K % 4 steps, each lane on its own
-        float bk[TN];
-        [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + k * sbk, fb, bfb);
-        [[unroll]] for (uint i = 0; i < TM; i++) {
-            float x = elemA(ao[i] + k * sak, fa, bfa);
-            [[unroll]] for (uint j = 0; j < TN; j++) acc[i][j] = fma(x, bk[j], acc[i][j]);
-        }
-    }
-    storeElems(r0, c0, batch);
-}
+//
+// Its pair forms, matmul_quad_pairs_n and matmul_quad_pairs_k, read a 16-bit
+// B a word at a time where each word holds two elements a lane wants
+// together (tensor's mmQuadForm picks the form): half the loads of B,
+// which SwiftShader makes one lane at a time. They are kernels of their
+// own because SwiftShader runs both sides of a branch, one on a
+// specialization constant included (a dead pair form beside this code cost
+// fp32 products 15%), and a select between the two layouts took its
+// compiler past 8 GB without finishing.
+#include "matmul_quad.glsl"

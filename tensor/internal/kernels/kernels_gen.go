@@ -3148,6 +3148,74 @@ func MatmulQuad(d *vk.Device, groups [3]uint32, s MatmulQuadSpec, p MatmulPush, 
 	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
 }
 
+// MatmulQuadPairsKSpec holds the specialization constants of matmul_quad_pairs_k.comp. A zero field
+// takes the shader's default.
+type MatmulQuadPairsKSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	Dyn        bool   // DYN: constant 13, default 0
+}
+
+// MatmulQuadPairsKBind names the bindings of matmul_quad_pairs_k.comp.
+type MatmulQuadPairsKBind struct {
+	BufA    *vk.Buffer // binding 0: read
+	BufB    *vk.Buffer // binding 1: read
+	BufC    *vk.Buffer // binding 2: read
+	BufBias *vk.Buffer // binding 3: read
+	BufOut  *vk.Buffer // binding 4: read and written or written
+}
+
+// MatmulQuadPairsK records matmul_quad_pairs_k.comp on d over groups workgroups.
+func MatmulQuadPairsK(d *vk.Device, groups [3]uint32, s MatmulQuadPairsKSpec, p MatmulPush, b MatmulQuadPairsKBind) error {
+	k := key{op: "matmul_quad_pairs_k"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(4, b2u(s.TransA))
+	k.put(5, b2u(s.TransB))
+	k.put(6, uint32(s.AMode))
+	k.put(7, uint32(s.BMode))
+	k.put(13, b2u(s.Dyn))
+	var push [40]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
+}
+
+// MatmulQuadPairsNSpec holds the specialization constants of matmul_quad_pairs_n.comp. A zero field
+// takes the shader's default.
+type MatmulQuadPairsNSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	Dyn        bool   // DYN: constant 13, default 0
+}
+
+// MatmulQuadPairsNBind names the bindings of matmul_quad_pairs_n.comp.
+type MatmulQuadPairsNBind struct {
+	BufA    *vk.Buffer // binding 0: read
+	BufB    *vk.Buffer // binding 1: read
+	BufC    *vk.Buffer // binding 2: read
+	BufBias *vk.Buffer // binding 3: read
+	BufOut  *vk.Buffer // binding 4: read and written or written
+}
+
+// MatmulQuadPairsN records matmul_quad_pairs_n.comp on d over groups workgroups.
+func MatmulQuadPairsN(d *vk.Device, groups [3]uint32, s MatmulQuadPairsNSpec, p MatmulPush, b MatmulQuadPairsNBind) error {
+	k := key{op: "matmul_quad_pairs_n"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(4, b2u(s.TransA))
+	k.put(5, b2u(s.TransB))
+	k.put(6, uint32(s.AMode))
+	k.put(7, uint32(s.BMode))
+	k.put(13, b2u(s.Dyn))
+	var push [40]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
+}
+
 // MatmulRegSpec holds the specialization constants of matmul_reg.comp. A zero field
 // takes the shader's default.
 type MatmulRegSpec struct {
