@@ -19,9 +19,12 @@
 // Its pair forms, matmul_quad_pairs_n and matmul_quad_pairs_k, read a 16-bit
 // B a word at a time where each word holds two elements a lane wants
 // together (tensor's mmQuadForm picks the form): half the loads of B,
-// which SwiftShader makes one lane at a time. They are kernels of their
-// own because SwiftShader runs both sides of a branch, one on a
-// specialization constant included (a dead pair form beside this code cost
-// fp32 products 15%), and a select between the two layouts took its
-// compiler past 8 GB without finishing.
+// which SwiftShader makes one lane at a time. Each form is straight-line
+// code of its own: SwiftShader runs both sides of a branch (a pair form
+// behind a uint specialization constant cost fp32 products 15%), a select
+// between the two layouts took its compiler past 8 GB without finishing,
+// and loops of one or no trips ran at 0.6x. Three boolean constants, the
+// false ones frozen (vk/specfreeze.go), ran as fast as these kernels, but
+// every launch would have to set exactly one of them; a kernel's name
+// cannot be half set.
 #include "matmul_quad.glsl"
