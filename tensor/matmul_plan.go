@@ -298,7 +298,8 @@ const (
 // too. On SwiftShader (go test -bench 'MatMul(GPT|MLP)' ./tensor, fp16,
 // two alternated runs) the GPT's products took 0.58-0.66x the time, the
 // MNIST MLP's 0.65x and, A transposed, 0.74x; its AMP training step went
-// from 0.91x fp32's speed to 1.23x (tools/bench's train-step/amp-vs-fp32).
+// from 0.91-0.94x fp32's speed to 1.23-1.25x (tools/bench's
+// train-step/amp-vs-fp32, two alternated runs).
 func mmQuadForm(pl mmPlan, n, k uint32) quadForm {
 	switch {
 	case pl.bMode == mmModeF32:

@@ -33,7 +33,11 @@ vec2 pair_elems(uint w, bool bf) {
 float elemA(uint e, bool half_, bool bf) { return word_elem(a[e >> (half_ ? 1u : 0u)], e, half_, bf); }
 float elemB(uint e, bool half_, bool bf) { return word_elem(b[e >> (half_ ? 1u : 0u)], e, half_, bf); }
 
-// LOAD_B2(kb) reads B(kb, c0+j) into b0[j] and B(kb+1, c0+j) into b1[j].
+// LOAD_B2(kb) reads B(kb, c0+j) into b0[j] and B(kb+1, c0+j) into b1[j]
+// (kb even). QUAD_PAIRS_N: B(kb, c) and B(kb, c+1) share a word (B
+// untransposed, N even; a column past N is clamped to N-1, whose word is
+// in the row). QUAD_PAIRS_K: B(kb, c) and B(kb+1, c) do (B transposed, K
+// even).
 #if defined(QUAD_PAIRS_N)
 #define LOAD_B2(kb) \
     [[unroll]] for (uint j = 0; j < TN; j += 2) { \
@@ -100,7 +104,7 @@ void main() {
     bool fa = AMODE != MODE_F32, fb = BMODE != MODE_F32;
     bool bfa = AMODE == MODE_BF16, bfb = BMODE == MODE_BF16;
     uint sar = TA ? 1u : p.K, sak = TA ? p.M : 1u;
-    #if defined(QUAD_PAIRS_N)
+#if defined(QUAD_PAIRS_N)
     const bool tb = false;
 #elif defined(QUAD_PAIRS_K)
     const bool tb = true;
@@ -119,10 +123,7 @@ void main() {
         [[unroll]] for (uint i = 0; i < TM; i++) al[i] = elemA(ao[i] + ka, fa, bfa);
 #if defined(QUAD_PAIRS_N) || defined(QUAD_PAIRS_K)
 // STEP2 adds the products of k+k0 and k+k1 = k+k0+1 (k0 even, a
-// constant), B's two rows read by words: with QUAD_PAIRS_N, B(kb, c) and
-// B(kb, c+1) share a word (B untransposed, N even; a column past N is
-// clamped to N-1, whose word is in the row); with QUAD_PAIRS_K B(kb, c) and
-// B(kb+1, c) (B transposed, K even).
+// constant); each accumulator takes k0's product, then k1's, as with STEP.
 #define STEP2(k0, k1) { \
             float b0[TN], b1[TN]; \
             LOAD_B2(k + k0) \
@@ -135,7 +136,8 @@ void main() {
         STEP2(0u, 1u) STEP2(2u, 3u)
 #undef STEP2
 #else
-// STEP adds the products of k+kk: kk must be a constant.
+// STEP adds the products of k+kk: kk must be a constant. (STEP2 with B's
+// elements loaded one by one took SwiftShader's compiler past 24 GB.)
 #define STEP(kk) { \
             float bk[TN]; \
             [[unroll]] for (uint j = 0; j < TN; j++) bk[j] = elemB(bo[j] + (k + kk) * sbk, fb, bfb); \
