@@ -87,12 +87,29 @@ void block(uint q, bool store) {
               vec4(scaled(hi.x), scaled(hi.y), scaled(hi.z), scaled(hi.w)));
 }
 
+// strided is the invocation's place among the workgroup's blocks: the
+// subgroups' lanes interleaved, lane l of subgroup s taking block
+// l * subgroups + s, so that a subgroup's lanes read blocks a subgroup
+// count apart. lavapipe runs a subgroup's fetches before the next
+// subgroup's, and its first subgroup then misses on every cache line of a
+// row in one fetch, where with neighbouring blocks it missed on two (16
+// bytes a lane, 8 lanes) and the next subgroups missed on the rest in turn;
+// the later subgroups find their lines in cache. The same outputs are
+// summed in the same order. lavapipe, tools/bench stream/sum-cols-f16
+// (an AMD EPYC, 2 cores, 3 alternated runs): 16.1-17.3 -> 17.5-18.3 GB/s.
+// A workgroup that is not whole subgroups keeps its invocations in order.
+uint strided() {
+    if (gl_WorkGroupSize.x % gl_SubgroupSize != 0u) return gl_LocalInvocationIndex;
+    return gl_SubgroupInvocationID * gl_NumSubgroups + gl_SubgroupID;
+}
+
 // main takes blocks a workgroup at a time, every invocation through the
 // same barriers: those past the last block repeat it without storing.
 void main() {
     uint n = p.outer * p.inner / 8u, step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    uint t = strided();
     for (uint from = gl_WorkGroupID.x * gl_WorkGroupSize.x; from < n; from += step) {
-        uint q = from + gl_LocalInvocationIndex;
+        uint q = from + t;
         block(min(q, n - 1u), q < n);
     }
 }
