@@ -90,18 +90,20 @@ void block(uint q, bool store) {
 // strided is the invocation's place among the workgroup's blocks: its
 // local index transposed, so that invocations a subgroup width apart take
 // neighbouring blocks and a subgroup's lanes take blocks a subgroup count
-// apart (lavapipe packs each subgroup from consecutive local indices).
-// lavapipe runs a subgroup's fetches before the next subgroup's, and its
-// first subgroup then misses on every cache line of a row in one fetch,
-// where with neighbouring blocks it missed on two (16 bytes a lane, 8
-// lanes) and the next subgroups missed on the rest in turn; the later
-// subgroups find their lines in cache. A transpose of the local index is a
-// one-to-one map whatever the packing, and the outputs are summed in the
-// same order: the same bits. lavapipe, tools/bench stream/sum-cols-f16 (an
-// AMD EPYC, 2 cores, 3 alternated runs): 16.1-17.3 -> 17.5-18.6 GB/s.
+// apart (lavapipe packs each subgroup from consecutive local indices). A
+// workgroup that is not whole subgroups (span_width 1, common.glsl) keeps
+// its order. lavapipe runs a subgroup's fetches before the next
+// subgroup's, and its first subgroup then misses on every cache line of
+// the workgroup's part of a row in one fetch, where with neighbouring
+// blocks it missed on two (16 bytes a lane, 8 lanes) and the next
+// subgroups missed on the rest in turn; the later subgroups find their
+// lines in cache. A transpose of the local index is a one-to-one map
+// whatever the packing, and the outputs are summed in the same order: the
+// same bits. lavapipe, tools/bench stream/sum-cols-f16 (an AMD EPYC, 2
+// cores, 3 alternated runs): 16.1-17.3 -> 17.5-18.6 GB/s.
 uint strided() {
-    uint i = gl_LocalInvocationIndex, s = gl_SubgroupSize, w = gl_WorkGroupSize.x;
-    return w % s == 0u ? (i % s) * (w / s) + i / s : i;
+    uint i = gl_LocalInvocationIndex, s = span_width();
+    return (i % s) * (gl_WorkGroupSize.x / s) + i / s;
 }
 
 // main takes blocks a workgroup at a time, every invocation through the
