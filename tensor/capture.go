@@ -24,6 +24,15 @@ import (
 // overflowed step) is read and written by the replay itself, so a replayed
 // step gives the same bits as a recorded one.
 //
+// A step whose graph exists is recorded instead of replayed when, since
+// the step before, the host wrote a tensor the graph does not use: the
+// mark of a batch written into a new tensor each step (or into two in
+// turns), where a replay would read the tensor it was captured with, and
+// train on it again. Such steps count in Recorded and in Diverted, and
+// give a recorded step's results. Data made on the device outside the step
+// (a slice of a dataset kept there) is not seen: make it inside the step,
+// or copy it into the tensors the graph reads.
+//
 // While a step is captured, host reads and writes of tensors are refused
 // (they could not be replayed): Step returns the refusal, wrapping
 // vk.ErrCapturing, and nothing of that step runs. Releasing a tensor that a
@@ -38,8 +47,11 @@ type Replayer struct {
 	// about a tenth of a replay.
 	lastKey string
 	last    *vk.Graph
-	// Counts of steps run each way.
-	Recorded, Captured, Replayed int
+	// writes is the device's HostWrites when the last step ended.
+	writes uint64
+	// Counts of steps run each way; Diverted counts the steps of Recorded
+	// that had a graph but found a tensor it does not use written.
+	Recorded, Captured, Replayed, Diverted int
 }
 
 // NewReplayer returns a Replayer for steps on d.
@@ -55,9 +67,15 @@ const maxGraphs = 8
 // replayed on the key's second step, recorded otherwise. step must record
 // the same work each time it is called with the same key.
 func (r *Replayer) Step(key string, step func() error) error {
+	defer func() { r.writes = r.d.HostWrites() }()
 	g := r.last
 	if g == nil || key != r.lastKey {
 		g = r.graphs[key]
+	}
+	if g != nil && g.OutsideWrite() > r.writes {
+		r.Recorded++
+		r.Diverted++
+		return step()
 	}
 	if g != nil {
 		err := g.Replay()

@@ -218,3 +218,88 @@ func TestCaptureOpenAtClose(t *testing.T) {
 		t.Errorf("graph Close after the device's: %v", err)
 	}
 }
+
+// TestOutsideWrite checks which host writes a graph counts as outside its
+// memory: not those of a buffer it binds, of another slice of that
+// buffer's root, or of a buffer in a block it binds whole (Block); those
+// of any other buffer, by Write or WriteWith, and only after its capture.
+func TestOutsideWrite(t *testing.T) {
+	d := devtest.Open(t, vk.Options{BlockSize: 64 << 10})
+	const words = 64
+	in, out := alloc(t, d, 4*words), alloc(t, d, 4*words)
+	arena := alloc(t, d, 48<<10) // over half a block: a block of its own
+	half, err := arena.Slice(0, 4*words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := arena.Slice(4*words, 4*words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _, err := in.Block()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A buffer after in in its block (alloc's small buffers share one).
+	neighbour := alloc(t, d, 4*words)
+	if nb, _, err := neighbour.Block(); err != nil || nb != whole {
+		t.Fatalf("the test's buffers are not in one block (%v)", err)
+	}
+	unused := alloc(t, d, 48<<10) // over half a block: a block of its own
+	if ub, _, err := unused.Block(); err != nil || ub == whole {
+		t.Fatalf("the unused buffer shares the bound block (%v)", err)
+	}
+	write(t, unused, 0, randBytes(2, 64)) // before the capture: not counted
+	if err := d.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	copy32(t, d, half, out)
+	if err := d.Copy(out, 0, whole, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	g, err := d.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	data := randBytes(1, 4*words)
+	if g.OutsideWrite() != 0 {
+		t.Errorf("OutsideWrite %d after the capture, want 0: writes before it do not count", g.OutsideWrite())
+	}
+	if ab, _, err := arena.Block(); err != nil || ab == whole {
+		t.Fatalf("the arena shares the bound block (%v)", err)
+	}
+	for _, c := range []struct {
+		name    string
+		b       *vk.Buffer
+		outside bool
+	}{
+		{"a bound slice", half, false},
+		{"another slice of its root", other, false},
+		{"the root of a bound slice", arena, false},
+		{"a buffer in a block bound whole", neighbour, false},
+		{"a buffer the graph does not bind", unused, true},
+	} {
+		for _, with := range []bool{false, true} {
+			before, writes := g.OutsideWrite(), d.HostWrites()
+			if with {
+				err = c.b.WriteWith(0, 4*words, func(dst []byte) { copy(dst, data) })
+			} else {
+				err = c.b.Write(0, data)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.HostWrites() != writes+1 {
+				t.Errorf("%s written (WriteWith %v): HostWrites %d -> %d, want one more", c.name, with, writes, d.HostWrites())
+			}
+			want := before
+			if c.outside {
+				want = d.HostWrites()
+			}
+			if got := g.OutsideWrite(); got != want || want == 0 && c.outside {
+				t.Errorf("%s written (WriteWith %v): OutsideWrite %d, want %d", c.name, with, got, want)
+			}
+		}
+	}
+}

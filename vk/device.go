@@ -60,6 +60,7 @@ type Device struct {
 	capture    *Graph   // the open capture (capture.go)
 	graphs     []*Graph // captured graphs not yet closed
 	frees      uint64   // buffers freed and blocks destroyed so far (a graph's staleness check)
+	hostWrites uint64   // host writes of buffers so far (Buffer.Write, WriteWith): Graph.OutsideWrite
 
 	stats  Stats
 	times  map[string]*KernelTime

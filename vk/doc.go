@@ -28,6 +28,9 @@
 // them again with one command, on the same buffers. Host reads and writes
 // are refused while capturing, and Replay of a graph whose buffers were freed
 // returns ErrStaleGraph (capture.go says what else a graph keeps).
+// Graph.OutsideWrite tells a caller whether the host wrote memory the graph
+// does not use since a point (Device.HostWrites): data its replay would not
+// see.
 //
 // A Device and its Buffers are safe for concurrent use: one lock orders
 // recording and submission. Close waits for the device and destroys every

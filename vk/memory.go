@@ -538,6 +538,7 @@ func (b *Buffer) Write(off int64, data []byte) error {
 		return nil
 	}
 	d := b.d
+	d.noteHostWrite(b)
 	if b.blk.mapped != nil && !d.opts.ForceStaging && b.idle() {
 		copy(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(len(data))), data)
 		return nil
@@ -567,6 +568,7 @@ func (b *Buffer) WriteWith(off, n int64, fill func(dst []byte)) error {
 		return nil
 	}
 	d := b.d
+	d.noteHostWrite(b)
 	switch {
 	case b.blk.mapped != nil && !d.opts.ForceStaging && b.idle():
 		fill(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(n)))
@@ -601,6 +603,7 @@ func (b *Buffer) Read(off int64, data []byte) error {
 		return nil
 	}
 	d := b.d
+	d.noteHostWrite(b)
 	if b.blk.mapped != nil && !d.opts.ForceStaging {
 		_, w := b.busy()
 		if err := d.waitSerial(w); err != nil {
