@@ -30,8 +30,8 @@ import (
 // turns), where a replay would read the tensor it was captured with, and
 // train on it again. Such steps count in Recorded and in Diverted, and
 // give a recorded step's results. Data made on the device outside the step
-// (a slice of a dataset kept there) is not seen: make it inside the step,
-// or copy it into the tensors the graph reads.
+// (a slice of a dataset kept there), or picked from tensors written before
+// the capture, is not seen: copy it into the tensors the graph reads.
 //
 // While a step is captured, host reads and writes of tensors are refused
 // (they could not be replayed): Step returns the refusal, wrapping
