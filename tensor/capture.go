@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/vkamp/vkamp/vk"
 )
@@ -38,14 +39,21 @@ import (
 // vk.ErrCapturing, and nothing of that step runs. Releasing a tensor that a
 // graph uses, after the capture, makes its next Step record and capture
 // again.
+//
+// A key's graphs are kept per step function (its code, as reflect tells
+// it): a training step and an evaluation step keyed alike, by their
+// shapes, are captured and replayed each as itself, never one for the
+// other. A function value is not told apart by what it captured: two
+// closures of one literal, or one method of two receivers, share a key's
+// graph.
 type Replayer struct {
 	d      *vk.Device
-	graphs map[string]*vk.Graph
-	seen   map[string]int
+	graphs map[stepKey]*vk.Graph
+	seen   map[stepKey]int
 	// last is the graph of lastKey, the key last replayed: a training
 	// loop steps one key, and on a drained device hashing it again costs
 	// about a tenth of a replay.
-	lastKey string
+	lastKey stepKey
 	last    *vk.Graph
 	// writes is the device's HostWrites when the last step ended.
 	writes uint64
@@ -54,23 +62,31 @@ type Replayer struct {
 	Recorded, Captured, Replayed, Diverted int
 }
 
+// stepKey is what a graph is kept under: the caller's key and the code
+// address of the step function.
+type stepKey struct {
+	key string
+	fn  uintptr
+}
+
 // NewReplayer returns a Replayer for steps on d.
 func NewReplayer(d *vk.Device) *Replayer {
-	return &Replayer{d: d, graphs: map[string]*vk.Graph{}, seen: map[string]int{}}
+	return &Replayer{d: d, graphs: map[stepKey]*vk.Graph{}, seen: map[stepKey]int{}}
 }
 
 // maxGraphs bounds the graphs a Replayer keeps; past it, steps of new keys
 // run normally.
 const maxGraphs = 8
 
-// Step runs step for key: replayed if a graph of key exists, captured and
-// replayed on the key's second step, recorded otherwise. step must record
-// the same work each time it is called with the same key.
+// Step runs step for key: replayed if a graph of key and step's function
+// exists, captured and replayed on their second step, recorded otherwise.
+// step must record the same work each time it is called with the same key.
 func (r *Replayer) Step(key string, step func() error) error {
 	defer func() { r.writes = r.d.HostWrites() }()
+	k := stepKey{key, reflect.ValueOf(step).Pointer()}
 	g := r.last
-	if g == nil || key != r.lastKey {
-		g = r.graphs[key]
+	if g == nil || k != r.lastKey {
+		g = r.graphs[k]
 	}
 	if g != nil && g.OutsideWrite() > r.writes {
 		r.Recorded++
@@ -82,19 +98,19 @@ func (r *Replayer) Step(key string, step func() error) error {
 		if !errors.Is(err, vk.ErrStaleGraph) {
 			if err == nil {
 				r.Replayed++
-				r.lastKey, r.last = key, g
+				r.lastKey, r.last = k, g
 			}
 			return err
 		}
 		// A buffer of the graph was freed: the step is recorded and
 		// captured afresh.
 		g.Close()
-		delete(r.graphs, key)
-		r.seen[key] = 0
+		delete(r.graphs, k)
+		r.seen[k] = 0
 		r.last = nil
 	}
-	r.seen[key]++
-	if r.seen[key] < 2 || len(r.graphs) >= maxGraphs {
+	r.seen[k]++
+	if r.seen[k] < 2 || len(r.graphs) >= maxGraphs {
 		r.Recorded++
 		return step()
 	}
@@ -121,7 +137,7 @@ func (r *Replayer) Step(key string, step func() error) error {
 		g.Close()
 		return err
 	}
-	r.graphs[key] = g
+	r.graphs[k] = g
 	r.Captured++
 	return nil
 }
@@ -129,11 +145,13 @@ func (r *Replayer) Step(key string, step func() error) error {
 // Graphs is the number of captured graphs kept.
 func (r *Replayer) Graphs() int { return len(r.graphs) }
 
-// Dispatches is the number of kernel launches the graph of key replays, 0
-// without one.
+// Dispatches is the number of kernel launches a graph of key replays (of
+// its step function's, if only one was stepped with key), 0 without one.
 func (r *Replayer) Dispatches(key string) int {
-	if g := r.graphs[key]; g != nil {
-		return g.Dispatches()
+	for k, g := range r.graphs {
+		if k.key == key {
+			return g.Dispatches()
+		}
 	}
 	return 0
 }

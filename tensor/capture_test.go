@@ -88,3 +88,56 @@ func TestReplayerFeeds(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayerStepFunctions steps one key with two step functions in
+// turns, as a training and an evaluation step keyed by their shapes would
+// be: each is captured and replayed as itself (a replay of the other
+// would add its batch to the wrong sum), and a closure made anew each step
+// from one literal still replays.
+func TestReplayerStepFunctions(t *testing.T) {
+	const steps, n = 6, 4
+	d := devtest.Open(t)
+	sums := [2]*tensor.Tensor{tensor.FromFloat32(d, make([]float32, n), n), tensor.FromFloat32(d, make([]float32, n), n)}
+	x := tensor.FromFloat32(d, make([]float32, n), n)
+	flag := tensor.FromFloat32(d, []float32{0}, 1)
+	for _, v := range []*tensor.Tensor{sums[0], sums[1], x, flag} {
+		defer v.Release()
+	}
+	rp := tensor.NewReplayer(d)
+	defer rp.Close()
+	var want [2][n]float32
+	for s := range 2 * steps {
+		batch := make([]float32, n)
+		for i := range batch {
+			batch[i] = float32(1 + s*n + i)
+			want[s%2][i] += batch[i]
+		}
+		if err := x.SetFloat32s(batch); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if s%2 == 0 {
+			err = rp.Step("shape", func() error { return tensor.AxpyUnless(1, x, sums[0], flag) })
+		} else {
+			err = rp.Step("shape", func() error { return tensor.AxpyUnless(1, x, sums[1], flag) })
+		}
+		if err != nil {
+			t.Fatalf("step %d: %v", s, err)
+		}
+	}
+	for j, sum := range sums {
+		got, err := sum.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != want[j][i] {
+				t.Fatalf("sum of step function %d: %v, want %v", j, got, want[j])
+			}
+		}
+	}
+	if rp.Graphs() != 2 || rp.Recorded != 2 || rp.Captured != 2 || rp.Replayed != 2*steps-4 {
+		t.Errorf("%d graphs, %d steps recorded, %d captured, %d replayed; want 2, 2, 2, %d",
+			rp.Graphs(), rp.Recorded, rp.Captured, rp.Replayed, 2*steps-4)
+	}
+}
