@@ -251,8 +251,9 @@ func TestReplayMisuse(t *testing.T) {
 		t.Fatalf("SetLR after the refused capture: %v", err)
 	}
 	// Releasing an input of a graph: the next step captures again.
+	ok := func() error { return r.step(8) }
 	for range 3 {
-		if err := rp.Step("ok", func() error { return r.step(8) }); err != nil {
+		if err := rp.Step("ok", ok); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,7 +262,7 @@ func TestReplayMisuse(t *testing.T) {
 	r.load(t, 1, 8, -1)
 	recorded, captured := rp.Recorded, rp.Captured
 	for range 2 {
-		if err := rp.Step("ok", func() error { return r.step(8) }); err != nil {
+		if err := rp.Step("ok", ok); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -45,7 +45,9 @@ import (
 // shapes, are captured and replayed each as itself, never one for the
 // other. A function value is not told apart by what it captured: two
 // closures of one literal, or one method of two receivers, share a key's
-// graph.
+// graph. A closure made by a helper that the compiler inlined at two call
+// sites may be two functions, with a graph each: pass one function value
+// where a step must replay the same graph.
 type Replayer struct {
 	d      *vk.Device
 	graphs map[stepKey]*vk.Graph
