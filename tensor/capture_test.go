@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -49,11 +50,7 @@ func TestReplayerFeeds(t *testing.T) {
 			t.Cleanup(func() { rp.Close() })
 			want := make([]float32, n)
 			for s := range steps {
-				batch := make([]float32, n)
-				for i := range batch {
-					batch[i] = float32(1 + s*n + i)
-					want[i] += batch[i]
-				}
+				batch := replayBatch(s, n, want)
 				var x *tensor.Tensor
 				if c.feeds == 0 {
 					x = keep(tensor.FromFloat32(d, batch, n))
@@ -72,14 +69,8 @@ func TestReplayerFeeds(t *testing.T) {
 					t.Fatalf("step %d: %v", s, err)
 				}
 			}
-			got, err := acc.Float32s()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range want {
-				if got[i] != want[i] {
-					t.Fatalf("sum of the batches %v, want %v", got, want)
-				}
+			if got, err := acc.Float32s(); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("sum of the batches %v (%v), want %v", got, err, want)
 			}
 			if rp.Replayed != c.replayed || rp.Diverted != c.diverted || rp.Captured != 1 {
 				t.Errorf("%d steps replayed, %d diverted, %d captured; want %d, %d, 1",
@@ -105,14 +96,9 @@ func TestReplayerStepFunctions(t *testing.T) {
 	}
 	rp := tensor.NewReplayer(d)
 	defer rp.Close()
-	var want [2][n]float32
+	want := [2][]float32{make([]float32, n), make([]float32, n)}
 	for s := range 2 * steps {
-		batch := make([]float32, n)
-		for i := range batch {
-			batch[i] = float32(1 + s*n + i)
-			want[s%2][i] += batch[i]
-		}
-		if err := x.SetFloat32s(batch); err != nil {
+		if err := x.SetFloat32s(replayBatch(s, n, want[s%2])); err != nil {
 			t.Fatal(err)
 		}
 		var err error
@@ -126,18 +112,23 @@ func TestReplayerStepFunctions(t *testing.T) {
 		}
 	}
 	for j, sum := range sums {
-		got, err := sum.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range got {
-			if got[i] != want[j][i] {
-				t.Fatalf("sum of step function %d: %v, want %v", j, got, want[j])
-			}
+		if got, err := sum.Float32s(); err != nil || !slices.Equal(got, want[j]) {
+			t.Fatalf("sum of step function %d: %v (%v), want %v", j, got, err, want[j])
 		}
 	}
 	if rp.Graphs() != 2 || rp.Recorded != 2 || rp.Captured != 2 || rp.Replayed != 2*steps-4 {
 		t.Errorf("%d graphs, %d steps recorded, %d captured, %d replayed; want 2, 2, 2, %d",
 			rp.Graphs(), rp.Recorded, rp.Captured, rp.Replayed, 2*steps-4)
 	}
+}
+
+// replayBatch returns step s's batch of n values, distinct from every other
+// step's, and adds it to sum.
+func replayBatch(s, n int, sum []float32) []float32 {
+	batch := make([]float32, n)
+	for i := range batch {
+		batch[i] = float32(1 + s*n + i)
+		sum[i] += batch[i]
+	}
+	return batch
 }
