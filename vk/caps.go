@@ -146,10 +146,16 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 	}
 	info.MaxMemoryAllocationSize = uint64(c.max_memory_allocation_size)
 	info.CooperativeMatrix = c.has_coopmat_ext != 0
-	if c.coopmat_f16_f32 != 0 {
-		info.CooperativeMatrixShape = [3]uint32{uint32(c.coopmat_m), uint32(c.coopmat_n), uint32(c.coopmat_k)}
+	for i := range int(c.coopmat_f16_n) {
+		s := c.coopmat_f16[i]
+		info.CooperativeMatrixShapes = append(info.CooperativeMatrixShapes, [3]uint32{uint32(s[0]), uint32(s[1]), uint32(s[2])})
+	}
+	for i := range int(c.coopmat_bf16_n) {
+		s := c.coopmat_bf16[i]
+		info.CooperativeMatrixBF16Shapes = append(info.CooperativeMatrixBF16Shapes, [3]uint32{uint32(s[0]), uint32(s[1]), uint32(s[2])})
 	}
 	info.CooperativeMatrixUsable = coopUsable(c)
+	info.CooperativeMatrixBF16Usable = info.CooperativeMatrixUsable && c.coopmat_bf16_n > 0 && c.bf16_type != 0 && c.bf16_coopmat != 0
 	info.MemoryBudget = c.has_memory_budget_ext != 0
 	info.PushDescriptors = c.has_push_descriptor_ext != 0
 	info.DeviceUUID = fmt.Sprintf("%x", C.GoBytes(unsafe.Pointer(&c.device_uuid[0]), 16))
@@ -170,7 +176,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 // instance asks for Vulkan 1.1, so not the 1.2 core feature), and the fp16
 // tier's features.
 func coopUsable(c *C.vkamp_caps) bool {
-	return c.has_coopmat_ext != 0 && c.coopmat_f16_f32 != 0 && c.coopmat_feature != 0 &&
+	return c.has_coopmat_ext != 0 && c.coopmat_f16_n != 0 && c.coopmat_feature != 0 &&
 		c.has_vmm_ext != 0 && c.vmm != 0 && c.storage_buffer_16bit != 0 && c.shader_float16 != 0
 }
 

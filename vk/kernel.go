@@ -85,6 +85,9 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 		return nil, fmt.Errorf("vk: kernel %s: %w: push constant size %d (device allows %d, vkamp %d)",
 			src.Name, ErrInvalidArgument, src.PushSize, d.info.MaxPushConstantsSize, maxPush)
 	}
+	if len(src.Spec) > maxSpec {
+		return nil, fmt.Errorf("vk: kernel %s: %w: %d specialization constants, at most %d", src.Name, ErrInvalidArgument, len(src.Spec), maxSpec)
+	}
 	if x, ok := src.Spec[0]; ok && (x == 0 || x > d.info.MaxWorkgroupInvocations || x > d.info.MaxWorkgroupSize[0]) {
 		return nil, fmt.Errorf("vk: kernel %s: %w: workgroup size %d over the device's limit %d",
 			src.Name, ErrInvalidArgument, x, min(d.info.MaxWorkgroupInvocations, d.info.MaxWorkgroupSize[0]))

@@ -2,8 +2,11 @@ package vk_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"testing"
 
+	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/shaders"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -52,4 +55,31 @@ func push(words ...uint32) []byte {
 		b = binary.LittleEndian.AppendUint32(b, w)
 	}
 	return b
+}
+
+// TestKernelSpecLimit checks that a pipeline takes every specialization
+// constant it is given, up to the bound, and refuses more with an error:
+// the shim once kept the first 16 of a Go map's random order and dropped
+// the rest, so a kernel with 17 set constants (matmul_coop_emu on bf16,
+// transposed) ran with a random one at its default.
+func TestKernelSpecLimit(t *testing.T) {
+	d := devtest.Open(t)
+	k, ok := shaders.Lookup("fill32", d.Tier())
+	if !ok {
+		t.Fatal("no fill32")
+	}
+	for _, n := range []int{32, 33} {
+		src := vk.KernelSource{Name: fmt.Sprintf("fill32-spec%d", n), SPIRV: k.Code(), PushSize: k.PushSize,
+			Bindings: k.Bindings, Spec: map[uint32]uint32{0: localSize(d)}}
+		for id := uint32(100); len(src.Spec) < n; id++ { // ids the shader does not use
+			src.Spec[id] = id
+		}
+		_, err := d.KernelFor(kernelKey(src.Name), func() (vk.KernelSource, error) { return src, nil })
+		if n == 32 && err != nil {
+			t.Errorf("%d constants: %v", n, err)
+		}
+		if n == 33 && !errors.Is(err, vk.ErrInvalidArgument) {
+			t.Errorf("%d constants: got %v, want ErrInvalidArgument", n, err)
+		}
+	}
 }

@@ -22,6 +22,7 @@ const (
 	defaultBatchSize = 256 // dispatches per submission
 	maxBindings      = C.VKAMP_MAX_BINDINGS
 	maxPush          = C.VKAMP_MAX_PUSH
+	maxSpec          = C.VKAMP_MAX_SPEC
 	numSlots         = 3
 )
 

@@ -32,7 +32,18 @@ typedef VkResult (VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesK
 #endif
 #define VKAMP_COMPONENT_F16 0
 #define VKAMP_COMPONENT_F32 1
+#define VKAMP_COMPONENT_BF16 1000141000 // VK_COMPONENT_TYPE_BFLOAT16_KHR
 #define VKAMP_SCOPE_SUBGROUP 3
+
+// VK_KHR_shader_bfloat16 came after every header vkamp builds with.
+#define VKAMP_STYPE_BF16_FEATURES ((VkStructureType)1000141000)
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	VkBool32 shaderBFloat16Type;
+	VkBool32 shaderBFloat16DotProduct;
+	VkBool32 shaderBFloat16CooperativeMatrix;
+} vkamp_bf16_features;
 
 extern void vkampDebugMessage(int severity, char *msg);
 
@@ -158,6 +169,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->has_float_controls_ext = has_ext(e, n, "VK_KHR_shader_float_controls");
 	c->has_driver_props_ext = has_ext(e, n, "VK_KHR_driver_properties");
 	c->has_coopmat_ext = has_ext(e, n, "VK_KHR_cooperative_matrix");
+	c->has_bf16_ext = has_ext(e, n, "VK_KHR_shader_bfloat16");
 	c->has_vmm_ext = has_ext(e, n, "VK_KHR_vulkan_memory_model");
 	c->has_subgroup_size_control_ext = has_ext(e, n, "VK_EXT_subgroup_size_control");
 	c->has_memory_budget_ext = has_ext(e, n, "VK_EXT_memory_budget");
@@ -201,12 +213,16 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
 	VkPhysicalDeviceVulkanMemoryModelFeaturesKHR vmm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
 	VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {VKAMP_STYPE_COOPMAT_FEATURES};
+	vkamp_bf16_features bf = {VKAMP_STYPE_BF16_FEATURES};
 	f2.pNext = &s16;
 	void **ftail = &s16.pNext;
 	if (c->has_float16_int8_ext) { *ftail = &f16; ftail = &f16.pNext; }
 	if (c->has_vmm_ext) { *ftail = &vmm; ftail = &vmm.pNext; }
 	if (c->has_coopmat_ext) { *ftail = &cm; ftail = &cm.pNext; }
+	if (c->has_bf16_ext) { *ftail = &bf; ftail = &bf.pNext; }
 	p_vkGetPhysicalDeviceFeatures2(pd, &f2);
+	c->bf16_type = c->has_bf16_ext ? bf.shaderBFloat16Type : 0;
+	c->bf16_coopmat = c->has_bf16_ext ? bf.shaderBFloat16CooperativeMatrix : 0;
 	c->vmm = c->has_vmm_ext ? vmm.vulkanMemoryModel : 0;
 	c->vmm_device_scope = c->has_vmm_ext ? vmm.vulkanMemoryModelDeviceScope : 0;
 	c->coopmat_feature = c->has_coopmat_ext ? cm.cooperativeMatrix : 0;
@@ -222,13 +238,16 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 			for (uint32_t i = 0; i < k; i++) cp[i].sType = VKAMP_STYPE_COOPMAT_PROPS;
 			if (p_coopmat_props(pd, &k, cp) == VK_SUCCESS) {
 				for (uint32_t i = 0; i < k; i++) {
-					if ((uint32_t)cp[i].AType == VKAMP_COMPONENT_F16 && (uint32_t)cp[i].BType == VKAMP_COMPONENT_F16 &&
-						(uint32_t)cp[i].CType == VKAMP_COMPONENT_F32 && (uint32_t)cp[i].ResultType == VKAMP_COMPONENT_F32 &&
-						(uint32_t)cp[i].scope == VKAMP_SCOPE_SUBGROUP) {
-						c->coopmat_f16_f32 = 1;
-						c->coopmat_m = cp[i].MSize; c->coopmat_n = cp[i].NSize; c->coopmat_k = cp[i].KSize;
-						break;
+					uint32_t a = (uint32_t)cp[i].AType;
+					if (a != (uint32_t)cp[i].BType || (uint32_t)cp[i].CType != VKAMP_COMPONENT_F32 ||
+						(uint32_t)cp[i].ResultType != VKAMP_COMPONENT_F32 || (uint32_t)cp[i].scope != VKAMP_SCOPE_SUBGROUP) {
+						continue;
 					}
+					uint32_t *n = a == VKAMP_COMPONENT_F16 ? &c->coopmat_f16_n : a == VKAMP_COMPONENT_BF16 ? &c->coopmat_bf16_n : NULL;
+					if (n == NULL || *n == VKAMP_MAX_COOP_SHAPES) continue;
+					uint32_t *shape = a == VKAMP_COMPONENT_F16 ? c->coopmat_f16[*n] : c->coopmat_bf16[*n];
+					shape[0] = cp[i].MSize; shape[1] = cp[i].NSize; shape[2] = cp[i].KSize;
+					(*n)++;
 				}
 			}
 			free(cp);
@@ -237,13 +256,13 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 }
 
 VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_caps *c,
-	int enable16, int enable_f16, int enable_coopmat, VkDevice *dev, VkQueue *queue) {
+	int enable16, int enable_f16, int enable_coopmat, int enable_bf16_coopmat, VkDevice *dev, VkQueue *queue) {
 	float prio = 1.0f;
 	VkDeviceQueueCreateInfo q = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
 	q.queueFamilyIndex = family;
 	q.queueCount = 1;
 	q.pQueuePriorities = &prio;
-	const char *exts[8];
+	const char *exts[12];
 	uint32_t next = 0;
 	VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
 	VkPhysicalDevice16BitStorageFeatures s16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -273,6 +292,13 @@ VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_c
 		cm.cooperativeMatrix = VK_TRUE;
 		*tail = &cm; tail = &cm.pNext;
 		exts[next++] = "VK_KHR_cooperative_matrix";
+	}
+	vkamp_bf16_features bf = {VKAMP_STYPE_BF16_FEATURES};
+	if (enable_coopmat && enable_bf16_coopmat) {
+		bf.shaderBFloat16Type = VK_TRUE;
+		bf.shaderBFloat16CooperativeMatrix = VK_TRUE;
+		*tail = &bf; tail = &bf.pNext;
+		exts[next++] = "VK_KHR_shader_bfloat16";
 	}
 	VkDeviceCreateInfo ci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
 	ci.pNext = &f2;
@@ -409,13 +435,13 @@ VkResult vkamp_create_kernel(VkDevice dev, VkPipelineCache cache, const uint32_t
 	VkShaderModuleCreateInfo sm = {VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
 	sm.codeSize = code_size;
 	sm.pCode = code;
+	// spec holds (id, value) pairs; the caller checks nspec against the bound.
+	VkSpecializationMapEntry entries[VKAMP_MAX_SPEC];
+	uint32_t values[VKAMP_MAX_SPEC];
+	if (nspec > VKAMP_MAX_SPEC) { r = VK_ERROR_INITIALIZATION_FAILED; goto fail; }
 	VkShaderModule mod;
 	r = p_vkCreateShaderModule(dev, &sm, NULL, &mod);
 	if (r != VK_SUCCESS) goto fail;
-	// spec holds (id, value) pairs.
-	VkSpecializationMapEntry entries[16];
-	uint32_t values[16];
-	if (nspec > 16) nspec = 16;
 	for (uint32_t i = 0; i < nspec; i++) {
 		entries[i] = (VkSpecializationMapEntry){spec[2 * i], i * 4, 4};
 		values[i] = spec[2 * i + 1];

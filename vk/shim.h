@@ -19,6 +19,9 @@ void *vkamp_get_instance_proc_addr(void);
 VkResult vkamp_create_instance(int validation, int sync_validation, VkInstance *out);
 void vkamp_destroy_instance(VkInstance inst);
 
+#define VKAMP_MAX_COOP_SHAPES 16
+#define VKAMP_MAX_SPEC 32 // specialization constants per pipeline
+
 // Capabilities read through vkGetPhysicalDeviceFeatures2/Properties2.
 typedef struct {
 	uint32_t api_version;
@@ -32,8 +35,11 @@ typedef struct {
 	uint32_t driver_id;
 	char driver_name[256];
 	char driver_info[256];
-	uint32_t coopmat_f16_f32; // a subgroup-scope f16 x f16 -> f32 shape exists
-	uint32_t coopmat_m, coopmat_n, coopmat_k;
+	// The subgroup-scope shapes (M, N, K) with fp32 accumulators and
+	// results: fp16 x fp16, and bf16 x bf16 (VK_KHR_shader_bfloat16).
+	uint32_t coopmat_f16_n, coopmat_f16[VKAMP_MAX_COOP_SHAPES][3];
+	uint32_t coopmat_bf16_n, coopmat_bf16[VKAMP_MAX_COOP_SHAPES][3];
+	uint32_t has_bf16_ext, bf16_type, bf16_coopmat; // VK_KHR_shader_bfloat16 and two of its features
 	// What cooperative-matrix shaders also need: the cooperativeMatrix
 	// feature, and the Vulkan memory model (VK_KHR_vulkan_memory_model).
 	uint32_t coopmat_feature, has_vmm_ext, vmm, vmm_device_scope;
@@ -45,8 +51,10 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *caps);
 
 // enable_coopmat enables VK_KHR_cooperative_matrix and the Vulkan memory
 // model; only pass it when caps says the device has both.
+// enable_bf16_coopmat, with it, enables VK_KHR_shader_bfloat16's bf16 type
+// and bf16 cooperative matrices.
 VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_caps *caps,
-	int enable16, int enable_f16, int enable_coopmat, VkDevice *dev, VkQueue *queue);
+	int enable16, int enable_f16, int enable_coopmat, int enable_bf16_coopmat, VkDevice *dev, VkQueue *queue);
 void vkamp_destroy_device(VkDevice dev);
 VkResult vkamp_device_wait_idle(VkDevice dev);
 

@@ -133,14 +133,20 @@ type Info struct {
 	Timestamps      bool    `json:"timestamps"`
 	TimestampPeriod float32 `json:"timestamp_period_ns"`
 
-	CooperativeMatrix      bool      `json:"cooperative_matrix"`
-	CooperativeMatrixShape [3]uint32 `json:"cooperative_matrix_f16_f32_shape,omitempty"`
+	CooperativeMatrix bool `json:"cooperative_matrix"`
+	// The subgroup-scope shapes (M, N, K) the device lists with fp32
+	// accumulators and results, in its order: fp16 x fp16, and bf16 x bf16.
+	CooperativeMatrixShapes     [][3]uint32 `json:"cooperative_matrix_f16_f32_shapes,omitempty"`
+	CooperativeMatrixBF16Shapes [][3]uint32 `json:"cooperative_matrix_bf16_f32_shapes,omitempty"`
 	// CooperativeMatrixUsable says that cooperative-matrix kernels run:
-	// VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape
-	// (CooperativeMatrixShape), its cooperativeMatrix feature and the Vulkan
-	// memory model, which Open enables, at the fp16 tier. For an open device
-	// it is false when a lower tier was asked for.
-	CooperativeMatrixUsable bool `json:"cooperative_matrix_usable"`
+	// VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape,
+	// its cooperativeMatrix feature and the Vulkan memory model, which Open
+	// enables, at the fp16 tier. For an open device it is false when a lower
+	// tier was asked for. CooperativeMatrixBF16Usable says the same of bf16
+	// inputs: a bf16 shape and VK_KHR_shader_bfloat16's shaderBFloat16Type
+	// and shaderBFloat16CooperativeMatrix, which Open enables too.
+	CooperativeMatrixUsable     bool `json:"cooperative_matrix_usable"`
+	CooperativeMatrixBF16Usable bool `json:"cooperative_matrix_bf16_usable"`
 
 	// MemoryBudget is true when the device reports how much memory the
 	// process may use (VK_EXT_memory_budget); allocations are then held to

@@ -79,14 +79,29 @@ func run(w io.Writer, asJSON bool) error {
 		row("storage offset alignment", info.MinStorageBufferAlign)
 		row("timestamps", fmt.Sprintf("%v (%.3g ns/tick)", info.Timestamps, info.TimestampPeriod))
 		coop := fmt.Sprint(info.CooperativeMatrix)
-		if info.CooperativeMatrixShape[0] != 0 {
-			coop += fmt.Sprintf(", f16xf16->f32 %dx%dx%d", info.CooperativeMatrixShape[0], info.CooperativeMatrixShape[1], info.CooperativeMatrixShape[2])
+		if len(info.CooperativeMatrixShapes) > 0 {
+			coop += ", f16xf16->f32 " + shapes(info.CooperativeMatrixShapes)
 		}
-		if info.CooperativeMatrixUsable {
+		if len(info.CooperativeMatrixBF16Shapes) > 0 {
+			coop += ", bf16xbf16->f32 " + shapes(info.CooperativeMatrixBF16Shapes)
+		}
+		switch {
+		case info.CooperativeMatrixBF16Usable:
+			coop += " (usable: matmul_coop, matmul_coop_bf16)"
+		case info.CooperativeMatrixUsable:
 			coop += " (usable: matmul_coop)"
 		}
 		row("VK_KHR_cooperative_matrix", coop)
 		tw.Flush()
 	}
 	return nil
+}
+
+// shapes lists cooperative-matrix shapes as MxNxK.
+func shapes(ss [][3]uint32) string {
+	var parts []string
+	for _, s := range ss {
+		parts = append(parts, fmt.Sprintf("%dx%dx%d", s[0], s[1], s[2]))
+	}
+	return strings.Join(parts, " ")
 }
