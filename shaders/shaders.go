@@ -6,7 +6,7 @@
 // committed so that users need no shader compiler.
 package shaders
 
-//go:generate go run ./internal/gen
+//go:generate ../scripts/shader-toolchain exec go run ./internal/gen
 
 import (
 	"embed"

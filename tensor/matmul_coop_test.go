@@ -82,41 +82,78 @@ func mmCoopVariant(v string) mmRun {
 // mmCoopWhy says why a device does not run matmul_coop.
 func mmCoopWhy(d *vk.Device) string {
 	info := d.Info()
-	return fmt.Sprintf("%s (%s, tier %s): VK_KHR_cooperative_matrix %v, fp16 x fp16 -> fp32 shape %v, usable %v",
-		info.Name, info.DriverName, d.Tier(), info.CooperativeMatrix, info.CooperativeMatrixShape, info.CooperativeMatrixUsable)
+	return fmt.Sprintf("%s (%s, tier %s): VK_KHR_cooperative_matrix %v, fp16 x fp16 -> fp32 shapes %v (usable %v), bf16 shapes %v (usable %v)",
+		info.Name, info.DriverName, d.Tier(), info.CooperativeMatrix, info.CooperativeMatrixShapes, info.CooperativeMatrixUsable,
+		info.CooperativeMatrixBF16Shapes, info.CooperativeMatrixBF16Usable)
+}
+
+// mmCoopBF16Cases are mmCoopCases with bf16 operands.
+func mmCoopBF16Cases(short bool) []mmCase {
+	cs := mmCoopCases(short)
+	for i := range cs {
+		cs[i].da, cs[i].db = mmBF16, mmBF16
+		if i%3 == 0 {
+			cs[i].out = mmBF16
+		}
+	}
+	return cs
 }
 
 // TestMatMulCoop checks matmul_coop against the float64 reference with the
-// rule's plans and each tile forced, then through MatMul itself
-// (VKAMP_MATMUL=coop, and the default rule).
+// rule's plans, each tile and each subgroup shape the device lists forced,
+// then through MatMul itself (VKAMP_MATMUL=coop, and the default rule), and
+// matmul_coop_bf16 where the device's cooperative matrices take bf16.
 func TestMatMulCoop(t *testing.T) {
 	d := devtest.Open(t)
 	info := d.Info()
 	if !info.CooperativeMatrixUsable {
 		t.Skipf("feature not available, matmul_coop not tested: %s", mmCoopWhy(d))
 	}
-	kernel, spec, rows, cols, ok := tensor.CoopPlan(info, 1, 4096, 4096, 4096, false, false, true, true)
+	kernel, spec, rows, cols, ok := tensor.CoopPlan(info, 1, 4096, 4096, 4096, false, false, mmF16, mmF16)
 	t.Logf("%s: fp16 4096^3 plan: %s %dx%d tiles, ok %v, spec %+v", mmCoopWhy(d), kernel, rows, cols, ok, spec)
-	if info.CooperativeMatrixShape != [3]uint32{16, 16, 16} {
-		t.Skipf("feature not available: matmul_coop needs a 16x16x16 shape: %s", mmCoopWhy(d))
+	if !ok {
+		t.Fatalf("no matmul_coop plan for fp16 4096^3 on %s", mmCoopWhy(d))
 	}
-	for _, v := range tensor.CoopVariants[:3] {
-		t.Run(v, func(t *testing.T) { mmCoopRunAll(t, d, mmCoopCases(testing.Short()), mmCoopVariant(v)) })
+	// CPU drivers compile each specialisation for a second or two: every
+	// case on the rule's plan, the short list on the others.
+	short := testing.Short() || info.Type == vk.TypeCPU
+	variants := tensor.CoopVariants[:3:3]
+	for _, s := range info.CooperativeMatrixShapes {
+		variants = append(variants, fmt.Sprintf("shape=%dx%dx%d", s[0], s[1], s[2]))
 	}
+	for _, v := range variants {
+		t.Run(v, func(t *testing.T) { mmCoopRunAll(t, d, mmCoopCases(short && v != "auto"), mmCoopVariant(v)) })
+	}
+	t.Run("bf16", func(t *testing.T) {
+		if !info.CooperativeMatrixBF16Usable {
+			t.Skipf("feature not available, matmul_coop_bf16 not run (TestMatMulCoopEmu checks its tiling): %s", mmCoopWhy(d))
+		}
+		for _, v := range variants[:2] {
+			mmCoopRunAll(t, d, mmCoopBF16Cases(short && v != "auto"), mmCoopVariant(v))
+		}
+	})
 	t.Run("MatMul", func(t *testing.T) {
 		a := mmUpload(t, d, make([]float32, 64*64), mmF16, 64, 64)
 		t.Setenv("VKAMP_MATMUL", "coop")
 		if k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{}); err != nil || k != "matmul_coop" {
-			t.Skipf("VKAMP_MATMUL=coop is not wired into MatMul: kernel %q, %v", k, err)
+			t.Fatalf("VKAMP_MATMUL=coop: fp16 runs %q (%v), want matmul_coop", k, err)
 		}
 		mmCoopRunAll(t, d, mmCoopCases(true), tensor.MatMul)
+		bf := mmUpload(t, d, make([]float32, 64*64), mmBF16, 64, 64)
+		want := "matmul_coop_bf16"
+		if !info.CooperativeMatrixBF16Usable {
+			want = "matmul_shared"
+		}
+		if k, err := tensor.MatMulKernel(d, bf, bf, tensor.MatMulOpts{}); err != nil || k != want {
+			t.Errorf("VKAMP_MATMUL=coop: bf16 runs %q (%v), want %s", k, err, want)
+		}
 		t.Setenv("VKAMP_MATMUL", "")
 		k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{})
-		if err != nil || k != "matmul_coop" {
+		if info.Type != vk.TypeCPU && (err != nil || k != "matmul_coop") {
 			t.Errorf("default rule: fp16 runs %q (%v), want matmul_coop", k, err)
 		}
 		f := mmUpload(t, d, make([]float32, 64*64), mmF32, 64, 64)
-		if k, err := tensor.MatMulKernel(d, f, f, tensor.MatMulOpts{}); err != nil || k == "matmul_coop" {
+		if k, err := tensor.MatMulKernel(d, f, f, tensor.MatMulOpts{}); err != nil || strings.HasPrefix(k, "matmul_coop") {
 			t.Errorf("default rule: fp32 runs %q (%v), want another kernel", k, err)
 		}
 	})
@@ -124,66 +161,98 @@ func TestMatMulCoop(t *testing.T) {
 
 // TestMatMulCoopEmu runs matmul_coop's emulation (matmul_coop_emu, with
 // 32-wide emulated subgroups) on any device with 16-bit storage: the
-// indexing of the real kernel, minus the cooperative-matrix operations.
+// indexing of the real kernel, minus the cooperative-matrix operations, for
+// the subgroup shapes of NVIDIA, AMD, Intel and lavapipe, and bf16 inputs.
 func TestMatMulCoopEmu(t *testing.T) {
 	d := devtest.Open(t)
 	if d.Tier() < vk.TierStorage16 {
 		t.Skipf("feature not available: matmul_coop_emu needs 16-bit storage, %s runs tier %s", d.Info().Name, d.Tier())
 	}
 	// Both tiles, and tiles of other shapes: taller than wide and wider than
-	// tall, one subgroup row, a k step of 16.
-	for _, v := range append(tensor.CoopVariants[3:], "emu-tile=128x64x32/2x2", "emu-tile=64x128x16/1x4") {
+	// tall, one subgroup row, a k step of 16; then other fragment shapes.
+	variants := append(tensor.CoopVariants[3:], "emu-tile=128x64x32/2x2", "emu-tile=64x128x16/1x4",
+		"emu-tile=64x64x32/2x2/shape=8x8x8", "emu-tile=64x64x32/2x2/shape=16x8x16", "emu-tile=64x64x32/2x2/shape=8x16x16",
+		"emu-tile=64x128x16/2x2/shape=16x16x8")
+	for _, v := range variants {
 		cases := mmCoopCases(testing.Short())
 		if v != "emu-small" && testing.Short() { // the same code; CPU drivers take long to compile
 			cases = cases[:3]
 		}
 		t.Run(v, func(t *testing.T) { mmCoopRunAll(t, d, cases, mmCoopVariant(v)) })
 	}
+	t.Run("bf16", func(t *testing.T) {
+		mmCoopRunAll(t, d, mmCoopBF16Cases(true), mmCoopVariant("emu-small"))
+		mmCoopRunAll(t, d, mmCoopBF16Cases(true)[:3], mmCoopVariant("emu-tile=64x64x32/2x2/shape=8x8x8"))
+	})
 }
 
 // TestMatMulCoopPlan checks the plan rule on devices described by hand: an
-// H200 (vkinfo's report) and variations of it.
+// H200 (vkinfo's report), a lavapipe (Mesa 26) and variations of them.
 func TestMatMulCoopPlan(t *testing.T) {
 	h200 := vk.Info{Name: "NVIDIA H200", Type: vk.TypeDiscrete, SubgroupSize: 32, MaxSharedMemory: 49152,
 		MaxWorkgroupSize: [3]uint32{1024, 1024, 64}, MaxWorkgroupInvocations: 1024, Tier: vk.TierFP16,
-		CooperativeMatrix: true, CooperativeMatrixShape: [3]uint32{16, 16, 16}, CooperativeMatrixUsable: true}
+		CooperativeMatrix: true, CooperativeMatrixUsable: true,
+		CooperativeMatrixShapes: [][3]uint32{{16, 8, 16}, {16, 8, 8}, {16, 16, 16}}}
+	lvp := vk.Info{Name: "llvmpipe", Type: vk.TypeCPU, SubgroupSize: 8, MaxSharedMemory: 32768,
+		MaxWorkgroupSize: [3]uint32{1024, 1024, 1024}, MaxWorkgroupInvocations: 1024, Tier: vk.TierFP16,
+		CooperativeMatrix: true, CooperativeMatrixUsable: true, CooperativeMatrixShapes: [][3]uint32{{8, 8, 8}}}
+	withBF16 := func(i vk.Info) vk.Info {
+		i.CooperativeMatrixBF16Usable, i.CooperativeMatrixBF16Shapes = true, [][3]uint32{{16, 16, 16}}
+		return i
+	}
+	shapes := func(s ...[3]uint32) func(vk.Info) vk.Info {
+		return func(i vk.Info) vk.Info { i.CooperativeMatrixShapes = s; return i }
+	}
 	type want struct {
 		ok           bool
+		kernel       string
 		rows, wg     int
-		modeA, modeB uint32 // 1 one fp16 at a time, 3 eight
+		modeA, modeB uint32 // 1 one element at a time, 3 eight
+		shape        [3]uint32
 	}
+	coop, s16 := "matmul_coop", [3]uint32{16, 16, 16}
+	f16, bf := mmF16, mmBF16
 	for _, c := range []struct {
 		name       string
+		base       vk.Info
 		info       func(vk.Info) vk.Info
 		b, m, n, k int
 		ta, tb     bool
-		fa, fb     bool
+		da, db     tensor.DType
 		want       want
 	}{
-		{"4096", nil, 1, 4096, 4096, 4096, false, false, true, true, want{true, 128, 256, 3, 3}},
-		{"1024 small tiles", nil, 1, 1024, 1024, 1024, false, false, true, true, want{true, 64, 128, 3, 3}},
-		{"batched 1024", nil, 2, 1024, 1024, 1024, false, false, true, true, want{true, 128, 256, 3, 3}},
-		{"ragged", nil, 1, 4095, 4097, 4093, false, false, true, true, want{true, 128, 256, 1, 1}},
-		{"transposed", nil, 1, 4096, 4100, 4095, true, true, true, true, want{true, 128, 256, 3, 1}},
-		{"fp32 A", nil, 1, 4096, 4096, 4096, false, false, false, true, want{}},
-		{"fp32 B", nil, 1, 4096, 4096, 4096, false, false, true, false, want{}},
-		{"not usable", func(i vk.Info) vk.Info { i.CooperativeMatrixUsable = false; return i }, 1, 64, 64, 64, false, false, true, true, want{}},
-		{"8x16x16", func(i vk.Info) vk.Info { i.CooperativeMatrixShape = [3]uint32{8, 16, 16}; return i }, 1, 64, 64, 64, false, false, true, true, want{}},
-		{"subgroup 64", func(i vk.Info) vk.Info { i.SubgroupSize = 64; return i }, 1, 4096, 4096, 4096, false, false, true, true, want{true, 128, 512, 3, 3}},
-		{"subgroup 8", func(i vk.Info) vk.Info { i.SubgroupSize = 8; return i }, 1, 4096, 4096, 4096, false, false, true, true, want{}},
-		{"32 KiB shared", func(i vk.Info) vk.Info { i.MaxSharedMemory = 32768; return i }, 1, 4096, 4096, 4096, false, false, true, true, want{true, 64, 128, 3, 3}},
-		{"128 invocations", func(i vk.Info) vk.Info { i.MaxWorkgroupInvocations = 128; return i }, 1, 4096, 4096, 4096, false, false, true, true, want{true, 64, 128, 3, 3}},
+		{"4096", h200, nil, 1, 4096, 4096, 4096, false, false, f16, f16, want{true, coop, 128, 256, 3, 3, s16}},
+		{"1024 small tiles", h200, nil, 1, 1024, 1024, 1024, false, false, f16, f16, want{true, coop, 64, 128, 3, 3, s16}},
+		{"batched 1024", h200, nil, 2, 1024, 1024, 1024, false, false, f16, f16, want{true, coop, 128, 256, 3, 3, s16}},
+		{"ragged", h200, nil, 1, 4095, 4097, 4093, false, false, f16, f16, want{true, coop, 128, 256, 1, 1, s16}},
+		{"transposed", h200, nil, 1, 4096, 4100, 4095, true, true, f16, f16, want{true, coop, 128, 256, 3, 1, s16}},
+		{"fp32 A", h200, nil, 1, 4096, 4096, 4096, false, false, mmF32, f16, want{}},
+		{"fp32 B", h200, nil, 1, 4096, 4096, 4096, false, false, f16, mmF32, want{}},
+		{"fp16 x bf16", withBF16(h200), nil, 1, 4096, 4096, 4096, false, false, f16, bf, want{}},
+		{"bf16 without bf16 shapes", h200, nil, 1, 4096, 4096, 4096, false, false, bf, bf, want{}},
+		{"bf16", withBF16(h200), nil, 1, 4096, 4096, 4096, false, false, bf, bf, want{true, "matmul_coop_bf16", 128, 256, 3, 3, s16}},
+		{"not usable", h200, func(i vk.Info) vk.Info { i.CooperativeMatrixUsable = false; return i }, 1, 64, 64, 64, false, false, f16, f16, want{}},
+		{"8x16x16", h200, shapes([3]uint32{8, 16, 16}), 1, 64, 64, 64, false, false, f16, f16, want{true, coop, 64, 128, 3, 3, [3]uint32{8, 16, 16}}},
+		{"16x8x16 alone", h200, shapes([3]uint32{16, 8, 16}), 1, 4096, 4096, 4096, false, false, f16, f16, want{true, coop, 128, 256, 3, 3, [3]uint32{16, 8, 16}}},
+		{"12x12x12 skipped", h200, shapes([3]uint32{12, 12, 12}, [3]uint32{8, 8, 8}), 1, 64, 64, 64, false, false, f16, f16, want{true, coop, 64, 128, 3, 3, [3]uint32{8, 8, 8}}},
+		{"no shape fits", h200, shapes([3]uint32{12, 12, 12}), 1, 64, 64, 64, false, false, f16, f16, want{}},
+		{"subgroup 64", h200, func(i vk.Info) vk.Info { i.SubgroupSize = 64; return i }, 1, 4096, 4096, 4096, false, false, f16, f16, want{true, coop, 128, 512, 3, 3, s16}},
+		{"subgroup 8, 16x16", h200, func(i vk.Info) vk.Info { i.SubgroupSize = 8; return i }, 1, 4096, 4096, 4096, false, false, f16, f16, want{}},
+		{"32 KiB shared", h200, func(i vk.Info) vk.Info { i.MaxSharedMemory = 32768; return i }, 1, 4096, 4096, 4096, false, false, f16, f16, want{true, coop, 64, 128, 3, 3, s16}},
+		{"128 invocations", h200, func(i vk.Info) vk.Info { i.MaxWorkgroupInvocations = 128; return i }, 1, 4096, 4096, 4096, false, false, f16, f16, want{true, coop, 64, 128, 3, 3, s16}},
+		{"lavapipe", lvp, nil, 1, 1024, 1024, 1024, false, false, f16, f16, want{true, coop, 64, 32, 3, 3, [3]uint32{8, 8, 8}}},
+		{"lavapipe ragged transposed", lvp, nil, 2, 100, 130, 70, true, false, f16, f16, want{true, coop, 64, 32, 1, 1, [3]uint32{8, 8, 8}}},
 	} {
-		info := h200
+		info := c.base
 		if c.info != nil {
 			info = c.info(info)
 		}
-		kernel, spec, rows, cols, ok := tensor.CoopPlan(info, c.b, c.m, c.n, c.k, c.ta, c.tb, c.fa, c.fb)
+		kernel, spec, rows, cols, ok := tensor.CoopPlan(info, c.b, c.m, c.n, c.k, c.ta, c.tb, c.da, c.db)
 		got := want{ok: ok}
 		if ok {
-			got = want{true, rows, int(spec.LocalSizeX), spec.AMode, spec.BMode}
-			if kernel != "matmul_coop" || cols != rows || spec.BM != uint32(rows) || spec.BN != uint32(cols) || spec.BK != 32 ||
-				spec.SG != info.SubgroupSize || spec.TN != 256/info.SubgroupSize || spec.TM != 1 ||
+			got = want{true, kernel, rows, int(spec.LocalSizeX), spec.AMode, spec.BMode, [3]uint32{spec.Cm, spec.Cn, spec.Ck}}
+			if cols != rows || spec.BM != uint32(rows) || spec.BN != uint32(cols) || spec.BK%spec.Ck != 0 ||
+				spec.SG != info.SubgroupSize || spec.TN != spec.Cm*spec.Cn/info.SubgroupSize || spec.Cn%spec.TN != 0 || spec.TM != 1 ||
 				spec.WarpsM*spec.WarpsN*spec.SG != spec.LocalSizeX || spec.TransA != c.ta || spec.TransB != c.tb || spec.Dyn {
 				t.Errorf("%s: inconsistent plan %s %dx%d %+v", c.name, kernel, rows, cols, spec)
 			}
@@ -214,6 +283,10 @@ func TestMatMulCoopSpeed(t *testing.T) {
 	}
 	if d.Info().Timestamps {
 		d = devtest.Open(t, vk.Options{Timestamps: true})
+	}
+	if d.Info().Type == vk.TypeCPU { // a CPU driver: the rule's plan against the shared-memory kernel, at 256^3
+		mmCoopSpeed(t, d, 256, []string{"auto", "shared"})
+		return
 	}
 	mmCoopSpeed(t, d, 4096, append(append(tensor.CoopVariants[:3:3], mmCoopTiles...), "shared"))
 }

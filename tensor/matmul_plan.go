@@ -21,12 +21,13 @@ const (
 	mmCoop                   // matmul_coop: cooperative matrices (tensor cores), fp16 A and B
 	mmCoopEmu                // matmul_coop_emu: matmul_coop emulated, for tests; never chosen
 	mmQuad                   // matmul_quad: compile-time tiles, A shared by quad broadcasts, for SwiftShader
+	mmCoopBF16               // matmul_coop_bf16: matmul_coop for bf16 A and B
 )
 
 var mmKernelNames = [...]string{
 	mmShared: "matmul_shared", mmRegister: "matmul_reg", mmSubgroup: "matmul_sg",
 	mmTexel: "matmul_tex", mmCoop: "matmul_coop", mmCoopEmu: "matmul_coop_emu",
-	mmQuad: "matmul_quad",
+	mmQuad: "matmul_quad", mmCoopBF16: "matmul_coop_bf16",
 }
 
 // String is the kernel's name, the .comp file's base name.
@@ -43,8 +44,9 @@ type mmTile struct {
 	SG     int // subgroup size (matmul_sg's S, matmul_coop's SG)
 	BM, BN int // the workgroup's output tile (matmul_shared, matmul_coop)
 	BK     int // its k step
-	// matmul_coop: subgroups along M and N.
+	// matmul_coop: subgroups along M and N, and the subgroup shape.
 	WarpsM, WarpsN int
+	CM, CN, CK     int
 }
 
 // mmPlan is a kernel, its tile and the operand layout its pipeline is
@@ -61,6 +63,8 @@ type mmPlan struct {
 	wideOut uint32
 	// epi is matmul_tex's EPI, its epilogue's flags (mmEpi), set at launch.
 	epi uint32
+	// emuBF16 is matmul_coop_emu's EMU_BF16: its inputs are bf16.
+	emuBF16 bool
 }
 
 // loops is about the most loop iterations one invocation of pl runs for a
@@ -73,7 +77,7 @@ func (pl mmPlan) loops(k int) int {
 		return ceilDiv(k, 8) + t.TM
 	case mmShared:
 		return ceilDiv(k, t.BK)*(1+ceilDiv(t.BM*t.BK, t.WG)+ceilDiv(t.BK*t.BN, t.WG)) + t.TM
-	case mmCoop, mmCoopEmu:
+	case mmCoop, mmCoopBF16, mmCoopEmu:
 		return ceilDiv(k, t.BK) + t.TM
 	case mmQuad:
 		return ceilDiv(k, 4) + 4 + mmQuadTM*mmQuadTN // the k loop, its tail, the epilogue's loop
@@ -137,14 +141,23 @@ func (pl mmPlan) sharedSpec() kernels.MatmulSharedSpec {
 		TransA: ta, TransB: tb, AMode: am, BMode: bm, BM: u32(t.BM), BN: u32(t.BN), BK: u32(t.BK), Dyn: pl.dyn}
 }
 
-// coopSpec serves matmul_coop and its emulation, whose constants are the
-// same.
+// coopSpec serves matmul_coop and matmul_coop_bf16, whose constants are
+// the same; coopEmuSpec their emulation.
 func (pl mmPlan) coopSpec() kernels.MatmulCoopSpec {
 	t := pl.tile
 	ta, tb, am, bm := pl.layout()
 	return kernels.MatmulCoopSpec{LocalSizeX: u32(t.WG), TM: u32(t.TM), TN: u32(t.TN), KK: u32(t.KK),
 		TransA: ta, TransB: tb, AMode: am, BMode: bm, Dyn: pl.dyn,
-		WarpsM: u32(t.WarpsM), WarpsN: u32(t.WarpsN), SG: u32(t.SG), BM: u32(t.BM), BN: u32(t.BN), BK: u32(t.BK)}
+		WarpsM: u32(t.WarpsM), WarpsN: u32(t.WarpsN), SG: u32(t.SG), BM: u32(t.BM), BN: u32(t.BN), BK: u32(t.BK),
+		Cm: u32(t.CM), Cn: u32(t.CN), Ck: u32(t.CK)}
+}
+
+func (pl mmPlan) coopEmuSpec() kernels.MatmulCoopEmuSpec {
+	s := pl.coopSpec()
+	return kernels.MatmulCoopEmuSpec{LocalSizeX: s.LocalSizeX, TM: s.TM, TN: s.TN, KK: s.KK,
+		TransA: s.TransA, TransB: s.TransB, AMode: s.AMode, BMode: s.BMode, Dyn: s.Dyn,
+		WarpsM: s.WarpsM, WarpsN: s.WarpsN, SG: s.SG, BM: s.BM, BN: s.BN, BK: s.BK,
+		Cm: s.Cm, Cn: s.Cn, Ck: s.Ck, EmuBf16: pl.emuBF16}
 }
 
 // mmBufs are a matmul's bindings: A, B, C, the bias and the output.
@@ -165,6 +178,9 @@ func (pl mmPlan) record(d *vk.Device, groups [3]uint32, p kernels.MatmulPush, b 
 	case mmCoop:
 		return kernels.MatmulCoop(d, groups, pl.coopSpec(), p,
 			kernels.MatmulCoopBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmCoopBF16:
+		return kernels.MatmulCoopBf16(d, groups, kernels.MatmulCoopBf16Spec(pl.coopSpec()), p,
+			kernels.MatmulCoopBf16Bind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
 	case mmQuad:
 		s, bind := kernels.MatmulQuadSpec{LocalSizeX: u32(pl.tile.WG), Dyn: true},
 			kernels.MatmulQuadBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out}
@@ -176,7 +192,7 @@ func (pl mmPlan) record(d *vk.Device, groups [3]uint32, p kernels.MatmulPush, b 
 		}
 		return kernels.MatmulQuad(d, groups, s, p, bind)
 	case mmCoopEmu:
-		return kernels.MatmulCoopEmu(d, groups, kernels.MatmulCoopEmuSpec(pl.coopSpec()), p,
+		return kernels.MatmulCoopEmu(d, groups, pl.coopEmuSpec(), p,
 			kernels.MatmulCoopEmuBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
 	}
 	return kernels.MatmulShared(d, groups, pl.sharedSpec(), p,

@@ -1,7 +1,5 @@
 // Command gen compiles the shaders/*.comp kernels to SPIR-V with glslc,
-// validates them with spirv-val, rewrites those written against
-// GL_NV_cooperative_matrix to SPV_KHR_cooperative_matrix (coopkhr.go),
-// reflects the binaries and writes kernels_gen.go and the typed launchers
+// validates them with spirv-val, reflects the binaries and writes kernels_gen.go and the typed launchers
 // of tensor/internal/kernels (launch.go). It is run by
 // `go generate ./shaders` and must produce byte-identical output for
 // identical input, because CI regenerates and diffs.
@@ -73,8 +71,10 @@ type kernel struct {
 func main() {
 	dir := flag.String("C", ".", "shaders directory")
 	launch := flag.String("launch", launchFile, "the typed launchers' file, relative to the shaders directory")
+	full := flag.Bool("full", false, "compile every kernel, whatever the build cache holds (CI)")
+	cacheDir := flag.String("cache", defaultCacheDir(), "the build cache; empty for none")
 	flag.Parse()
-	if err := run(*dir, *launch); err != nil {
+	if err := run(*dir, *launch, *cacheDir, *full); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
@@ -82,11 +82,24 @@ func main() {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-func run(dir, launch string) error {
+// defaultCacheDir is the build cache's place in the user's cache directory.
+func defaultCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "vkamp", "shader-gen")
+}
+
+func run(dir, launch, cacheDir string, full bool) error {
 	for _, tool := range []string{"glslc", "spirv-val"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s not found in PATH: install the Debian packages glslc and spirv-tools", tool)
+			return fmt.Errorf("%s not found in PATH: run through scripts/shader-toolchain (go generate ./shaders does)", tool)
 		}
+	}
+	cache, err := newBuildCache(cacheDir, full)
+	if err != nil {
+		return err
 	}
 	comps, err := filepath.Glob(filepath.Join(dir, "*.comp"))
 	if err != nil {
@@ -127,7 +140,7 @@ func run(dir, launch string) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			ks[i], errs[i] = build(dir, vs[i])
+			ks[i], errs[i] = build(dir, vs[i], cache)
 		}()
 	}
 	wg.Wait()
@@ -292,52 +305,58 @@ func glslcArgsOpt(v variant, out, opt string) []string {
 
 // build compiles and validates into a temporary name first, so a failure
 // leaves the previous good binary (and nothing half-written) in spv/.
-func build(dir string, v variant) (kernel, error) {
-	tmp := v.out() + ".tmp"
-	defer os.Remove(filepath.Join(dir, tmp))
-	if err := tool(dir, "glslc", glslcArgs(v, tmp)...); err != nil {
+// Binaries whose inputs have not changed come from the cache.
+func build(dir string, v variant, c *buildCache) (kernel, error) {
+	fail := func(err error) (kernel, error) {
 		return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
 	}
-	if err := tool(dir, "spirv-val", "--target-env", "vulkan1.1", tmp); err != nil {
-		return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, tmp))
+	key, err := c.key(dir, v)
 	if err != nil {
-		return kernel{}, err
+		return fail(err)
 	}
-	if hasCoopNV(b) { // validated as NV, shipped as KHR: see coopkhr.go
-		if b, err = coopToKHR(b); err != nil {
-			return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
+	b, nb, cached := c.get(key)
+	if !cached {
+		if b, err = compileSPV(dir, v, glslcArgs(v, v.out()+".tmp"), true); err != nil {
+			return fail(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, tmp), b, 0o644); err != nil {
-			return kernel{}, err
+		if nb, err = compileSPV(dir, v, glslcArgsOpt(v, v.out()+".names.tmp", "-O0"), false); err != nil {
+			return fail(err)
 		}
 	}
 	k, err := reflectSPV(b)
 	if err == nil {
-		k.names, err = namesOf(dir, v)
+		k.names, err = reflectNames(nb)
 	}
 	if err == nil {
 		err = k.names.checkAgainst(k, b)
 	}
 	if err != nil {
-		return kernel{}, fmt.Errorf("%s [%s]: %v", v.what(), tierNames[v.tier], err)
+		return fail(err)
 	}
-	return k, os.Rename(filepath.Join(dir, tmp), filepath.Join(dir, v.out()))
+	if !cached {
+		c.put(key, b, nb)
+	}
+	tmp := filepath.Join(dir, v.out()+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return kernel{}, err
+	}
+	return k, os.Rename(tmp, filepath.Join(dir, v.out()))
 }
 
-// namesOf compiles v without optimization and reflects its names.
-func namesOf(dir string, v variant) (names, error) {
-	tmp := v.out() + ".names.tmp"
-	defer os.Remove(filepath.Join(dir, tmp))
-	if err := tool(dir, "glslc", glslcArgsOpt(v, tmp, "-O0")...); err != nil {
-		return names{}, err
+// compileSPV runs glslc with args (whose output is args' last -o) and, if
+// validate, spirv-val on the result, and returns the binary.
+func compileSPV(dir string, v variant, args []string, validate bool) ([]byte, error) {
+	out := args[indexOf(args, "-o")+1]
+	defer os.Remove(filepath.Join(dir, out))
+	if err := tool(dir, "glslc", args...); err != nil {
+		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, tmp))
-	if err != nil {
-		return names{}, err
+	if validate {
+		if err := tool(dir, "spirv-val", "--target-env", "vulkan1.1", out); err != nil {
+			return nil, err
+		}
 	}
-	return reflectNames(b)
+	return os.ReadFile(filepath.Join(dir, out))
 }
 
 func tool(dir, name string, args ...string) error {

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-const opTypeBool = 20 // the other opcodes are in coopkhr.go and reflect.go
+const opTypeBool = 20 // the other opcodes are in reflect.go
 
 // DeterministicID is the id of shaders/include/det.glsl's DETERMINISTIC,
 // and DriverHalvesID that of shaders/include/texels.glsl's DRIVER_HALVES,
@@ -116,8 +116,8 @@ func reflectNames(b []byte) (names, error) {
 		if deviceSet(c.id) {
 			continue // set by the device, not by launchers (kernels.source)
 		}
-		if c.id >= 16 {
-			return n, fmt.Errorf("specialization constant %s: id %d, the launchers take ids below 16", c.name, c.id)
+		if c.id >= 20 {
+			return n, fmt.Errorf("specialization constant %s: id %d, the launchers take ids below 20", c.name, c.id)
 		}
 		if c.kind == "bool" && c.def != 0 {
 			return n, fmt.Errorf("specialization constant %s: a bool must default to false, so that a zero Go field means the default", c.name)

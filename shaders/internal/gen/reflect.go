@@ -12,6 +12,8 @@ import (
 
 // SPIR-V opcodes, decorations and enums used by the reflector.
 const (
+	opName                  = 5
+	opMemberName            = 6
 	opEntryPoint            = 15
 	opExecutionMode         = 16
 	opTypeInt               = 21
@@ -26,6 +28,8 @@ const (
 	opTypeSampledImage      = 27
 	opConstant              = 43
 	opConstantComposite     = 44
+	opSpecConstantTrue      = 48
+	opSpecConstFalse        = 49
 	opSpecConstant          = 50
 	opSpecConstantComposite = 51
 	opVariable              = 59

@@ -36,8 +36,8 @@ const maxLocalSize = 256
 // cheaply: launchers build one on every dispatch.
 type key struct {
 	op   string
-	spec [16]uint32
-	set  uint16 // which constants are given
+	spec [20]uint32
+	set  uint32 // which constants are given
 }
 
 // put gives constant id the value v; zero leaves the shader's default.
