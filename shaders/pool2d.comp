@@ -21,6 +21,16 @@ layout(set = 0, binding = 2) writeonly buffer Idx { uint idx[]; };
 DEFINE_LOADS(x, x, IN0_DT)
 DEFINE_STORE(d, d, OUT_DT)
 
+// order_key orders floats as integers, -0 equal to +0: max pooling
+// compares keys, not floats, since a driver that flushes fp32 subnormals
+// (Mesa 26's lavapipe) compares bf16's subnormals as zero, and the window's
+// maximum would be its first element instead (the texel form's key16 is
+// exact too).
+int order_key(float v) {
+    uint u = floatBitsToUint(v);
+    return (u & 0x80000000u) != 0u ? -int(u & 0x7FFFFFFFu) : int(u);
+}
+
 float elem(uint e) {
     uvec3 at_ = plane_pixel(e, p.ho, p.wo);
     uint plane = at_.x, oh = at_.y, ow = at_.z;
@@ -29,14 +39,17 @@ float elem(uint e) {
     uint base = plane * p.h * p.w;
     if (MODE == POOL_MAX) {
         float m = uintBitsToFloat(0xFF800000u); // -inf
+        int km = order_key(m);
         uint at = uint(hr.x) * p.w + uint(wr.x);
         for (int i = hr.x; i < hr.y; i++) {
             for (int j = wr.x; j < wr.y; j++) {
                 uint q = uint(i) * p.w + uint(j);
                 float v = x_at(base + q);
                 if (DETERMINISTIC) v = det_ftz(v); // SwiftShader compares subnormals as zero
-                if (v > m || is_nan(v)) {
+                int kv = order_key(v);
+                if (kv > km || is_nan(v)) {
                     m = v;
+                    km = kv;
                     at = q;
                     if (is_nan(v)) { i = hr.y; break; }
                 }
