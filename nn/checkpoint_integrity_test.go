@@ -294,7 +294,7 @@ func TestCheckpointTwoWriters(t *testing.T) {
 	var cmds []*exec.Cmd
 	var outs []*strings.Builder
 	for range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpointWriterProcess$")
+		cmd := devtest.Self("-test.run=^TestCheckpointWriterProcess$")
 		cmd.Env = append(os.Environ(), "NN_TEST_CKPT_WRITER="+dir)
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out

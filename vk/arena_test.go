@@ -3,6 +3,8 @@
 package vk_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -46,7 +48,20 @@ func TestArenaRewinds(t *testing.T) {
 	if off != 0 {
 		t.Errorf("%d slots turned their command arena off: the driver kept memory of a recording past its pool's reset", off)
 	}
-	if d.Info().DriverName == "llvmpipe" && (pieces == 0 || rewinds == 0) {
+	// Mesa 22.3's lavapipe takes its recordings' memory from the pool's
+	// allocator, which the arena serves; Mesa 26's records without it (0
+	// pieces), so there the arena only rewinds.
+	if d.Info().DriverName == "llvmpipe" && mesaMajor(d.Info().DriverInfo) < 26 && (pieces == 0 || rewinds == 0) {
 		t.Errorf("lavapipe: %d pieces from the command arenas and %d rewinds, want both above 0", pieces, rewinds)
 	}
+}
+
+// mesaMajor is the major version in a Mesa driver's info ("Mesa 22.3.6"),
+// 0 if none.
+func mesaMajor(info string) int {
+	var major int
+	if i := strings.Index(info, "Mesa "); i >= 0 {
+		fmt.Sscanf(info[i+len("Mesa "):], "%d", &major)
+	}
+	return major
 }

@@ -5,6 +5,7 @@ package devtest
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -47,4 +48,16 @@ func CheckValidation(t testing.TB) {
 	if msgs := vk.ValidationMessages(); len(msgs) > 0 {
 		t.Errorf("validation layer reported %d messages:\n%s", len(msgs), strings.Join(msgs, "\n"))
 	}
+}
+
+// Self returns a command that runs this test binary again with args, the
+// way this one was started: a binary run through another loader
+// (scripts/install-lavapipe-current.sh's wrapper, which names itself in
+// LAVAPIPE_CURRENT_RUN) runs through it again, or its child would find no
+// driver.
+func Self(args ...string) *exec.Cmd {
+	if run := os.Getenv("LAVAPIPE_CURRENT_RUN"); run != "" {
+		return exec.Command(run, append([]string{os.Args[0]}, args...)...)
+	}
+	return exec.Command(os.Args[0], args...)
 }
