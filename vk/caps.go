@@ -156,6 +156,22 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 	}
 	info.CooperativeMatrixUsable = coopUsable(c)
 	info.CooperativeMatrixBF16Usable = info.CooperativeMatrixUsable && c.coopmat_bf16_n > 0 && c.bf16_type != 0 && c.bf16_coopmat != 0
+	if c.has_cm2_ext != 0 {
+		f := uint32(c.cm2_features)
+		cm2 := &CoopMat2{
+			WorkgroupScope: f&C.VKAMP_CM2_WORKGROUP_SCOPE != 0, FlexibleDimensions: f&C.VKAMP_CM2_FLEXIBLE_DIMENSIONS != 0,
+			Reductions: f&C.VKAMP_CM2_REDUCTIONS != 0, Conversions: f&C.VKAMP_CM2_CONVERSIONS != 0,
+			PerElementOperations: f&C.VKAMP_CM2_PER_ELEMENT != 0, TensorAddressing: f&C.VKAMP_CM2_TENSOR_ADDRESSING != 0,
+			BlockLoads: f&C.VKAMP_CM2_BLOCK_LOADS != 0, MaxDimension: uint32(c.cm2_max_dimension),
+			WorkgroupMaxSize: uint32(c.cm2_workgroup_max), ReservedSharedMemory: uint32(c.cm2_reserved_shared),
+		}
+		for i := range int(c.cm2_flex_n) {
+			g := c.cm2_flex[i]
+			cm2.Flexible = append(cm2.Flexible, CoopMat2Granularity{M: uint32(g[0]), N: uint32(g[1]), K: uint32(g[2]),
+				Workgroup: uint32(g[3]) == scopeWorkgroup, Invocations: uint32(g[4])})
+		}
+		info.CooperativeMatrix2 = cm2
+	}
 	info.MemoryBudget = c.has_memory_budget_ext != 0
 	info.PushDescriptors = c.has_push_descriptor_ext != 0
 	info.DeviceUUID = fmt.Sprintf("%x", C.GoBytes(unsafe.Pointer(&c.device_uuid[0]), 16))
@@ -179,6 +195,13 @@ func coopUsable(c *C.vkamp_caps) bool {
 	return c.has_coopmat_ext != 0 && c.coopmat_f16_n != 0 && c.coopmat_feature != 0 &&
 		c.has_vmm_ext != 0 && c.vmm != 0 && c.storage_buffer_16bit != 0 && c.shader_float16 != 0
 }
+
+// scopeWorkgroup is VK_SCOPE_WORKGROUP_KHR.
+const scopeWorkgroup = 2
+
+// cm2Bits are the VK_NV_cooperative_matrix2 features Open enables: every one
+// the device lists, when it enables cooperative matrices.
+func cm2Bits(c *C.vkamp_caps) uint32 { return uint32(c.cm2_features) }
 
 func cstr(b []byte) string {
 	for i, c := range b {

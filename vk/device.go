@@ -128,6 +128,7 @@ func Open(opts Options) (*Device, error) {
 	if tier < TierFP16 { // the kernels' fp16 matrices need shaderFloat16
 		info.CooperativeMatrixUsable = false
 		info.CooperativeMatrixBF16Usable = false
+		info.CooperativeMatrix2 = nil
 	}
 	d := &Device{
 		info:         info,
@@ -163,14 +164,15 @@ func Open(opts Options) (*Device, error) {
 	}
 	r := C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &caps,
 		cbool(tier >= TierStorage16), cbool(tier >= TierFP16), cbool(info.CooperativeMatrixUsable),
-		cbool(info.CooperativeMatrixBF16Usable), &d.dev, &d.queue)
+		cbool(info.CooperativeMatrixBF16Usable), C.uint32_t(cm2Bits(&caps)), &d.dev, &d.queue)
 	if r != C.VK_SUCCESS && info.CooperativeMatrixUsable {
 		// A driver that lists the features but will not enable them: run
 		// without cooperative matrices rather than not at all.
 		d.info.CooperativeMatrixUsable = false
 		d.info.CooperativeMatrixBF16Usable = false
+		d.info.CooperativeMatrix2 = nil
 		r = C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &caps,
-			cbool(tier >= TierStorage16), cbool(tier >= TierFP16), 0, 0, &d.dev, &d.queue)
+			cbool(tier >= TierStorage16), cbool(tier >= TierFP16), 0, 0, 0, &d.dev, &d.queue)
 	}
 	if err := check(int32(r), "create device %s", info.Name); err != nil {
 		return nil, err

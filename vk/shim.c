@@ -45,6 +45,32 @@ typedef struct {
 	VkBool32 shaderBFloat16CooperativeMatrix;
 } vkamp_bf16_features;
 
+// VK_NV_cooperative_matrix2 (extension 594) came after Debian 12's headers too.
+#define VKAMP_STYPE_CM2_FEATURES ((VkStructureType)1000593000)
+#define VKAMP_STYPE_CM2_PROPS ((VkStructureType)1000593001)
+#define VKAMP_STYPE_CM2_FLEX ((VkStructureType)1000593002)
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	VkBool32 workgroupScope, flexibleDimensions, reductions, conversions, perElementOperations,
+		tensorAddressing, blockLoads;
+} vkamp_cm2_features;
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	uint32_t workgroupScopeMaxWorkgroupSize, flexibleDimensionsMaxDimension, workgroupScopeReservedSharedMemory;
+} vkamp_cm2_props;
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	uint32_t MGranularity, NGranularity, KGranularity;
+	uint32_t AType, BType, CType, ResultType; // VkComponentTypeKHR
+	VkBool32 saturatingAccumulation;
+	uint32_t scope; // VkScopeKHR
+	uint32_t workgroupInvocations;
+} vkamp_cm2_flex;
+typedef VkResult (VKAPI_PTR *vkamp_cm2_flex_fn)(VkPhysicalDevice, uint32_t *, vkamp_cm2_flex *);
+
 extern void vkampDebugMessage(int severity, char *msg);
 
 static void *lib;
@@ -73,6 +99,7 @@ FUNCS(DECLARE)
 static PFN_vkCreateDebugUtilsMessengerEXT p_vkCreateDebugUtilsMessengerEXT;
 static PFN_vkDestroyDebugUtilsMessengerEXT p_vkDestroyDebugUtilsMessengerEXT;
 static PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR p_coopmat_props;
+static vkamp_cm2_flex_fn p_cm2_flex;
 static PFN_vkCmdPushDescriptorSetKHR p_vkCmdPushDescriptorSetKHR;
 static VkDebugUtilsMessengerEXT messenger;
 
@@ -135,6 +162,7 @@ VkResult vkamp_create_instance(int validation, int sync_validation, VkInstance *
 	}
 	p_coopmat_props = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)gipa(*out,
 		"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+	p_cm2_flex = (vkamp_cm2_flex_fn)gipa(*out, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
 	p_vkCmdPushDescriptorSetKHR = (PFN_vkCmdPushDescriptorSetKHR)gipa(*out, "vkCmdPushDescriptorSetKHR");
 	if (validation) {
 		p_vkCreateDebugUtilsMessengerEXT = (PFN_vkCreateDebugUtilsMessengerEXT)gipa(*out, "vkCreateDebugUtilsMessengerEXT");
@@ -157,6 +185,8 @@ static int has_ext(VkExtensionProperties *e, uint32_t n, const char *name) {
 	return 0;
 }
 
+static void vkamp_query_cm2_flex(VkPhysicalDevice pd, vkamp_caps *c);
+
 void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	(void)inst;
 	memset(c, 0, sizeof *c);
@@ -170,6 +200,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->has_driver_props_ext = has_ext(e, n, "VK_KHR_driver_properties");
 	c->has_coopmat_ext = has_ext(e, n, "VK_KHR_cooperative_matrix");
 	c->has_bf16_ext = has_ext(e, n, "VK_KHR_shader_bfloat16");
+	c->has_cm2_ext = has_ext(e, n, "VK_NV_cooperative_matrix2");
 	c->has_vmm_ext = has_ext(e, n, "VK_KHR_vulkan_memory_model");
 	c->has_subgroup_size_control_ext = has_ext(e, n, "VK_EXT_subgroup_size_control");
 	c->has_memory_budget_ext = has_ext(e, n, "VK_EXT_memory_budget");
@@ -190,7 +221,12 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	void **tail = &ids.pNext;
 	if (c->has_driver_props_ext) { *tail = &drv; tail = &drv.pNext; }
 	if (c->has_float_controls_ext) { *tail = &fc; tail = &fc.pNext; }
+	vkamp_cm2_props cm2p = {VKAMP_STYPE_CM2_PROPS};
+	if (c->has_cm2_ext) { *tail = &cm2p; tail = &cm2p.pNext; }
 	p_vkGetPhysicalDeviceProperties2(pd, &p2);
+	c->cm2_max_dimension = cm2p.flexibleDimensionsMaxDimension;
+	c->cm2_workgroup_max = cm2p.workgroupScopeMaxWorkgroupSize;
+	c->cm2_reserved_shared = cm2p.workgroupScopeReservedSharedMemory;
 	c->api_version = p2.properties.apiVersion;
 	c->subgroup_size = sg.subgroupSize;
 	c->subgroup_stages = sg.supportedStages;
@@ -220,7 +256,15 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	if (c->has_vmm_ext) { *ftail = &vmm; ftail = &vmm.pNext; }
 	if (c->has_coopmat_ext) { *ftail = &cm; ftail = &cm.pNext; }
 	if (c->has_bf16_ext) { *ftail = &bf; ftail = &bf.pNext; }
+	vkamp_cm2_features cm2 = {VKAMP_STYPE_CM2_FEATURES};
+	if (c->has_cm2_ext) { *ftail = &cm2; ftail = &cm2.pNext; }
 	p_vkGetPhysicalDeviceFeatures2(pd, &f2);
+	if (c->has_cm2_ext) {
+		c->cm2_features = (cm2.workgroupScope ? VKAMP_CM2_WORKGROUP_SCOPE : 0) |
+			(cm2.flexibleDimensions ? VKAMP_CM2_FLEXIBLE_DIMENSIONS : 0) | (cm2.reductions ? VKAMP_CM2_REDUCTIONS : 0) |
+			(cm2.conversions ? VKAMP_CM2_CONVERSIONS : 0) | (cm2.perElementOperations ? VKAMP_CM2_PER_ELEMENT : 0) |
+			(cm2.tensorAddressing ? VKAMP_CM2_TENSOR_ADDRESSING : 0) | (cm2.blockLoads ? VKAMP_CM2_BLOCK_LOADS : 0);
+	}
 	c->bf16_type = c->has_bf16_ext ? bf.shaderBFloat16Type : 0;
 	c->bf16_coopmat = c->has_bf16_ext ? bf.shaderBFloat16CooperativeMatrix : 0;
 	c->vmm = c->has_vmm_ext ? vmm.vulkanMemoryModel : 0;
@@ -253,10 +297,32 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 			free(cp);
 		}
 	}
+	vkamp_query_cm2_flex(pd, c);
+}
+
+// vkamp_query_cm2_flex fills the fp16 x fp16 -> fp32 flexible-dimension
+// granularities of VK_NV_cooperative_matrix2, subgroup scope first.
+static void vkamp_query_cm2_flex(VkPhysicalDevice pd, vkamp_caps *c) {
+	uint32_t k = 0;
+	if (!c->has_cm2_ext || !p_cm2_flex || p_cm2_flex(pd, &k, NULL) != VK_SUCCESS || k == 0) return;
+	vkamp_cm2_flex *fp = calloc(k, sizeof *fp);
+	for (uint32_t i = 0; i < k; i++) fp[i].sType = VKAMP_STYPE_CM2_FLEX;
+	if (p_cm2_flex(pd, &k, fp) == VK_SUCCESS) {
+		for (uint32_t i = 0; i < k && c->cm2_flex_n < VKAMP_MAX_COOP_SHAPES; i++) {
+			if (fp[i].AType != VKAMP_COMPONENT_F16 || fp[i].BType != VKAMP_COMPONENT_F16 ||
+				fp[i].CType != VKAMP_COMPONENT_F32 || fp[i].ResultType != VKAMP_COMPONENT_F32) {
+				continue;
+			}
+			uint32_t *g = c->cm2_flex[c->cm2_flex_n++];
+			g[0] = fp[i].MGranularity; g[1] = fp[i].NGranularity; g[2] = fp[i].KGranularity;
+			g[3] = fp[i].scope; g[4] = fp[i].workgroupInvocations;
+		}
+	}
+	free(fp);
 }
 
 VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_caps *c,
-	int enable16, int enable_f16, int enable_coopmat, int enable_bf16_coopmat, VkDevice *dev, VkQueue *queue) {
+	int enable16, int enable_f16, int enable_coopmat, int enable_bf16_coopmat, uint32_t enable_cm2, VkDevice *dev, VkQueue *queue) {
 	float prio = 1.0f;
 	VkDeviceQueueCreateInfo q = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
 	q.queueFamilyIndex = family;
@@ -299,6 +365,18 @@ VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_c
 		bf.shaderBFloat16CooperativeMatrix = VK_TRUE;
 		*tail = &bf; tail = &bf.pNext;
 		exts[next++] = "VK_KHR_shader_bfloat16";
+	}
+	vkamp_cm2_features cm2 = {VKAMP_STYPE_CM2_FEATURES};
+	if (enable_coopmat && enable_cm2) {
+		cm2.workgroupScope = (enable_cm2 & VKAMP_CM2_WORKGROUP_SCOPE) != 0;
+		cm2.flexibleDimensions = (enable_cm2 & VKAMP_CM2_FLEXIBLE_DIMENSIONS) != 0;
+		cm2.reductions = (enable_cm2 & VKAMP_CM2_REDUCTIONS) != 0;
+		cm2.conversions = (enable_cm2 & VKAMP_CM2_CONVERSIONS) != 0;
+		cm2.perElementOperations = (enable_cm2 & VKAMP_CM2_PER_ELEMENT) != 0;
+		cm2.tensorAddressing = (enable_cm2 & VKAMP_CM2_TENSOR_ADDRESSING) != 0;
+		cm2.blockLoads = (enable_cm2 & VKAMP_CM2_BLOCK_LOADS) != 0;
+		*tail = &cm2; tail = &cm2.pNext;
+		exts[next++] = "VK_NV_cooperative_matrix2";
 	}
 	VkDeviceCreateInfo ci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
 	ci.pNext = &f2;

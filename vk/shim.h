@@ -21,6 +21,13 @@ void vkamp_destroy_instance(VkInstance inst);
 
 #define VKAMP_MAX_COOP_SHAPES 16
 #define VKAMP_MAX_SPEC 32 // specialization constants per pipeline
+#define VKAMP_CM2_WORKGROUP_SCOPE 1
+#define VKAMP_CM2_FLEXIBLE_DIMENSIONS 2
+#define VKAMP_CM2_REDUCTIONS 4
+#define VKAMP_CM2_CONVERSIONS 8
+#define VKAMP_CM2_PER_ELEMENT 16
+#define VKAMP_CM2_TENSOR_ADDRESSING 32
+#define VKAMP_CM2_BLOCK_LOADS 64
 
 // Capabilities read through vkGetPhysicalDeviceFeatures2/Properties2.
 typedef struct {
@@ -40,6 +47,11 @@ typedef struct {
 	uint32_t coopmat_f16_n, coopmat_f16[VKAMP_MAX_COOP_SHAPES][3];
 	uint32_t coopmat_bf16_n, coopmat_bf16[VKAMP_MAX_COOP_SHAPES][3];
 	uint32_t has_bf16_ext, bf16_type, bf16_coopmat; // VK_KHR_shader_bfloat16 and two of its features
+	// VK_NV_cooperative_matrix2: its features (VKAMP_CM2_* bits), limits, and
+	// the fp16 x fp16 -> fp32 flexible dimensions' granularities (M, N, K,
+	// scope, workgroup invocations).
+	uint32_t has_cm2_ext, cm2_features, cm2_max_dimension, cm2_workgroup_max, cm2_reserved_shared;
+	uint32_t cm2_flex_n, cm2_flex[VKAMP_MAX_COOP_SHAPES][5];
 	// What cooperative-matrix shaders also need: the cooperativeMatrix
 	// feature, and the Vulkan memory model (VK_KHR_vulkan_memory_model).
 	uint32_t coopmat_feature, has_vmm_ext, vmm, vmm_device_scope;
@@ -52,9 +64,11 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *caps);
 // enable_coopmat enables VK_KHR_cooperative_matrix and the Vulkan memory
 // model; only pass it when caps says the device has both.
 // enable_bf16_coopmat, with it, enables VK_KHR_shader_bfloat16's bf16 type
-// and bf16 cooperative matrices.
+// and bf16 cooperative matrices, and enable_cm2 (VKAMP_CM2_* bits)
+// VK_NV_cooperative_matrix2 with those features.
 VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_caps *caps,
-	int enable16, int enable_f16, int enable_coopmat, int enable_bf16_coopmat, VkDevice *dev, VkQueue *queue);
+	int enable16, int enable_f16, int enable_coopmat, int enable_bf16_coopmat, uint32_t enable_cm2,
+	VkDevice *dev, VkQueue *queue);
 void vkamp_destroy_device(VkDevice dev);
 VkResult vkamp_device_wait_idle(VkDevice dev);
 

@@ -147,6 +147,9 @@ type Info struct {
 	// and shaderBFloat16CooperativeMatrix, which Open enables too.
 	CooperativeMatrixUsable     bool `json:"cooperative_matrix_usable"`
 	CooperativeMatrixBF16Usable bool `json:"cooperative_matrix_bf16_usable"`
+	// CooperativeMatrix2 is what VK_NV_cooperative_matrix2 offers; Open
+	// enables every feature listed, with cooperative matrices.
+	CooperativeMatrix2 *CoopMat2 `json:"cooperative_matrix2,omitempty"`
 
 	// MemoryBudget is true when the device reports how much memory the
 	// process may use (VK_EXT_memory_budget); allocations are then held to
@@ -329,4 +332,58 @@ func (f *Faults) hit(n, count *int) bool {
 	}
 	*count++
 	return *count == *n
+}
+
+// CoopMat2 is a device's VK_NV_cooperative_matrix2: its features, limits and
+// the fp16 x fp16 -> fp32 granularities of its flexible dimensions.
+type CoopMat2 struct {
+	WorkgroupScope       bool `json:"workgroup_scope"`
+	FlexibleDimensions   bool `json:"flexible_dimensions"`
+	Reductions           bool `json:"reductions"`
+	Conversions          bool `json:"conversions"`
+	PerElementOperations bool `json:"per_element_operations"`
+	TensorAddressing     bool `json:"tensor_addressing"`
+	BlockLoads           bool `json:"block_loads"`
+	// MaxDimension bounds a flexible dimension; WorkgroupMaxSize is the most
+	// invocations of a workgroup-scope kernel, which the driver's own use of
+	// ReservedSharedMemory bytes of shared memory leaves room for.
+	MaxDimension         uint32                `json:"flexible_dimensions_max_dimension"`
+	WorkgroupMaxSize     uint32                `json:"workgroup_scope_max_workgroup_size"`
+	ReservedSharedMemory uint32                `json:"workgroup_scope_reserved_shared_memory"`
+	Flexible             []CoopMat2Granularity `json:"flexible_f16_f32,omitempty"`
+}
+
+// CoopMat2Granularity is one flexible-dimension entry: matrices whose sides
+// are multiples of M, N and K, at subgroup or workgroup scope (workgroups of
+// Invocations invocations).
+type CoopMat2Granularity struct {
+	M           uint32 `json:"m"`
+	N           uint32 `json:"n"`
+	K           uint32 `json:"k"`
+	Workgroup   bool   `json:"workgroup"`
+	Invocations uint32 `json:"invocations,omitempty"`
+}
+
+// Subgroup is the subgroup-scope granularity, if the device lists one.
+func (c *CoopMat2) Subgroup() (CoopMat2Granularity, bool) {
+	if c != nil {
+		for _, g := range c.Flexible {
+			if !g.Workgroup {
+				return g, true
+			}
+		}
+	}
+	return CoopMat2Granularity{}, false
+}
+
+// Workgroup is the workgroup-scope granularity, if the device lists one.
+func (c *CoopMat2) Workgroup() (CoopMat2Granularity, bool) {
+	if c != nil {
+		for _, g := range c.Flexible {
+			if g.Workgroup {
+				return g, true
+			}
+		}
+	}
+	return CoopMat2Granularity{}, false
 }

@@ -92,6 +92,27 @@ func run(w io.Writer, asJSON bool) error {
 			coop += " (usable: matmul_coop)"
 		}
 		row("VK_KHR_cooperative_matrix", coop)
+		if c := info.CooperativeMatrix2; c != nil {
+			var fs []string
+			for _, f := range []struct {
+				name string
+				on   bool
+			}{{"workgroup scope", c.WorkgroupScope}, {"flexible dimensions", c.FlexibleDimensions}, {"reductions", c.Reductions},
+				{"conversions", c.Conversions}, {"per-element operations", c.PerElementOperations},
+				{"tensor addressing", c.TensorAddressing}, {"block loads", c.BlockLoads}} {
+				if f.on {
+					fs = append(fs, f.name)
+				}
+			}
+			for _, g := range c.Flexible {
+				scope := "subgroup"
+				if g.Workgroup {
+					scope = fmt.Sprintf("workgroup of %d", g.Invocations)
+				}
+				fs = append(fs, fmt.Sprintf("f16xf16->f32 %dx%dx%d granules (%s)", g.M, g.N, g.K, scope))
+			}
+			row("VK_NV_cooperative_matrix2", strings.Join(fs, ", "))
+		}
 		tw.Flush()
 	}
 	return nil
