@@ -351,6 +351,14 @@ func mmChooseRule(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) 
 	return g, mmPlanFor(info, kind, g), nil
 }
 
+// MatMulKernelName names the kernel MatMul runs for these operands and
+// options on their device (matmul_coop, matmul_tex, ...), with
+// VKAMP_MATMUL and any tuning applied: for benchmarks and diagnostics.
+func MatMulKernelName(a, b *Tensor, o MatMulOpts) (string, error) {
+	_, pl, err := mmChoose(a.dev.Info(), a, b, mmShapes(a, b, o))
+	return pl.kind.String(), err
+}
+
 // mmTexelMin is the smallest problem, in multiply-adds, that the default
 // rule gives matmul_tex: lavapipe compiles each of its specialisations in
 // one to two seconds, longer than smaller problems take on the generic

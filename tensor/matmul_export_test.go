@@ -4,11 +4,9 @@ import (
 	"github.com/vkamp/vkamp/vk"
 )
 
-// MatMulKernel is the kernel MatMul would run for these operands on d, for
-// tests that check which variant VKAMP_MATMUL selects.
+// MatMulKernel is MatMulKernelName with d, for tests.
 func MatMulKernel(d *vk.Device, a, b *Tensor, o MatMulOpts) (string, error) {
-	_, pl, err := mmChoose(d.Info(), a, b, mmShapes(a, b, o))
-	return pl.kind.String(), err
+	return MatMulKernelName(a, b, o)
 }
 
 // MatMulWideStores reports whether MatMul's epilogue would store these

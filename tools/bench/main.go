@@ -42,6 +42,7 @@ import (
 func main() {
 	device := flag.String("device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
 	sizes := flag.String("sizes", "256,512,1024", "square matmul sizes, comma-separated")
+	paths := flag.String("paths", "1024", "square sizes at which fp16 and bf16 matmuls run on every matmul path the device has (VKAMP_MATMUL forced), comma-separated (empty skips)")
 	thin := flag.String("thin", "8,16,32,64", "M of thin fp16 matmuls (M x 1024 by 1024 x 1024), comma-separated (empty skips)")
 	autotune := flag.Bool("autotune", false, "time every matmul tile for this device, store the fastest in the user's cache directory (used by later runs), and exit")
 	asJSON := flag.Bool("json", false, "print one JSON object per result")
@@ -67,6 +68,11 @@ func main() {
 	ns, err := ints(*sizes, 16384)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -sizes:", err)
+		os.Exit(2)
+	}
+	pathNs, err := ints(*paths, 16384)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -paths:", err)
 		os.Exit(2)
 	}
 	thins, err := ints(*thin, 4096)
@@ -144,6 +150,9 @@ func main() {
 		if !sel.any(matmulNames(ns)) {
 			ns = nil
 		}
+		if !sel.match("matmul-path/") {
+			pathNs = nil
+		}
 		if !sel.any(thinNames(thins)) {
 			thins = nil
 		}
@@ -164,7 +173,7 @@ func main() {
 		err = host(d, *data, *stepN, emit)
 	}
 	if !*stepOnly {
-		err = bench.Run(d, bench.Options{Sizes: ns, Thin: thins, MinTime: *minTime, Elements: *elements, Streams: sel.match, Data: runData}, emit)
+		err = bench.Run(d, bench.Options{Sizes: ns, PathSizes: pathNs, Thin: thins, MinTime: *minTime, Elements: *elements, Streams: sel.match, Data: runData}, emit)
 		if err == nil && runHost {
 			err = host(d, *data, *stepN, emit)
 		}

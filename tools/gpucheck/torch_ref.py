@@ -2,6 +2,7 @@
 sizes tools/bench uses, and the MNIST MLP's AMP training step, as JSON lines
 comparable with tools/bench -json."""
 import json
+import sys
 import time
 
 import torch
@@ -52,6 +53,11 @@ def mlp_step(amp, steps=300, batch=64):
     torch.cuda.synchronize()
     return steps * batch / (time.perf_counter() - t)
 
+
+if sys.argv[1:2] == ["paths"]:  # paths.sh: the matmul paths' reference alone
+    for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+        emit(f"torch/matmul/{name}/4096", matmul(4096, dt), "GFLOP/s", f"cuBLAS {name} in and out")
+    sys.exit(0)
 
 for n in (256, 1024, 2048, 4096):
     emit(f"torch/matmul/float16/{n}", matmul(n, torch.float16), "GFLOP/s", "cuBLAS fp16 in and out")

@@ -6,6 +6,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"gonum.org/v1/gonum/blas"
@@ -43,13 +44,14 @@ func onDevice(d *vk.Device, out []Result) []Result {
 
 // Options choose what to run.
 type Options struct {
-	Sizes    []int                  // square matmul sizes
-	Thin     []int                  // M of thin matmuls (a batch of rows times a square weight)
-	ThinNK   int                    // N and K of the thin matmuls; 0 means 1024
-	MinTime  time.Duration          // per measurement, at least
-	Elements int                    // for the streaming kernels (0 skips them)
-	Streams  func(name string) bool // which streaming kernels to measure beside copy/buffer (nil: all)
-	Data     string                 // MNIST directory, for the training steps ("" skips them)
+	Sizes     []int                  // square matmul sizes
+	PathSizes []int                  // square matmul sizes for each matmul path (MatmulPaths)
+	Thin      []int                  // M of thin matmuls (a batch of rows times a square weight)
+	ThinNK    int                    // N and K of the thin matmuls; 0 means 1024
+	MinTime   time.Duration          // per measurement, at least
+	Elements  int                    // for the streaming kernels (0 skips them)
+	Streams   func(name string) bool // which streaming kernels to measure beside copy/buffer (nil: all)
+	Data      string                 // MNIST directory, for the training steps ("" skips them)
 }
 
 // Run measures everything on d, calling emit for each result as it comes.
@@ -72,6 +74,11 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 			}
 			emit(stamp(Result{Name: fmt.Sprintf("matmul/%s/%d", dt, n), Value: v, Unit: "GFLOP/s",
 				Detail: dt.String() + " in and out, fp32 accumulation", Ratio: v / cpu, Versus: "gonum-f32"}))
+		}
+	}
+	for _, n := range o.PathSizes {
+		if err := MatmulPaths(d, n, o.MinTime, func(r Result) { emit(stamp(r)) }); err != nil {
+			return err
 		}
 	}
 	nk := o.ThinNK
@@ -117,6 +124,55 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 		}
 		for _, x := range r {
 			emit(x)
+		}
+	}
+	return nil
+}
+
+// MatmulKinds are the values of VKAMP_MATMUL, the matmul paths.
+var MatmulKinds = []string{"coop", "shared", "register", "subgroup", "quad", "texel"}
+
+// MatmulPaths measures n^3 fp16 and bf16 products on every matmul path the
+// device runs (VKAMP_MATMUL forced for each, the kernel named in the
+// result), against the default rule's path in the same run:
+// matmul-path/<kernel>/<dtype>/<n>.
+func MatmulPaths(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error {
+	old, had := os.LookupEnv("VKAMP_MATMUL")
+	defer func() {
+		if had {
+			os.Setenv("VKAMP_MATMUL", old)
+		} else {
+			os.Unsetenv("VKAMP_MATMUL")
+		}
+	}()
+	for _, dt := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+		x := tensor.Cast(tensor.FromFloat32(d, ref.Rand(n*n, 1), n, n), dt)
+		defer x.Release()
+		os.Unsetenv("VKAMP_MATMUL")
+		def, err := tensor.MatMulKernelName(x, x, tensor.MatMulOpts{Out: dt})
+		if err != nil {
+			return err
+		}
+		base, err := matmulGFLOPS(d, n, dt, minTime)
+		if err != nil {
+			return err
+		}
+		emit(Result{Name: fmt.Sprintf("matmul-path/default/%s/%d", dt, n), Value: base, Unit: "GFLOP/s",
+			Detail: def + ", the default rule's path"})
+		seen := map[string]bool{def: true}
+		for _, k := range MatmulKinds {
+			os.Setenv("VKAMP_MATMUL", k)
+			kernel, err := tensor.MatMulKernelName(x, x, tensor.MatMulOpts{Out: dt})
+			if err != nil || seen[kernel] { // not on this device, or a path already measured
+				continue
+			}
+			seen[kernel] = true
+			v, err := matmulGFLOPS(d, n, dt, minTime)
+			if err != nil {
+				return fmt.Errorf("VKAMP_MATMUL=%s: %w", k, err)
+			}
+			emit(Result{Name: fmt.Sprintf("matmul-path/%s/%s/%d", kernel, dt, n), Value: v, Unit: "GFLOP/s",
+				Detail: "VKAMP_MATMUL=" + k, Ratio: v / base, Versus: "matmul-path/default"})
 		}
 	}
 	return nil
