@@ -16,7 +16,9 @@
 #
 # Usage: scripts/check-deterministic.sh [-precision ...]   (default: f16 and f32)
 # Environment: SWIFTSHADER (ICD JSON; default /opt/vkamp/swiftshader/vk_swiftshader_icd.json),
-# LAVAPIPE (ICD JSON; default the first lvp_icd.*.json), MODELS (default "mlp cnn gpt"),
+# LAVAPIPE (ICD JSON; default the first lvp_icd.*.json), LAVAPIPE_CURRENT (the run
+# wrapper of scripts/install-lavapipe-current.sh: Mesa 26's lavapipe too; default
+# none), MODELS (default "mlp cnn gpt"),
 # EPOCHS (mlp, default 1), MLP_SAMPLES (default 2048; 0: all), CNN_SAMPLES
 # (default 64), GPT_FUSED (default 1),
 # DETERMINISTIC (default 1: set 0 to see how the default mode differs).
@@ -41,10 +43,11 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/train" ./tools/train
 go build -o "$work/gpt" ./tools/gpt
 
-# name  ICD  VKAMP_TIER
+# name  ICD  VKAMP_TIER  wrapper (- for none: the wrapper sets its own ICD)
 configs=()
-[ -n "$LAVAPIPE" ] && configs+=("lavapipe $LAVAPIPE -" "lavapipe-storage16 $LAVAPIPE storage16" "lavapipe-packed $LAVAPIPE packed")
-[ -f "$SWIFTSHADER" ] && configs+=("swiftshader $SWIFTSHADER -")
+[ -n "$LAVAPIPE" ] && configs+=("lavapipe $LAVAPIPE - -" "lavapipe-storage16 $LAVAPIPE storage16 -" "lavapipe-packed $LAVAPIPE packed -")
+[ -n "${LAVAPIPE_CURRENT:-}" ] && configs+=("lavapipe-mesa26 - - $LAVAPIPE_CURRENT")
+[ -f "$SWIFTSHADER" ] && configs+=("swiftshader $SWIFTSHADER - -")
 [ ${#configs[@]} -gt 0 ] || { echo "no Vulkan driver found" >&2; exit 1; }
 [ -f "$SWIFTSHADER" ] || echo "warning: no SwiftShader at $SWIFTSHADER (scripts/install-swiftshader.sh)" >&2
 
@@ -71,13 +74,14 @@ for r in "${runs[@]}"; do
 	for p in "${precisions[@]}"; do
 		ref=""
 		for c in "${configs[@]}"; do
-			read -r name icd tier <<<"$c"
+			read -r name icd tier wrap <<<"$c"
 			[ "$tier" = - ] && tier=""
+			[ "$wrap" = - ] && wrap=""
 			dir="$work/$model-$p-$name"
 			t0=$SECONDS
 			# shellcheck disable=SC2086 # cmd is words
 			env VK_ICD_FILENAMES="$icd" VK_DRIVER_FILES="$icd" VKAMP_TIER="$tier" VKAMP_DETERMINISTIC="$DETERMINISTIC" \
-				$cmd -precision "$p" -checkpoint "$dir" >"$dir.log" 2>"$dir.err" ||
+				$wrap $cmd -precision "$p" -checkpoint "$dir" >"$dir.log" 2>"$dir.err" ||
 				{ echo "$model $p $name: training failed:"; tail -n 20 "$dir.err"; fail=1; continue; }
 			sum=$(sha256sum "$dir/$(head -n 1 "$dir/LATEST")/model.safetensors" | cut -d' ' -f1)
 			# The losses (and accuracy) of the last report, not its speeds.
