@@ -61,15 +61,18 @@ type MatMulOpts struct {
 // names it, its size and the limit; nothing is allocated or recorded).
 //
 // The kernel depends on the device: GPUs with cooperative matrices
-// (VK_KHR_cooperative_matrix) use them when A and B are fp16; GPUs otherwise
-// stage tiles in shared memory;
+// (VK_KHR_cooperative_matrix) use them when A and B are fp16, or bf16 where
+// the device's take bf16 (any subgroup shape the device lists); GPUs
+// otherwise stage tiles in shared memory;
 // lavapipe reads A and B as texels (when K and the operands' contiguous
 // dimensions are multiples of 8); CPU drivers otherwise use register tiles
 // whose rows are shared across a subgroup with subgroupShuffle, or plain
 // register tiles when shuffles are missing; SwiftShader uses matmul_quad
 // (compile-time tiles, rows shared by quad broadcasts). The environment
-// variable VKAMP_MATMUL=shared, register, subgroup, quad, texel or coop
-// forces one. Tiles follow
+// variable VKAMP_MATMUL=shared, register, subgroup, quad, texel, coop or
+// coopmat2 (VK_NV_cooperative_matrix2: workgroup-scope matrices and tensor
+// loads where the device has them, else its subgroup-scope features) forces
+// one. Tiles follow
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
@@ -342,6 +345,12 @@ func mmChooseRule(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) 
 	}
 	g.aMode = mmMode(a.dtype, kind, g.transA, g.m, g.k)
 	g.bMode = mmMode(b.dtype, kind, !g.transB, g.n, g.k)
+	if kind == mmCoopCM2 {
+		if pl, ok := mmCoopmat2Plan(info, g); ok {
+			return g, pl, nil
+		}
+		kind = mmCoop // an fp32 operand, or a dtype or tile the device's coopmat2 refuses
+	}
 	if kind == mmCoop {
 		if pl, ok := mmCoopPlan(info, g); ok {
 			return g, pl, nil
@@ -395,7 +404,7 @@ func mmMode(d DType, kind mmKind, outerContiguous bool, outer, k int) uint32 {
 		return mmModeF32
 	case d == BFloat16:
 		return mmModeBF16
-	case kind == mmShared, kind == mmTexel, kind == mmCoop: // element by element, or by texel
+	case kind == mmShared, kind == mmTexel, kind == mmCoop, kind == mmCoopCM2: // element by element, or by texel
 		return mmModeF16
 	case outerContiguous && outer%2 == 0, !outerContiguous && k%2 == 0:
 		return mmModeF16x2
@@ -465,6 +474,11 @@ func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 			return 0, false, fmt.Errorf("VKAMP_MATMUL=coop, but %s has no usable cooperative matrices (VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape, at the fp16 tier)", info.Name)
 		}
 		return mmCoop, true, nil
+	case "coopmat2":
+		if c := info.CooperativeMatrix2; !info.CooperativeMatrixUsable || c == nil || !c.PerElementOperations || !c.FlexibleDimensions {
+			return 0, false, fmt.Errorf("VKAMP_MATMUL=coopmat2, but %s has no usable VK_NV_cooperative_matrix2 (flexible dimensions and per-element operations, with cooperative matrices at the fp16 tier)", info.Name)
+		}
+		return mmCoopCM2, true, nil
 	case "quad":
 		if !mmHasQuad(info) {
 			return 0, false, fmt.Errorf("VKAMP_MATMUL=quad, but %s has no subgroup quad operations in compute shaders (or its subgroups are not a multiple of 4 wide)", info.Name)
@@ -476,7 +490,7 @@ func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 		}
 		return mmSubgroup, false, nil
 	default:
-		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want shared, register, subgroup, quad, texel or coop", v)
+		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want shared, register, subgroup, quad, texel, coop or coopmat2", v)
 	}
 	if info.Type != vk.TypeCPU {
 		if info.CooperativeMatrixUsable {

@@ -28,6 +28,17 @@ func CoopPlan(info vk.Info, batch, m, n, k int, transA, transB bool, da, db DTyp
 	return pl.kind.String(), pl.coopSpec(), rows, cols, true
 }
 
+// Coopmat2Plan is CoopPlan for VKAMP_MATMUL=coopmat2's plan: the kernel,
+// its tile (BM, BN, BK), the fragment shape (matmul_cm2) and workgroup size.
+func Coopmat2Plan(info vk.Info, batch, m, n, k int, da, db DType) (kernel string, tile, shape [3]int, wg int, ok bool) {
+	g := mmGeom{batch: batch, m: m, n: n, k: k}
+	g.aMode = mmMode(da, mmCoopCM2, false, m, k)
+	g.bMode = mmMode(db, mmCoopCM2, true, n, k)
+	pl, ok := mmCoopmat2Plan(info, g)
+	t := pl.tile
+	return pl.kind.String(), [3]int{t.BM, t.BN, t.BK}, [3]int{t.CM, t.CN, t.CK}, t.WG, ok
+}
+
 // CoopVariants are the variants MatMulCoop runs: the rule's own plan, each
 // tile forced, and each tile on the emulation (32-wide emulated subgroups,
 // 16x16x16 fragments). MatMulCoop also takes "tile=BMxBNxBK/WMxWN",
@@ -37,8 +48,9 @@ func CoopPlan(info vk.Info, batch, m, n, k int, transA, transB bool, da, db DTyp
 var CoopVariants = []string{"auto", "large", "small", "emu-large", "emu-small"}
 
 // MatMulCoop is MatMul on matmul_coop, matmul_coop_bf16 or matmul_coop_emu
-// with the plan of variant (see CoopVariants). A and B must be both fp16 or
-// both bf16.
+// with the plan of variant (see CoopVariants), or on matmul_cm2 ("cm2",
+// "cm2-tile=.../shape=...") or matmul_cm2_wg ("cm2-wg"). A and B must be
+// both fp16 or both bf16.
 func MatMulCoop(a, b *Tensor, o MatMulOpts, variant string) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
 	defer releaseAll(m.expand())
@@ -114,6 +126,12 @@ func coopVariantPlan(info vk.Info, g mmGeom, variant string) (mmPlan, bool) {
 		}
 	case scan(variant, "tile=%dx%dx%d/%dx%d", &t.BM, &t.BN, &t.BK, &t.WarpsM, &t.WarpsN):
 		return real(t, shapes)
+	case variant == "cm2":
+		return mmCM2Plan(info, g)
+	case variant == "cm2-wg":
+		return mmCM2WGPlan(info, g)
+	case scan(variant, "cm2-tile=%dx%dx%d/%dx%d/shape=%dx%dx%d", &t.BM, &t.BN, &t.BK, &t.WarpsM, &t.WarpsN, &s[0], &s[1], &s[2]):
+		return mmCoopPlanTile(info, g, t, s, mmCoopCM2, sg)
 	case scan(variant, "emu-tile=%dx%dx%d/%dx%d/shape=%dx%dx%d", &t.BM, &t.BN, &t.BK, &t.WarpsM, &t.WarpsN, &s[0], &s[1], &s[2]):
 		return mmCoopPlanTile(info, g, t, s, mmCoopEmu, 32)
 	case scan(variant, "emu-tile=%dx%dx%d/%dx%d", &t.BM, &t.BN, &t.BK, &t.WarpsM, &t.WarpsN):

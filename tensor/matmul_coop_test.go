@@ -263,6 +263,60 @@ func TestMatMulCoopPlan(t *testing.T) {
 	}
 }
 
+// TestMatMulCoopmat2Plan checks VKAMP_MATMUL=coopmat2's plans on devices
+// described by hand: Mesa 26's lavapipe (subgroup scope only, 8x8x8
+// granules, no largest dimension reported), a GPU with every feature, and
+// variations of it.
+func TestMatMulCoopmat2Plan(t *testing.T) {
+	lvp := vk.Info{Name: "llvmpipe", Type: vk.TypeCPU, SubgroupSize: 8, MaxSharedMemory: 32768,
+		MaxWorkgroupSize: [3]uint32{1024, 1024, 1024}, MaxWorkgroupInvocations: 1024, Tier: vk.TierFP16,
+		CooperativeMatrix: true, CooperativeMatrixUsable: true, CooperativeMatrixShapes: [][3]uint32{{8, 8, 8}},
+		CooperativeMatrix2: &vk.CoopMat2{FlexibleDimensions: true, Reductions: true, Conversions: true, PerElementOperations: true,
+			Flexible: []vk.CoopMat2Granularity{{M: 8, N: 8, K: 8}}}}
+	gpu := vk.Info{Name: "a GPU", Type: vk.TypeDiscrete, SubgroupSize: 32, MaxSharedMemory: 49152,
+		MaxWorkgroupSize: [3]uint32{1024, 1024, 64}, MaxWorkgroupInvocations: 1024, Tier: vk.TierFP16,
+		CooperativeMatrix: true, CooperativeMatrixUsable: true, CooperativeMatrixShapes: [][3]uint32{{16, 16, 16}},
+		CooperativeMatrixBF16Usable: true, CooperativeMatrixBF16Shapes: [][3]uint32{{16, 16, 16}},
+		CooperativeMatrix2: &vk.CoopMat2{WorkgroupScope: true, FlexibleDimensions: true, Reductions: true, Conversions: true,
+			PerElementOperations: true, TensorAddressing: true, BlockLoads: true, MaxDimension: 256, WorkgroupMaxSize: 256,
+			Flexible: []vk.CoopMat2Granularity{{M: 16, N: 8, K: 16}, {M: 16, N: 16, K: 16, Workgroup: true, Invocations: 256},
+				{M: 16, N: 16, K: 16, BF16: true, Workgroup: true, Invocations: 256}}}}
+	noWG := gpu
+	cm2 := *gpu.CooperativeMatrix2
+	cm2.TensorAddressing = false
+	noWG.CooperativeMatrix2 = &cm2
+	type want struct {
+		ok          bool
+		kernel      string
+		tile, shape [3]int
+		wg          int
+	}
+	for _, c := range []struct {
+		name    string
+		info    vk.Info
+		m, n, k int
+		da, db  tensor.DType
+		want    want
+	}{
+		{"lavapipe", lvp, 1024, 1024, 1024, mmF16, mmF16, want{true, "matmul_cm2", [3]int{64, 64, 32}, [3]int{8, 8, 8}, 32}},
+		{"lavapipe bf16", lvp, 1024, 1024, 1024, mmBF16, mmBF16, want{}},
+		{"gpu 4096", gpu, 4096, 4096, 4096, mmF16, mmF16, want{true, "matmul_cm2_wg", [3]int{128, 128, 32}, [3]int{}, 256}},
+		{"gpu small", gpu, 100, 70, 33, mmF16, mmF16, want{true, "matmul_cm2_wg", [3]int{64, 64, 32}, [3]int{}, 256}},
+		{"gpu bf16", gpu, 4096, 4096, 4096, mmBF16, mmBF16, want{true, "matmul_cm2_wg_bf16", [3]int{128, 128, 32}, [3]int{}, 256}},
+		{"gpu fp32", gpu, 4096, 4096, 4096, mmF32, mmF32, want{}},
+		{"no tensor addressing", noWG, 4096, 4096, 4096, mmF16, mmF16, want{true, "matmul_cm2", [3]int{128, 128, 32}, [3]int{64, 32, 32}, 256}},
+	} {
+		kernel, tile, shape, wg, ok := tensor.Coopmat2Plan(c.info, 1, c.m, c.n, c.k, c.da, c.db)
+		got := want{ok: ok}
+		if ok {
+			got = want{true, kernel, tile, shape, wg}
+		}
+		if got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
 // mmCoopTiles are the tiles TestMatMulCoopSpeed times beside the rule's:
 // for choosing the rule's tiles on a new device.
 var mmCoopTiles = []string{"tile=128x128x32/4x2", "tile=128x64x32/2x2", "tile=64x128x32/2x2",
@@ -379,4 +433,46 @@ func mmCoopSpeed(t *testing.T, d *vk.Device, n int, variants []string) {
 		t.Logf("fp16 %d^3 %-20s device %s; wall %7.2f TFLOP/s over %d", n, name, dev,
 			flop*float64(iters)/el.Seconds()/1e12, iters)
 	}
+}
+
+// TestMatMulCoopmat2 checks the matmuls on VK_NV_cooperative_matrix2 against
+// the float64 reference: matmul_cm2 (subgroup scope: flexible dimensions,
+// per-element operations) with the rule's plan and forced fragment shapes,
+// matmul_cm2_wg (workgroup scope, tensor addressing) where the device has
+// it, then MatMul with VKAMP_MATMUL=coopmat2.
+func TestMatMulCoopmat2(t *testing.T) {
+	d := devtest.Open(t)
+	info := d.Info()
+	c := info.CooperativeMatrix2
+	if _, ok := c.Subgroup(); !ok || !info.CooperativeMatrixUsable || !c.FlexibleDimensions || !c.PerElementOperations {
+		t.Skipf("feature not available, matmul_cm2 not tested: %s, VK_NV_cooperative_matrix2 %+v", mmCoopWhy(d), c)
+	}
+	// CPU drivers compile each specialisation for seconds: the short list.
+	short := testing.Short() || info.Type == vk.TypeCPU
+	// Fragments larger than the granularity: lavapipe reports no largest
+	// flexible dimension, so the rule keeps to its 8x8x8 there.
+	for _, v := range []string{"cm2", "cm2-tile=64x64x32/2x2/shape=16x16x8", "cm2-tile=64x64x16/2x2/shape=32x32x16"} {
+		t.Run(v, func(t *testing.T) { mmCoopRunAll(t, d, mmCoopCases(short), mmCoopVariant(v)) })
+	}
+	t.Run("workgroup", func(t *testing.T) {
+		if _, ok := c.Workgroup(false); !ok || !c.WorkgroupScope || !c.TensorAddressing {
+			t.Skipf("feature not available, matmul_cm2_wg not run: VK_NV_cooperative_matrix2 %+v", c)
+		}
+		mmCoopRunAll(t, d, mmCoopCases(short), mmCoopVariant("cm2-wg"))
+		if _, ok := c.Workgroup(true); ok && info.CooperativeMatrixBF16Usable {
+			mmCoopRunAll(t, d, mmCoopBF16Cases(short), mmCoopVariant("cm2-wg"))
+		}
+	})
+	t.Run("MatMul", func(t *testing.T) {
+		a := mmUpload(t, d, make([]float32, 64*64), mmF16, 64, 64)
+		t.Setenv("VKAMP_MATMUL", "coopmat2")
+		want := "matmul_cm2"
+		if _, ok := c.Workgroup(false); ok && c.WorkgroupScope && c.TensorAddressing {
+			want = "matmul_cm2_wg"
+		}
+		if k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{}); err != nil || k != want {
+			t.Fatalf("VKAMP_MATMUL=coopmat2: fp16 runs %q (%v), want %s", k, err, want)
+		}
+		mmCoopRunAll(t, d, mmCoopCases(true)[:4], tensor.MatMul)
+	})
 }

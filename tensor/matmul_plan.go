@@ -22,12 +22,16 @@ const (
 	mmCoopEmu                // matmul_coop_emu: matmul_coop emulated, for tests; never chosen
 	mmQuad                   // matmul_quad: compile-time tiles, A shared by quad broadcasts, for SwiftShader
 	mmCoopBF16               // matmul_coop_bf16: matmul_coop for bf16 A and B
+	mmCoopCM2                // matmul_cm2: matmul_coop on VK_NV_cooperative_matrix2's subgroup-scope features
+	mmCoopCM2WG              // matmul_cm2_wg: workgroup-scope cooperative matrices, tensor-addressed loads
+	mmCoopCM2WGBF16          // matmul_cm2_wg_bf16: matmul_cm2_wg for bf16 A and B
 )
 
 var mmKernelNames = [...]string{
 	mmShared: "matmul_shared", mmRegister: "matmul_reg", mmSubgroup: "matmul_sg",
 	mmTexel: "matmul_tex", mmCoop: "matmul_coop", mmCoopEmu: "matmul_coop_emu",
-	mmQuad: "matmul_quad", mmCoopBF16: "matmul_coop_bf16",
+	mmQuad: "matmul_quad", mmCoopBF16: "matmul_coop_bf16", mmCoopCM2: "matmul_cm2",
+	mmCoopCM2WG: "matmul_cm2_wg", mmCoopCM2WGBF16: "matmul_cm2_wg_bf16",
 }
 
 // String is the kernel's name, the .comp file's base name.
@@ -77,7 +81,7 @@ func (pl mmPlan) loops(k int) int {
 		return ceilDiv(k, 8) + t.TM
 	case mmShared:
 		return ceilDiv(k, t.BK)*(1+ceilDiv(t.BM*t.BK, t.WG)+ceilDiv(t.BK*t.BN, t.WG)) + t.TM
-	case mmCoop, mmCoopBF16, mmCoopEmu:
+	case mmCoop, mmCoopBF16, mmCoopCM2, mmCoopCM2WG, mmCoopCM2WGBF16, mmCoopEmu:
 		return ceilDiv(k, t.BK) + t.TM
 	case mmQuad:
 		return ceilDiv(k, 4) + 4 + mmQuadTM*mmQuadTN // the k loop, its tail, the epilogue's loop
@@ -152,6 +156,12 @@ func (pl mmPlan) coopSpec() kernels.MatmulCoopSpec {
 		Cm: u32(t.CM), Cn: u32(t.CN), Ck: u32(t.CK)}
 }
 
+func (pl mmPlan) cm2wgSpec() kernels.MatmulCm2WgSpec {
+	t := pl.tile
+	return kernels.MatmulCm2WgSpec{LocalSizeX: u32(t.WG), TM: 1, TN: 1, TransA: pl.transA, TransB: pl.transB,
+		BM: u32(t.BM), BN: u32(t.BN), BK: u32(t.BK)}
+}
+
 func (pl mmPlan) coopEmuSpec() kernels.MatmulCoopEmuSpec {
 	s := pl.coopSpec()
 	return kernels.MatmulCoopEmuSpec{LocalSizeX: s.LocalSizeX, TM: s.TM, TN: s.TN, KK: s.KK,
@@ -181,6 +191,15 @@ func (pl mmPlan) record(d *vk.Device, groups [3]uint32, p kernels.MatmulPush, b 
 	case mmCoopBF16:
 		return kernels.MatmulCoopBf16(d, groups, kernels.MatmulCoopBf16Spec(pl.coopSpec()), p,
 			kernels.MatmulCoopBf16Bind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmCoopCM2:
+		return kernels.MatmulCm2(d, groups, kernels.MatmulCm2Spec(pl.coopSpec()), p,
+			kernels.MatmulCm2Bind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmCoopCM2WG:
+		return kernels.MatmulCm2Wg(d, groups, pl.cm2wgSpec(), p,
+			kernels.MatmulCm2WgBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
+	case mmCoopCM2WGBF16:
+		return kernels.MatmulCm2WgBf16(d, groups, kernels.MatmulCm2WgBf16Spec(pl.cm2wgSpec()), p,
+			kernels.MatmulCm2WgBf16Bind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out})
 	case mmQuad:
 		s, bind := kernels.MatmulQuadSpec{LocalSizeX: u32(pl.tile.WG), Dyn: true},
 			kernels.MatmulQuadBind{BufA: b.a, BufB: b.b, BufC: b.c, BufBias: b.bias, BufOut: b.out}

@@ -20,6 +20,7 @@ type driverInfo struct {
 	queueFamily   uint32
 	unifiedMemory bool
 	caps          C.vkamp_caps
+	api           uint32 // the Vulkan version it runs at: its own, at most the instance's
 }
 
 // Devices lists every Vulkan device the loader reports, in the loader's order.
@@ -99,7 +100,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 		MaxPushConstantsSize:     lim.MaxPushConstantsSize,
 		Timestamps:               lim.TimestampComputeAndGraphics == vulkan.True && tsBits > 0,
 		TimestampPeriod:          lim.TimestampPeriod,
-		drv:                      &driverInfo{physical: C.VkPhysicalDevice(unsafe.Pointer(pd)), queueFamily: uint32(family)},
+		drv:                      &driverInfo{physical: C.VkPhysicalDevice(unsafe.Pointer(pd)), queueFamily: uint32(family), api: min(props.ApiVersion, uint32(C.vkamp_instance_api()))},
 	}
 	if info.Type < TypeOther || info.Type > TypeCPU {
 		info.Type = TypeOther
@@ -168,7 +169,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 		for i := range int(c.cm2_flex_n) {
 			g := c.cm2_flex[i]
 			cm2.Flexible = append(cm2.Flexible, CoopMat2Granularity{M: uint32(g[0]), N: uint32(g[1]), K: uint32(g[2]),
-				Workgroup: uint32(g[3]) == scopeWorkgroup, Invocations: uint32(g[4])})
+				Workgroup: uint32(g[3]) == scopeWorkgroup, Invocations: uint32(g[4]), BF16: g[5] != 0})
 		}
 		info.CooperativeMatrix2 = cm2
 	}

@@ -18,7 +18,7 @@ import (
 var envVars = map[string]string{ // name: the values it accepts
 	"VKAMP_DEVICE":             "a device index or part of a device's name",
 	"VKAMP_TIER":               "packed, storage16 or fp16",
-	"VKAMP_MATMUL":             "shared, register, subgroup, quad, texel or coop",
+	"VKAMP_MATMUL":             "shared, register, subgroup, quad, texel, coop or coopmat2",
 	"VKAMP_TUNE":               `"off" or empty`,
 	"VKAMP_TUNE_DIR":           "a directory",
 	"VKAMP_VALIDATION":         boolValues,
@@ -29,7 +29,7 @@ var envVars = map[string]string{ // name: the values it accepts
 const boolValues = "1, 0, true, false, yes, no, on or off"
 
 // matmulKinds are VKAMP_MATMUL's values, as tensor's mmKindFor takes them.
-var matmulKinds = []string{"shared", "register", "subgroup", "quad", "texel", "coop"}
+var matmulKinds = []string{"shared", "register", "subgroup", "quad", "texel", "coop", "coopmat2"}
 
 func envError(name, value, format string, args ...any) error {
 	return fmt.Errorf("%w: %s=%q: %s", ErrEnvironment, name, value, fmt.Sprintf(format, args...))
@@ -113,6 +113,10 @@ func matmulMissing(info *Info, kind string) string {
 	case "coop":
 		if !info.CooperativeMatrixUsable {
 			return info.Name + " has no usable cooperative matrices (VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape, at the fp16 tier)"
+		}
+	case "coopmat2":
+		if c := info.CooperativeMatrix2; !info.CooperativeMatrixUsable || c == nil || !c.PerElementOperations || !c.FlexibleDimensions {
+			return info.Name + " has no usable VK_NV_cooperative_matrix2 (flexible dimensions and per-element operations, with cooperative matrices at the fp16 tier)"
 		}
 	case "texel":
 		if strings.Contains(info.DriverName, "SwiftShader") {

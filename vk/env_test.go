@@ -32,11 +32,12 @@ func TestOpenChecksEnv(t *testing.T) {
 		want        []string // in the error, beyond NAME="value"
 		skip        string   // why the case does not apply to this device
 	}{
-		{name: "VKAMP_MATMUL", value: "bogus", fail: true, want: []string{"shared, register, subgroup, quad, texel or coop"}},
-		{name: "VKAMP_MATMUL", value: "COOP", fail: true, want: []string{"shared, register, subgroup, quad, texel or coop"}},
+		{name: "VKAMP_MATMUL", value: "bogus", fail: true, want: []string{"shared, register, subgroup, quad, texel, coop or coopmat2"}},
+		{name: "VKAMP_MATMUL", value: "COOP", fail: true, want: []string{"shared, register, subgroup, quad, texel, coop or coopmat2"}},
 		{name: "VKAMP_MATMUL", value: "shared"},
 		{name: "VKAMP_MATMUL", value: "register"},
 		{name: "VKAMP_MATMUL", value: "coop", fail: !info.CooperativeMatrixUsable, want: []string{info.Name, "cooperative matri"}},
+		{name: "VKAMP_MATMUL", value: "coopmat2", fail: info.CooperativeMatrix2 == nil || !info.CooperativeMatrixUsable, want: []string{info.Name, "VK_NV_cooperative_matrix2"}},
 		{name: "VKAMP_MATMUL", value: "texel", fail: swiftShader, want: []string{"SwiftShader"}},
 		{name: "VKAMP_MATMUL", value: "subgroup", fail: !shuffle, want: []string{"shuffle"}},
 		{name: "VKAMP_TIER", value: "bogus", fail: true, want: []string{"packed, storage16 or fp16"}},

@@ -85,6 +85,10 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 		return nil, fmt.Errorf("vk: kernel %s: %w: push constant size %d (device allows %d, vkamp %d)",
 			src.Name, ErrInvalidArgument, src.PushSize, d.info.MaxPushConstantsSize, maxPush)
 	}
+	if v := spirvVersion(src.SPIRV); v > 0x10300 && d.info.drv.api < apiVersionFor(v) {
+		return nil, fmt.Errorf("vk: kernel %s: %w: SPIR-V %d.%d needs Vulkan %s; %s runs %s", src.Name, ErrFeatureMissing,
+			v>>16, v>>8&0xFF, apiName(apiVersionFor(v)), d.info.Name, d.info.APIVersion)
+	}
 	if len(src.Spec) > maxSpec {
 		return nil, fmt.Errorf("vk: kernel %s: %w: %d specialization constants, at most %d", src.Name, ErrInvalidArgument, len(src.Spec), maxSpec)
 	}
@@ -124,6 +128,25 @@ func (d *Device) kernel(key string, src KernelSource) (*Kernel, error) {
 	d.stats.Pipelines++
 	return k, nil
 }
+
+// spirvVersion is a module's SPIR-V version word (0x00010300 for 1.3).
+func spirvVersion(b []byte) uint32 {
+	if len(b) < 8 {
+		return 0
+	}
+	return uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24
+}
+
+// apiVersionFor is the Vulkan version that takes SPIR-V version v: 1.4
+// and 1.5 came with Vulkan 1.2, 1.6 with 1.3.
+func apiVersionFor(v uint32) uint32 {
+	if v >= 0x10600 {
+		return 1<<22 | 3<<12
+	}
+	return 1<<22 | 2<<12
+}
+
+func apiName(v uint32) string { return fmt.Sprintf("%d.%d", v>>22, v>>12&0x3FF) }
 
 func isSPIRV(b []byte) bool {
 	return len(b) >= 20 && b[0] == 0x03 && b[1] == 0x02 && b[2] == 0x23 && b[3] == 0x07

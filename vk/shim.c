@@ -122,13 +122,23 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(VkDebugUtilsMessageSeverityFlagBi
 	return VK_FALSE;
 }
 
+static uint32_t instance_api = VK_API_VERSION_1_1;
+uint32_t vkamp_instance_api(void) { return instance_api; }
+
 VkResult vkamp_create_instance(int validation, int sync_validation, VkInstance *out) {
 	PFN_vkCreateInstance create = (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance");
 	if (!create) return VK_ERROR_INITIALIZATION_FAILED;
 	VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
 	app.pApplicationName = "vkamp";
 	app.pEngineName = "vkamp";
+	// Vulkan 1.3 where the loader has it, so that a 1.3 device takes SPIR-V
+	// 1.6 (the cooperative_matrix2 kernels); each device still runs at its
+	// own version, and vkamp asks nothing of 1.2 or 1.3 otherwise.
 	app.apiVersion = VK_API_VERSION_1_1;
+	PFN_vkEnumerateInstanceVersion version = (PFN_vkEnumerateInstanceVersion)gipa(NULL, "vkEnumerateInstanceVersion");
+	uint32_t loader = 0;
+	if (version && version(&loader) == VK_SUCCESS && loader >= VK_API_VERSION_1_3) app.apiVersion = VK_API_VERSION_1_3;
+	instance_api = app.apiVersion;
 	const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
 	const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
 	VkDebugUtilsMessengerCreateInfoEXT dbg = {VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
@@ -300,8 +310,8 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	vkamp_query_cm2_flex(pd, c);
 }
 
-// vkamp_query_cm2_flex fills the fp16 x fp16 -> fp32 flexible-dimension
-// granularities of VK_NV_cooperative_matrix2, subgroup scope first.
+// vkamp_query_cm2_flex fills the fp16 and bf16 (x the same -> fp32)
+// flexible-dimension granularities of VK_NV_cooperative_matrix2.
 static void vkamp_query_cm2_flex(VkPhysicalDevice pd, vkamp_caps *c) {
 	uint32_t k = 0;
 	if (!c->has_cm2_ext || !p_cm2_flex || p_cm2_flex(pd, &k, NULL) != VK_SUCCESS || k == 0) return;
@@ -309,13 +319,14 @@ static void vkamp_query_cm2_flex(VkPhysicalDevice pd, vkamp_caps *c) {
 	for (uint32_t i = 0; i < k; i++) fp[i].sType = VKAMP_STYPE_CM2_FLEX;
 	if (p_cm2_flex(pd, &k, fp) == VK_SUCCESS) {
 		for (uint32_t i = 0; i < k && c->cm2_flex_n < VKAMP_MAX_COOP_SHAPES; i++) {
-			if (fp[i].AType != VKAMP_COMPONENT_F16 || fp[i].BType != VKAMP_COMPONENT_F16 ||
+			uint32_t a = fp[i].AType;
+			if (a != fp[i].BType || (a != VKAMP_COMPONENT_F16 && a != VKAMP_COMPONENT_BF16) ||
 				fp[i].CType != VKAMP_COMPONENT_F32 || fp[i].ResultType != VKAMP_COMPONENT_F32) {
 				continue;
 			}
 			uint32_t *g = c->cm2_flex[c->cm2_flex_n++];
 			g[0] = fp[i].MGranularity; g[1] = fp[i].NGranularity; g[2] = fp[i].KGranularity;
-			g[3] = fp[i].scope; g[4] = fp[i].workgroupInvocations;
+			g[3] = fp[i].scope; g[4] = fp[i].workgroupInvocations; g[5] = a == VKAMP_COMPONENT_BF16;
 		}
 	}
 	free(fp);

@@ -18,6 +18,9 @@ void *vkamp_get_instance_proc_addr(void);
 
 VkResult vkamp_create_instance(int validation, int sync_validation, VkInstance *out);
 void vkamp_destroy_instance(VkInstance inst);
+// vkamp_instance_api is the API version the instance asked for: 1.3 where
+// the loader has it, else 1.1.
+uint32_t vkamp_instance_api(void);
 
 #define VKAMP_MAX_COOP_SHAPES 16
 #define VKAMP_MAX_SPEC 32 // specialization constants per pipeline
@@ -48,10 +51,10 @@ typedef struct {
 	uint32_t coopmat_bf16_n, coopmat_bf16[VKAMP_MAX_COOP_SHAPES][3];
 	uint32_t has_bf16_ext, bf16_type, bf16_coopmat; // VK_KHR_shader_bfloat16 and two of its features
 	// VK_NV_cooperative_matrix2: its features (VKAMP_CM2_* bits), limits, and
-	// the fp16 x fp16 -> fp32 flexible dimensions' granularities (M, N, K,
-	// scope, workgroup invocations).
+	// the fp16 and bf16 flexible dimensions' granularities (M, N, K, scope,
+	// workgroup invocations, bf16).
 	uint32_t has_cm2_ext, cm2_features, cm2_max_dimension, cm2_workgroup_max, cm2_reserved_shared;
-	uint32_t cm2_flex_n, cm2_flex[VKAMP_MAX_COOP_SHAPES][5];
+	uint32_t cm2_flex_n, cm2_flex[VKAMP_MAX_COOP_SHAPES][6];
 	// What cooperative-matrix shaders also need: the cooperativeMatrix
 	// feature, and the Vulkan memory model (VK_KHR_vulkan_memory_model).
 	uint32_t coopmat_feature, has_vmm_ext, vmm, vmm_device_scope;

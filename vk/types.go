@@ -335,7 +335,8 @@ func (f *Faults) hit(n, count *int) bool {
 }
 
 // CoopMat2 is a device's VK_NV_cooperative_matrix2: its features, limits and
-// the fp16 x fp16 -> fp32 granularities of its flexible dimensions.
+// the granularities of its flexible dimensions for fp16 and bf16 inputs
+// (fp32 accumulators).
 type CoopMat2 struct {
 	WorkgroupScope       bool `json:"workgroup_scope"`
 	FlexibleDimensions   bool `json:"flexible_dimensions"`
@@ -350,37 +351,32 @@ type CoopMat2 struct {
 	MaxDimension         uint32                `json:"flexible_dimensions_max_dimension"`
 	WorkgroupMaxSize     uint32                `json:"workgroup_scope_max_workgroup_size"`
 	ReservedSharedMemory uint32                `json:"workgroup_scope_reserved_shared_memory"`
-	Flexible             []CoopMat2Granularity `json:"flexible_f16_f32,omitempty"`
+	Flexible             []CoopMat2Granularity `json:"flexible,omitempty"`
 }
 
 // CoopMat2Granularity is one flexible-dimension entry: matrices whose sides
-// are multiples of M, N and K, at subgroup or workgroup scope (workgroups of
-// Invocations invocations).
+// are multiples of M, N and K, of fp16 (or bf16) inputs, at subgroup or
+// workgroup scope (workgroups of Invocations invocations).
 type CoopMat2Granularity struct {
 	M           uint32 `json:"m"`
 	N           uint32 `json:"n"`
 	K           uint32 `json:"k"`
+	BF16        bool   `json:"bf16,omitempty"`
 	Workgroup   bool   `json:"workgroup"`
 	Invocations uint32 `json:"invocations,omitempty"`
 }
 
-// Subgroup is the subgroup-scope granularity, if the device lists one.
-func (c *CoopMat2) Subgroup() (CoopMat2Granularity, bool) {
-	if c != nil {
-		for _, g := range c.Flexible {
-			if !g.Workgroup {
-				return g, true
-			}
-		}
-	}
-	return CoopMat2Granularity{}, false
-}
+// Subgroup is the subgroup-scope fp16 granularity, if the device lists one.
+func (c *CoopMat2) Subgroup() (CoopMat2Granularity, bool) { return c.find(false, false) }
 
-// Workgroup is the workgroup-scope granularity, if the device lists one.
-func (c *CoopMat2) Workgroup() (CoopMat2Granularity, bool) {
+// Workgroup is the workgroup-scope granularity for fp16 (or bf16) inputs,
+// if the device lists one.
+func (c *CoopMat2) Workgroup(bf16 bool) (CoopMat2Granularity, bool) { return c.find(true, bf16) }
+
+func (c *CoopMat2) find(workgroup, bf16 bool) (CoopMat2Granularity, bool) {
 	if c != nil {
 		for _, g := range c.Flexible {
-			if g.Workgroup {
+			if g.Workgroup == workgroup && g.BF16 == bf16 {
 				return g, true
 			}
 		}

@@ -121,6 +121,11 @@ layout(set = 0, binding = 1) uniform usamplerBuffer tb;
 // A and B as uvec4 words, 8 fp16 elements per load (matmul_coop).
 layout(set = 0, binding = 0) readonly buffer BufA { uvec4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer BufB { uvec4 b4[]; };
+#elif defined(MATMUL_ELEM)
+// A and B as arrays of their element type MATMUL_ELEM (matmul_cm2_wg's
+// tensor loads).
+layout(set = 0, binding = 0) readonly buffer BufA { MATMUL_ELEM ae[]; };
+layout(set = 0, binding = 1) readonly buffer BufB { MATMUL_ELEM be[]; };
 #else
 layout(set = 0, binding = 0) readonly buffer BufA { uint a[]; };
 layout(set = 0, binding = 1) readonly buffer BufB { uint b[]; };
@@ -184,7 +189,7 @@ void clearAcc() {
     }
 }
 
-#if !defined(MATMUL_TEXELS) && !defined(MATMUL_VEC4)
+#if !defined(MATMUL_TEXELS) && !defined(MATMUL_VEC4) && !defined(MATMUL_ELEM)
 float loadA1(uint e) {
     uint mode = AMODE;
     return word_value(a[mode != MODE_F32 ? e >> 1 : e], e, mode);
@@ -277,7 +282,7 @@ void fmaRow(uint i, float av[KK]) {
     }
 }
 
-#endif // !MATMUL_TEXELS && !MATMUL_VEC4
+#endif // !MATMUL_TEXELS && !MATMUL_VEC4 && !MATMUL_ELEM
 
 // finish applies alpha, beta*C and the bias biasv of the column to the
 // accumulator of output element e (flat, batch included). C is not read when

@@ -48,6 +48,9 @@
 #include "fp16.glsl"
 #define MATMUL_VEC4
 #include "matmul.glsl"
+#if defined(COOP_CM2)
+#include "matmul_cm2.glsl"
+#endif
 
 // Spec constants: 0 the workgroup size (WG below), 1 and 2 TM = 1 and
 // TN = CM * CN / SG, 4 and 5 the transposes, 6 and 7 the operand modes
@@ -271,6 +274,16 @@ void main() {
         barrier();
     }
 
+#if defined(COOP_CM2)
+    // Epilogue: each element from the accumulator to memory (matmul_cm2.glsl).
+    [[unroll]] for (uint i = 0; i < FM; i++) {
+        [[unroll]] for (uint j = 0; j < FN; j++) {
+            coopMatPerElementNV(cacc[i * FN + j], cacc[i * FN + j], cm2_store,
+                                rowBase + wm0 + CM * i, colBase + wn0 + CN * j, batch);
+        }
+    }
+}
+#else
     // Epilogue: fragment by fragment through the subgroup's FRAG / 4 uvec4
     // (FRAG fp32) of sh; the last barrier of the loop freed the tiles.
     uint lane = LANE;
@@ -297,3 +310,4 @@ void main() {
         }
     }
 }
+#endif

@@ -109,7 +109,11 @@ func run(w io.Writer, asJSON bool) error {
 				if g.Workgroup {
 					scope = fmt.Sprintf("workgroup of %d", g.Invocations)
 				}
-				fs = append(fs, fmt.Sprintf("f16xf16->f32 %dx%dx%d granules (%s)", g.M, g.N, g.K, scope))
+				in := "f16"
+				if g.BF16 {
+					in = "bf16"
+				}
+				fs = append(fs, fmt.Sprintf("%sx%s->f32 %dx%dx%d granules (%s)", in, in, g.M, g.N, g.K, scope))
 			}
 			row("VK_NV_cooperative_matrix2", strings.Join(fs, ", "))
 		}

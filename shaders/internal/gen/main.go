@@ -44,9 +44,10 @@ type variant struct {
 	name   string // op name: the .comp base name
 	src    string // path of the .comp, relative to the shaders dir
 	tier   int
-	tiered bool // false: tier-agnostic, compiled without TIER defines
-	noOpt  bool // `// spirv-opt: off`: compiled with -O0
-	texels bool // the texel form of a `// texel form` kernel: name is the base name + "_tex"
+	tiered bool   // false: tier-agnostic, compiled without TIER defines
+	noOpt  bool   // `// spirv-opt: off`: compiled with -O0
+	env    string // the target environment: vulkan1.1, or a `// target:` line's
+	texels bool   // the texel form of a `// texel form` kernel: name is the base name + "_tex"
 }
 
 // what names the kernel's source in messages and generated comments.
@@ -203,7 +204,10 @@ func variantsOf(base string, src []byte) ([]variant, error) {
 		if tx && !texel {
 			break
 		}
-		v := variant{name: name, src: base, tiered: tiered, noOpt: noOptRE.Match(src), texels: tx}
+		v := variant{name: name, src: base, tiered: tiered, noOpt: noOptRE.Match(src), texels: tx, env: "vulkan1.1"}
+		if m := targetRE.FindSubmatch(src); m != nil {
+			v.env = string(m[1])
+		}
 		if tx {
 			v.name += "_tex"
 		}
@@ -214,6 +218,11 @@ func variantsOf(base string, src []byte) ([]variant, error) {
 	}
 	return vs, nil
 }
+
+// targetRE names a kernel's target environment where it needs more than
+// Vulkan 1.1's SPIR-V 1.3: `// target: vulkan1.3` for SPIR-V 1.6
+// (GL_NV_cooperative_matrix2). The device must then run Vulkan 1.3.
+var targetRE = regexp.MustCompile(`(?m)^\s*//\s*target:\s*(vulkan1\.[123])\s*$`)
 
 // texelRE marks a kernel that also has a texel form for CPU drivers
 // (include/texels.glsl): the same source compiled with TEXELS defined, as
@@ -290,7 +299,11 @@ func glslcArgs(v variant, out string) []string {
 // glslcArgsOpt compiles with optimization level opt: -O ships, -O0 keeps
 // the names the launchers are generated from.
 func glslcArgsOpt(v variant, out, opt string) []string {
-	args := []string{"--target-env=vulkan1.1", opt, "-std=450", "-I", "include"}
+	env := v.env
+	if env == "" {
+		env = "vulkan1.1"
+	}
+	args := []string{"--target-env=" + env, opt, "-std=450", "-I", "include"}
 	if v.tiered {
 		args = append(args, "-DTIER_"+strings.ToUpper(tierNames[v.tier]), fmt.Sprintf("-DTIER=%d", v.tier))
 	}
@@ -352,7 +365,7 @@ func compileSPV(dir string, v variant, args []string, validate bool) ([]byte, er
 		return nil, err
 	}
 	if validate {
-		if err := tool(dir, "spirv-val", "--target-env", "vulkan1.1", out); err != nil {
+		if err := tool(dir, "spirv-val", "--target-env", args[0][len("--target-env="):], out); err != nil {
 			return nil, err
 		}
 	}

@@ -125,6 +125,12 @@ func reflectNames(b []byte) (names, error) {
 		n.spec = append(n.spec, c)
 	}
 	sort.Slice(n.spec, func(i, j int) bool { return n.spec[i].id < n.spec[j].id })
+	// SPIR-V 1.6 (LocalSizeId) declares local_size_x_id's constant twice:
+	// once for the execution mode, once in gl_WorkGroupSize. One field.
+	if len(n.spec) > 1 && n.spec[0].id == 0 && n.spec[1].id == 0 && n.spec[0].def == n.spec[1].def {
+		n.spec = n.spec[1:]
+		n.spec[0].name = "LocalSizeX"
+	}
 	for i := 1; i < len(n.spec); i++ {
 		if n.spec[i].id == n.spec[i-1].id {
 			return n, fmt.Errorf("specialization constant id %d used twice", n.spec[i].id)

@@ -2982,9 +2982,9 @@ func MaskedFill(d *vk.Device, groups [3]uint32, s MaskedFillSpec, p BroadcastPus
 	return run(d, k, groups, push[:], b.X, b.Mask, b.D)
 }
 
-// MatmulCoopSpec holds the specialization constants of matmul_coop.comp. A zero field
+// MatmulCm2Spec holds the specialization constants of matmul_cm2.comp. A zero field
 // takes the shader's default.
-type MatmulCoopSpec struct {
+type MatmulCm2Spec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	TM         uint32 // TM: constant 1, default 4
 	TN         uint32 // TN: constant 2, default 4
@@ -3031,6 +3031,156 @@ func (p *MatmulPush) put(b []byte) {
 	binary.LittleEndian.PutUint32(b[28:], p.Flags)
 	binary.LittleEndian.PutUint32(b[32:], math.Float32bits(p.Alpha))
 	binary.LittleEndian.PutUint32(b[36:], math.Float32bits(p.Beta))
+}
+
+// MatmulCm2Bind names the bindings of matmul_cm2.comp.
+type MatmulCm2Bind struct {
+	BufA    *vk.Buffer // binding 0: read
+	BufB    *vk.Buffer // binding 1: read
+	BufC    *vk.Buffer // binding 2: read
+	BufBias *vk.Buffer // binding 3: read
+	BufOut  *vk.Buffer // binding 4: written
+}
+
+// MatmulCm2 records matmul_cm2.comp on d over groups workgroups.
+func MatmulCm2(d *vk.Device, groups [3]uint32, s MatmulCm2Spec, p MatmulPush, b MatmulCm2Bind) error {
+	k := key{op: "matmul_cm2"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.TM))
+	k.put(2, uint32(s.TN))
+	k.put(3, uint32(s.KK))
+	k.put(4, b2u(s.TransA))
+	k.put(5, b2u(s.TransB))
+	k.put(6, uint32(s.AMode))
+	k.put(7, uint32(s.BMode))
+	k.put(8, uint32(s.WarpsM))
+	k.put(9, uint32(s.SG))
+	k.put(10, uint32(s.BM))
+	k.put(11, uint32(s.BN))
+	k.put(12, uint32(s.BK))
+	k.put(13, b2u(s.Dyn))
+	k.put(14, uint32(s.WarpsN))
+	k.put(15, uint32(s.Cm))
+	k.put(16, uint32(s.Cn))
+	k.put(17, uint32(s.Ck))
+	var push [40]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
+}
+
+// MatmulCm2WgSpec holds the specialization constants of matmul_cm2_wg.comp. A zero field
+// takes the shader's default.
+type MatmulCm2WgSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	BM         uint32 // BM: constant 10, default 128
+	BN         uint32 // BN: constant 11, default 128
+	BK         uint32 // BK: constant 12, default 32
+	Dyn        bool   // DYN: constant 13, default 0
+}
+
+// MatmulCm2WgBind names the bindings of matmul_cm2_wg.comp.
+type MatmulCm2WgBind struct {
+	BufA    *vk.Buffer // binding 0: read
+	BufB    *vk.Buffer // binding 1: read
+	BufC    *vk.Buffer // binding 2: read
+	BufBias *vk.Buffer // binding 3: read
+	BufOut  *vk.Buffer // binding 4: written
+}
+
+// MatmulCm2Wg records matmul_cm2_wg.comp on d over groups workgroups.
+func MatmulCm2Wg(d *vk.Device, groups [3]uint32, s MatmulCm2WgSpec, p MatmulPush, b MatmulCm2WgBind) error {
+	k := key{op: "matmul_cm2_wg"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.TM))
+	k.put(2, uint32(s.TN))
+	k.put(3, uint32(s.KK))
+	k.put(4, b2u(s.TransA))
+	k.put(5, b2u(s.TransB))
+	k.put(6, uint32(s.AMode))
+	k.put(7, uint32(s.BMode))
+	k.put(10, uint32(s.BM))
+	k.put(11, uint32(s.BN))
+	k.put(12, uint32(s.BK))
+	k.put(13, b2u(s.Dyn))
+	var push [40]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
+}
+
+// MatmulCm2WgBf16Spec holds the specialization constants of matmul_cm2_wg_bf16.comp. A zero field
+// takes the shader's default.
+type MatmulCm2WgBf16Spec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	BM         uint32 // BM: constant 10, default 128
+	BN         uint32 // BN: constant 11, default 128
+	BK         uint32 // BK: constant 12, default 32
+	Dyn        bool   // DYN: constant 13, default 0
+}
+
+// MatmulCm2WgBf16Bind names the bindings of matmul_cm2_wg_bf16.comp.
+type MatmulCm2WgBf16Bind struct {
+	BufA    *vk.Buffer // binding 0: read
+	BufB    *vk.Buffer // binding 1: read
+	BufC    *vk.Buffer // binding 2: read
+	BufBias *vk.Buffer // binding 3: read
+	BufOut  *vk.Buffer // binding 4: written
+}
+
+// MatmulCm2WgBf16 records matmul_cm2_wg_bf16.comp on d over groups workgroups.
+func MatmulCm2WgBf16(d *vk.Device, groups [3]uint32, s MatmulCm2WgBf16Spec, p MatmulPush, b MatmulCm2WgBf16Bind) error {
+	k := key{op: "matmul_cm2_wg_bf16"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.TM))
+	k.put(2, uint32(s.TN))
+	k.put(3, uint32(s.KK))
+	k.put(4, b2u(s.TransA))
+	k.put(5, b2u(s.TransB))
+	k.put(6, uint32(s.AMode))
+	k.put(7, uint32(s.BMode))
+	k.put(10, uint32(s.BM))
+	k.put(11, uint32(s.BN))
+	k.put(12, uint32(s.BK))
+	k.put(13, b2u(s.Dyn))
+	var push [40]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.BufA, b.BufB, b.BufC, b.BufBias, b.BufOut)
+}
+
+// MatmulCoopSpec holds the specialization constants of matmul_coop.comp. A zero field
+// takes the shader's default.
+type MatmulCoopSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	TM         uint32 // TM: constant 1, default 4
+	TN         uint32 // TN: constant 2, default 4
+	KK         uint32 // KK: constant 3, default 4
+	TransA     bool   // TRANS_A: constant 4, default 0
+	TransB     bool   // TRANS_B: constant 5, default 0
+	AMode      uint32 // A_MODE: constant 6, default 0
+	BMode      uint32 // B_MODE: constant 7, default 0
+	WarpsM     uint32 // WARPS_M: constant 8, default 2
+	SG         uint32 // SG: constant 9, default 32
+	BM         uint32 // BM: constant 10, default 128
+	BN         uint32 // BN: constant 11, default 128
+	BK         uint32 // BK: constant 12, default 32
+	Dyn        bool   // DYN: constant 13, default 0
+	WarpsN     uint32 // WARPS_N: constant 14, default 4
+	Cm         uint32 // CM: constant 15, default 16
+	Cn         uint32 // CN: constant 16, default 16
+	Ck         uint32 // CK: constant 17, default 16
 }
 
 // MatmulCoopBind names the bindings of matmul_coop.comp.
