@@ -86,7 +86,7 @@ func mmCoopPlanTile(info vk.Info, g mmGeom, t mmTile, shape [3]uint32, kind mmKi
 	cm, cn, ck := int(shape[0]), int(shape[1]), int(shape[2])
 	t.CM, t.CN, t.CK = cm, cn, ck
 	wg := t.WarpsM * t.WarpsN * sg
-	cm2 := kind == mmCoopCM2 // an epilogue element by element, not through shared memory
+	cm2 := kind == mmCoopCM2                                                   // an epilogue element by element, not through shared memory
 	if cm == 0 || cn == 0 || ck == 0 || cm%8 != 0 || cn%8 != 0 || ck%8 != 0 || // fragments start on whole uvec4s
 		sg <= 0 || !cm2 && (cm*cn%sg != 0 || cn%(cm*cn/sg) != 0) || // the epilogue's rows: TN = CM*CN/SG divides CN
 		wg > int(min(info.MaxWorkgroupInvocations, info.MaxWorkgroupSize[0])) ||
