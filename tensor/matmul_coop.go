@@ -146,8 +146,7 @@ func mmCM2Plan(info vk.Info, g mmGeom) (mmPlan, bool) {
 // mmCM2Shapes are the fragment shapes matmul_cm2 tries for tile t, best
 // first: a subgroup's whole part of the tile and the k step as one fragment
 // where the device's largest flexible dimension allows, then the
-// granularity itself (a device that reports no largest dimension, as Mesa
-// 26's lavapipe, gets only that).
+// granularity itself (all a device that reports no largest dimension gets).
 func mmCM2Shapes(c *vk.CoopMat2, gr vk.CoopMat2Granularity, t mmTile) [][3]uint32 {
 	whole := [3]uint32{uint32(t.BM / t.WarpsM), uint32(t.BN / t.WarpsN), uint32(t.BK)}
 	var ss [][3]uint32

@@ -265,14 +265,18 @@ func TestMatMulCoopPlan(t *testing.T) {
 
 // TestMatMulCoopmat2Plan checks VKAMP_MATMUL=coopmat2's plans on devices
 // described by hand: Mesa 26's lavapipe (subgroup scope only, 8x8x8
-// granules, no largest dimension reported), a GPU with every feature, and
-// variations of it.
+// granules, flexible dimensions up to 1024), a GPU with every feature, and
+// variations of them.
 func TestMatMulCoopmat2Plan(t *testing.T) {
 	lvp := vk.Info{Name: "llvmpipe", Type: vk.TypeCPU, SubgroupSize: 8, MaxSharedMemory: 32768,
 		MaxWorkgroupSize: [3]uint32{1024, 1024, 1024}, MaxWorkgroupInvocations: 1024, Tier: vk.TierFP16,
 		CooperativeMatrix: true, CooperativeMatrixUsable: true, CooperativeMatrixShapes: [][3]uint32{{8, 8, 8}},
 		CooperativeMatrix2: &vk.CoopMat2{FlexibleDimensions: true, Reductions: true, Conversions: true, PerElementOperations: true,
-			Flexible: []vk.CoopMat2Granularity{{M: 8, N: 8, K: 8}}}}
+			MaxDimension: 1024, Flexible: []vk.CoopMat2Granularity{{M: 8, N: 8, K: 8}}}}
+	lvpNoMax := lvp
+	noMax := *lvp.CooperativeMatrix2
+	noMax.MaxDimension = 0
+	lvpNoMax.CooperativeMatrix2 = &noMax
 	gpu := vk.Info{Name: "a GPU", Type: vk.TypeDiscrete, SubgroupSize: 32, MaxSharedMemory: 49152,
 		MaxWorkgroupSize: [3]uint32{1024, 1024, 64}, MaxWorkgroupInvocations: 1024, Tier: vk.TierFP16,
 		CooperativeMatrix: true, CooperativeMatrixUsable: true, CooperativeMatrixShapes: [][3]uint32{{16, 16, 16}},
@@ -298,7 +302,8 @@ func TestMatMulCoopmat2Plan(t *testing.T) {
 		da, db  tensor.DType
 		want    want
 	}{
-		{"lavapipe", lvp, 1024, 1024, 1024, mmF16, mmF16, want{true, "matmul_cm2", [3]int{64, 64, 32}, [3]int{8, 8, 8}, 32}},
+		{"lavapipe", lvp, 1024, 1024, 1024, mmF16, mmF16, want{true, "matmul_cm2", [3]int{64, 64, 32}, [3]int{32, 32, 32}, 32}},
+		{"no largest dimension", lvpNoMax, 1024, 1024, 1024, mmF16, mmF16, want{true, "matmul_cm2", [3]int{64, 64, 32}, [3]int{8, 8, 8}, 32}},
 		{"lavapipe bf16", lvp, 1024, 1024, 1024, mmBF16, mmBF16, want{}},
 		{"gpu 4096", gpu, 4096, 4096, 4096, mmF16, mmF16, want{true, "matmul_cm2_wg", [3]int{128, 128, 32}, [3]int{}, 256}},
 		{"gpu small", gpu, 100, 70, 33, mmF16, mmF16, want{true, "matmul_cm2_wg", [3]int{64, 64, 32}, [3]int{}, 256}},
@@ -449,9 +454,9 @@ func TestMatMulCoopmat2(t *testing.T) {
 	}
 	// CPU drivers compile each specialisation for seconds: the short list.
 	short := testing.Short() || info.Type == vk.TypeCPU
-	// Fragments larger than the granularity: lavapipe reports no largest
-	// flexible dimension, so the rule keeps to its 8x8x8 there.
-	for _, v := range []string{"cm2", "cm2-tile=64x64x32/2x2/shape=16x16x8", "cm2-tile=64x64x16/2x2/shape=32x32x16"} {
+	// The rule's plan (on lavapipe a subgroup's whole part of the tile, 32x32x32,
+	// as one fragment), the granularity itself and one shape between.
+	for _, v := range []string{"cm2", "cm2-tile=64x64x32/2x2/shape=8x8x8", "cm2-tile=64x64x16/2x2/shape=16x32x16"} {
 		t.Run(v, func(t *testing.T) { mmCoopRunAll(t, d, mmCoopCases(short), mmCoopVariant(v)) })
 	}
 	t.Run("workgroup", func(t *testing.T) {

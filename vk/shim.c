@@ -47,8 +47,8 @@ typedef struct {
 
 // VK_NV_cooperative_matrix2 (extension 594) came after Debian 12's headers too.
 #define VKAMP_STYPE_CM2_FEATURES ((VkStructureType)1000593000)
-#define VKAMP_STYPE_CM2_PROPS ((VkStructureType)1000593001)
-#define VKAMP_STYPE_CM2_FLEX ((VkStructureType)1000593002)
+#define VKAMP_STYPE_CM2_PROPS ((VkStructureType)1000593002)
+#define VKAMP_STYPE_CM2_FLEX ((VkStructureType)1000593001)
 typedef struct {
 	VkStructureType sType;
 	void *pNext;
