@@ -481,3 +481,29 @@ func TestMatMulCoopmat2(t *testing.T) {
 		mmCoopRunAll(t, d, mmCoopCases(true)[:4], tensor.MatMul)
 	})
 }
+
+// TestMatMulCoopCandidates checks the autotuner's matmul_coop candidates on
+// a device described by hand: tiles over every shape it lists, each one the
+// plan rule accepts, none repeated.
+func TestMatMulCoopCandidates(t *testing.T) {
+	info := vk.Info{Name: "a GPU", Type: vk.TypeDiscrete, SubgroupSize: 32, MaxSharedMemory: 49152,
+		MaxWorkgroupSize: [3]uint32{1024, 1024, 64}, MaxWorkgroupInvocations: 1024, Tier: vk.TierFP16,
+		CooperativeMatrix: true, CooperativeMatrixUsable: true, CooperativeMatrixShapes: [][3]uint32{{16, 8, 16}, {16, 16, 16}}}
+	cs := tensor.MatMulCandidates(info, "matmul_coop")
+	shapes := map[[3]int]int{}
+	seen := map[tensor.MatMulTile]bool{}
+	for _, c := range cs {
+		shapes[[3]int{c.CM, c.CN, c.CK}]++
+		if seen[c] || c.WG != c.WarpsM*c.WarpsN*32 || c.TM != 1 || c.TN != c.CM*c.CN/32 || c.BK%c.CK != 0 {
+			t.Errorf("candidate %+v: repeated or inconsistent", c)
+		}
+		seen[c] = true
+	}
+	if shapes[[3]int{16, 16, 16}] == 0 || shapes[[3]int{16, 8, 16}] == 0 || len(shapes) != 2 {
+		t.Errorf("candidates cover shapes %v, want both of the device's", shapes)
+	}
+	info.CooperativeMatrixUsable = false
+	if cs := tensor.MatMulCandidates(info, "matmul_coop"); len(cs) != 0 {
+		t.Errorf("no usable cooperative matrices: %d candidates", len(cs))
+	}
+}

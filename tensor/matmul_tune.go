@@ -41,20 +41,27 @@ const mmTuneVersion = 2
 // MatMulTile is the fastest tile of one kernel for one problem class, by
 // the names of the kernel's constants (zero where the kernel has none).
 type MatMulTile struct {
-	Kernel string  `json:"kernel"`
-	Class  string  `json:"class"`        // see mmClass
-	WG     int     `json:"wg"`           // invocations per workgroup
-	TM     int     `json:"tm"`           // rows of one invocation's tile
-	TN     int     `json:"tn"`           // its columns
-	BM     int     `json:"bm,omitempty"` // matmul_shared: the workgroup's rows,
-	BN     int     `json:"bn,omitempty"` // columns
-	BK     int     `json:"bk,omitempty"` // and k step
+	Kernel string `json:"kernel"`
+	Class  string `json:"class"`        // see mmClass
+	WG     int    `json:"wg"`           // invocations per workgroup
+	TM     int    `json:"tm"`           // rows of one invocation's tile
+	TN     int    `json:"tn"`           // its columns
+	BM     int    `json:"bm,omitempty"` // matmul_shared: the workgroup's rows,
+	BN     int    `json:"bn,omitempty"` // columns
+	BK     int    `json:"bk,omitempty"` // and k step
+	// matmul_coop: subgroups along M and N, and the subgroup shape.
+	WarpsM int     `json:"warps_m,omitempty"`
+	WarpsN int     `json:"warps_n,omitempty"`
+	CM     int     `json:"cm,omitempty"`
+	CN     int     `json:"cn,omitempty"`
+	CK     int     `json:"ck,omitempty"`
 	GFLOPS float64 `json:"gflops"`
 }
 
 // tile is the stored tile as a plan's.
 func (t MatMulTile) tile() mmTile {
-	return mmTile{WG: t.WG, TM: t.TM, TN: t.TN, BM: t.BM, BN: t.BN, BK: t.BK}
+	return mmTile{WG: t.WG, TM: t.TM, TN: t.TN, BM: t.BM, BN: t.BN, BK: t.BK,
+		WarpsM: t.WarpsM, WarpsN: t.WarpsN, CM: t.CM, CN: t.CN, CK: t.CK}
 }
 
 func (t MatMulTile) String() string { return t.tile().String() }
@@ -62,7 +69,8 @@ func (t MatMulTile) String() string { return t.tile().String() }
 // mmTileOf is the MatMulTile of plan pl's tile (its tunable constants).
 func mmTileOf(pl mmPlan) MatMulTile {
 	t := pl.tile
-	return MatMulTile{Kernel: pl.kind.String(), WG: t.WG, TM: t.TM, TN: t.TN, BM: t.BM, BN: t.BN, BK: t.BK}
+	return MatMulTile{Kernel: pl.kind.String(), WG: t.WG, TM: t.TM, TN: t.TN, BM: t.BM, BN: t.BN, BK: t.BK,
+		WarpsM: t.WarpsM, WarpsN: t.WarpsN, CM: t.CM, CN: t.CN, CK: t.CK}
 }
 
 // String lists the tile's non-zero constants by name.
@@ -72,7 +80,8 @@ func (t mmTile) String() string {
 		name string
 		v    int
 	}{{"wg", t.WG}, {"tm", t.TM}, {"tn", t.TN}, {"kk", t.KK}, {"wgx", t.WGX}, {"sg", t.SG},
-		{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"warps_m", t.WarpsM}, {"warps_n", t.WarpsN}} {
+		{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"warps_m", t.WarpsM}, {"warps_n", t.WarpsN},
+		{"cm", t.CM}, {"cn", t.CN}, {"ck", t.CK}} {
 		if f.v != 0 {
 			s = append(s, fmt.Sprintf("%s=%d", f.name, f.v))
 		}
@@ -99,9 +108,18 @@ func mmClass(g mmGeom) string {
 }
 
 // mmTunable reports whether the autotuner tries tiles of kind: the kernels
-// the rule gives large problems on CPU drivers and GPUs without cooperative
-// matrices. Tuning sets WG, TM and TN, and for matmul_shared BM, BN and BK.
-func mmTunable(kind mmKind) bool { return kind == mmTexel || kind == mmShared }
+// the rule gives large problems. Tuning sets WG, TM and TN, for
+// matmul_shared BM, BN and BK, and for matmul_coop the whole tile and the
+// subgroup shape, over every shape the device lists.
+func mmTunable(kind mmKind) bool { return kind == mmTexel || kind == mmShared || kind == mmCoop }
+
+// mmCoopTuneTiles are matmul_coop's candidate workgroup tiles.
+var mmCoopTuneTiles = []mmTile{
+	{BM: 128, BN: 128, BK: 32, WarpsM: 2, WarpsN: 4}, {BM: 128, BN: 128, BK: 32, WarpsM: 4, WarpsN: 2},
+	{BM: 128, BN: 64, BK: 32, WarpsM: 2, WarpsN: 2}, {BM: 64, BN: 128, BK: 32, WarpsM: 2, WarpsN: 2},
+	{BM: 64, BN: 64, BK: 32, WarpsM: 2, WarpsN: 2}, {BM: 128, BN: 128, BK: 16, WarpsM: 2, WarpsN: 4},
+	{BM: 64, BN: 64, BK: 16, WarpsM: 2, WarpsN: 2}, {BM: 64, BN: 64, BK: 32, WarpsM: 1, WarpsN: 2},
+}
 
 // mmCandidates are the tiles the autotuner tries for kind, valid on the
 // device.
@@ -116,6 +134,16 @@ func mmCandidates(info vk.Info, kind mmKind) []mmTile {
 					if wg <= maxInv {
 						cs = append(cs, mmTile{WG: wg, TM: tm, TN: tn})
 					}
+				}
+			}
+		}
+	case mmCoop:
+		g := mmGeom{batch: 1, m: 1024, n: 1024, k: 1024, aMode: mmModeF16, bMode: mmModeF16}
+		for _, shape := range mmCoopShapes(info, false) {
+			for _, t := range mmCoopTuneTiles {
+				if pl, ok := mmCoopPlanTile(info, g, t, shape, mmCoop, int(info.SubgroupSize)); ok {
+					pl.tile.SG = 0 // WG / (WarpsM * WarpsN): not stored
+					cs = append(cs, pl.tile)
 				}
 			}
 		}
@@ -139,6 +167,10 @@ func (pl mmPlan) withTile(t mmTile) mmPlan {
 	pl.tile.WG, pl.tile.TM, pl.tile.TN = t.WG, t.TM, t.TN
 	if pl.kind == mmShared {
 		pl.tile.BM, pl.tile.BN, pl.tile.BK = t.BM, t.BN, t.BK
+	}
+	if pl.kind == mmCoop {
+		pl.tile = t
+		pl.tile.SG = t.WG / (t.WarpsM * t.WarpsN)
 	}
 	return pl
 }
