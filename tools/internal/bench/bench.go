@@ -130,7 +130,7 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 }
 
 // MatmulKinds are the values of VKAMP_MATMUL, the matmul paths.
-var MatmulKinds = []string{"coop", "shared", "register", "subgroup", "quad", "texel"}
+var MatmulKinds = []string{"coopmat2", "coop", "shared", "register", "subgroup", "quad", "texel"}
 
 // MatmulPaths measures n^3 fp16 and bf16 products on every matmul path the
 // device runs (VKAMP_MATMUL forced for each, the kernel named in the
