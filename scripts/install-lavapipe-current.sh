@@ -7,15 +7,19 @@
 # so the GPU-class matmul paths run on it in CI.
 #
 # Usage: scripts/install-lavapipe-current.sh [DIR]
-#   (default ${XDG_CACHE_HOME:-~/.cache}/vkamp/lavapipe-current, or VKAMP_CACHE)
+#   (default ${XDG_CACHE_HOME:-~/.cache}/vkamp/lavapipe-current/KEY, or under
+#   VKAMP_CACHE; KEY hashes the package list, so a changed pin fetches anew)
 # Prints the path of DIR/run: `DIR/run PROGRAM ARGS...` runs a program (a Go
 # test binary: `go test -exec DIR/run`) on that lavapipe, with the validation
 # layer of its own Vulkan version when VKAMP_VALIDATION is set. A program that
 # starts itself again (a test's child process) finds how in LAVAPIPE_CURRENT_RUN.
 set -euo pipefail
 MESA=mesa-vulkan-drivers=26.1.6-1~bpo13+1@trixie-backports
-# The loader, the layers, and what the driver and LLVM link: trixie's.
-DEPS=(libvulkan1 vulkan-validationlayers libc6 libstdc++6 libgcc-s1 libllvm19 libdisplay-info2
+# The validation layer of sid: trixie's (1.4.309) misreads cooperative
+# matrices whose sides are specialization constants.
+LAYERS=vulkan-validationlayers=1.4.363.0-1@sid
+# The loader, and what the driver and LLVM link: trixie's.
+DEPS=(libvulkan1 libc6 libstdc++6 libgcc-s1 libllvm19 libdisplay-info2
 	libdrm-amdgpu1 libdrm2 libelf1t64 libexpat1 libpng16-16t64 libwayland-client0 libx11-xcb1
 	libx11-6 libxau6 libxdmcp6 libbsd0 libmd0 libxcb-dri3-0 libxcb-present0 libxcb-randr0
 	libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxcb1 libxshmfence1 libzstd1 zlib1g libedit2
@@ -23,7 +27,8 @@ DEPS=(libvulkan1 vulkan-validationlayers libc6 libstdc++6 libgcc-s1 libllvm19 li
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 . "$here/debcache.sh"
 
-dir=${1:-${VKAMP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkamp}/lavapipe-current}
+key=$(printf '%s\n' "$MESA" "$LAYERS" "${DEPS[@]}" | sha256sum | cut -c1-12)
+dir=${1:-${VKAMP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkamp}/lavapipe-current/$key}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd -P)
 if [ ! -x "$dir/run" ]; then
@@ -32,7 +37,7 @@ if [ ! -x "$dir/run" ]; then
 	if [ ! -x "$dir/run" ]; then
 		echo "install-lavapipe-current: fetching Mesa lavapipe into $dir" >&2
 		debcache_init "$dir"
-		debcache_get "$dir" "$MESA" "${DEPS[@]/%/@trixie}"
+		debcache_get "$dir" "$MESA" "$LAYERS" "${DEPS[@]/%/@trixie}"
 		r=$dir/root
 		so=$r/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so
 		[ -f "$so" ] || { echo "install-lavapipe-current: no libvulkan_lvp.so in $MESA" >&2; exit 1; }

@@ -21,16 +21,6 @@ layout(set = 0, binding = 2) writeonly buffer Idx { uint idx[]; };
 DEFINE_LOADS(x, x, IN0_DT)
 DEFINE_STORE(d, d, OUT_DT)
 
-// order_key orders floats as integers, -0 equal to +0: max pooling
-// compares keys, not floats, since a driver that flushes fp32 subnormals
-// (Mesa 26's lavapipe) compares bf16's subnormals as zero, and the window's
-// maximum would be its first element instead (the texel form's key16 is
-// exact too).
-int order_key(float v) {
-    uint u = floatBitsToUint(v);
-    return (u & 0x80000000u) != 0u ? -int(u & 0x7FFFFFFFu) : int(u);
-}
-
 float elem(uint e) {
     uvec3 at_ = plane_pixel(e, p.ho, p.wo);
     uint plane = at_.x, oh = at_.y, ow = at_.z;

@@ -34,13 +34,16 @@ float window4(float a, float b, float c, float d, uint q, uint w, out uint at) {
     at = q;
     if (MODE == POOL_MAX) {
         float m = uintBitsToFloat(0xFF800000u); // -inf
+        int km = order_key(m);
         float v[4] = float[4](a, b, c, d);
         uint qs[4] = uint[4](q, q + 1u, q + w, q + w + 1u);
         bool nan_ = false;
         for (uint i = 0u; i < 4u; i++) {
             float u = DETERMINISTIC ? det_ftz(v[i]) : v[i]; // SwiftShader compares subnormals as zero
-            if (!nan_ && (u > m || is_nan(u))) {
+            int ku = order_key(u);
+            if (!nan_ && (ku > km || is_nan(u))) {
                 m = u;
+                km = ku;
                 at = qs[i];
                 nan_ = is_nan(u);
             }

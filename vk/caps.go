@@ -157,7 +157,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 	}
 	info.CooperativeMatrixUsable = coopUsable(c)
 	info.CooperativeMatrixBF16Usable = info.CooperativeMatrixUsable && c.coopmat_bf16_n > 0 && c.bf16_type != 0 && c.bf16_coopmat != 0
-	if c.has_cm2_ext != 0 {
+	if c.has_cm2_ext != 0 && c.maintenance4 != 0 { // its SPIR-V 1.6 kernels need maintenance4
 		f := uint32(c.cm2_features)
 		cm2 := &CoopMat2{
 			WorkgroupScope: f&C.VKAMP_CM2_WORKGROUP_SCOPE != 0, FlexibleDimensions: f&C.VKAMP_CM2_FLEXIBLE_DIMENSIONS != 0,

@@ -211,6 +211,7 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	c->has_coopmat_ext = has_ext(e, n, "VK_KHR_cooperative_matrix");
 	c->has_bf16_ext = has_ext(e, n, "VK_KHR_shader_bfloat16");
 	c->has_cm2_ext = has_ext(e, n, "VK_NV_cooperative_matrix2");
+	c->has_maint4_ext = has_ext(e, n, "VK_KHR_maintenance4");
 	c->has_vmm_ext = has_ext(e, n, "VK_KHR_vulkan_memory_model");
 	c->has_subgroup_size_control_ext = has_ext(e, n, "VK_EXT_subgroup_size_control");
 	c->has_memory_budget_ext = has_ext(e, n, "VK_EXT_memory_budget");
@@ -268,7 +269,10 @@ void vkamp_query_caps(VkInstance inst, VkPhysicalDevice pd, vkamp_caps *c) {
 	if (c->has_bf16_ext) { *ftail = &bf; ftail = &bf.pNext; }
 	vkamp_cm2_features cm2 = {VKAMP_STYPE_CM2_FEATURES};
 	if (c->has_cm2_ext) { *ftail = &cm2; ftail = &cm2.pNext; }
+	VkPhysicalDeviceMaintenance4Features m4 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+	if (c->has_maint4_ext) { *ftail = &m4; ftail = &m4.pNext; }
 	p_vkGetPhysicalDeviceFeatures2(pd, &f2);
+	c->maintenance4 = c->has_maint4_ext ? m4.maintenance4 : 0;
 	if (c->has_cm2_ext) {
 		c->cm2_features = (cm2.workgroupScope ? VKAMP_CM2_WORKGROUP_SCOPE : 0) |
 			(cm2.flexibleDimensions ? VKAMP_CM2_FLEXIBLE_DIMENSIONS : 0) | (cm2.reductions ? VKAMP_CM2_REDUCTIONS : 0) |
@@ -388,6 +392,14 @@ VkResult vkamp_create_device(VkPhysicalDevice pd, uint32_t family, const vkamp_c
 		cm2.blockLoads = (enable_cm2 & VKAMP_CM2_BLOCK_LOADS) != 0;
 		*tail = &cm2; tail = &cm2.pNext;
 		exts[next++] = "VK_NV_cooperative_matrix2";
+	}
+	// SPIR-V 1.6 kernels (cooperative_matrix2's) declare their workgroup
+	// size with LocalSizeId, which needs maintenance4.
+	VkPhysicalDeviceMaintenance4Features m4 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+	if (enable_coopmat && enable_cm2 && c->maintenance4) {
+		m4.maintenance4 = VK_TRUE;
+		*tail = &m4; tail = &m4.pNext;
+		exts[next++] = "VK_KHR_maintenance4";
 	}
 	VkDeviceCreateInfo ci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
 	ci.pNext = &f2;

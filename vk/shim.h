@@ -55,6 +55,7 @@ typedef struct {
 	// workgroup invocations, bf16).
 	uint32_t has_cm2_ext, cm2_features, cm2_max_dimension, cm2_workgroup_max, cm2_reserved_shared;
 	uint32_t cm2_flex_n, cm2_flex[VKAMP_MAX_COOP_SHAPES][6];
+	uint32_t has_maint4_ext, maintenance4; // VK_KHR_maintenance4 (LocalSizeId in SPIR-V 1.6)
 	// What cooperative-matrix shaders also need: the cooperativeMatrix
 	// feature, and the Vulkan memory model (VK_KHR_vulkan_memory_model).
 	uint32_t coopmat_feature, has_vmm_ext, vmm, vmm_device_scope;

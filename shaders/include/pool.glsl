@@ -86,6 +86,16 @@ void tile2x2(uint e, out uint t, out uint q) {
     q = q2.x;
 }
 
+// order_key orders floats as integers, -0 equal to +0: max pooling
+// compares keys, not floats (pool2d, and window4 of the texel forms), since
+// a driver that flushes fp32 subnormals (Mesa 26's lavapipe) compares them,
+// and bf16's, as zero, and the window's maximum would be its first element
+// instead (key16, for 16-bit bits, is exact too).
+int order_key(float v) {
+    uint u = floatBitsToUint(v);
+    return (u & 0x80000000u) != 0u ? -int(u & 0x7FFFFFFFu) : int(u);
+}
+
 // MAX_BITS16 is whether the two-by-two texel forms move max pooling's bits
 // without converting them (pool2x2_tex.comp, pool2x2_backward_tex.comp):
 // from a 16-bit dtype to itself, outside the deterministic mode.
