@@ -1,15 +1,14 @@
 package scaler_test
 
 import (
-	"math"
 	"testing"
 
 	"github.com/vkamp/vkamp/scaler"
 )
 
 // FuzzLoadStateDict: any bytes give an error or a valid state, never a
-// panic, and a rejected state changes nothing. An accepted scale is +0 (a
-// collapsed one, as PyTorch's can be) or positive.
+// panic, and a rejected state changes nothing. An accepted scale is a
+// normal positive fp32: a collapsed one is refused.
 func FuzzLoadStateDict(f *testing.F) {
 	f.Add([]byte(`{"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`))
 	f.Add([]byte(`{}`))
@@ -28,7 +27,7 @@ func FuzzLoadStateDict(f *testing.F) {
 			return
 		}
 		v, _ := s.ScaleValue()
-		if !(v >= 0) || math.Signbit(v) || s.GrowthFactor() <= 1 || s.BackoffFactor() >= 1 || s.GrowthInterval() < 1 {
+		if !(v >= 0x1p-126) || s.GrowthFactor() <= 1 || s.BackoffFactor() >= 1 || s.GrowthInterval() < 1 {
 			t.Fatalf("accepted an invalid state: scale %g, factors %g %g, interval %d", v, s.GrowthFactor(), s.BackoffFactor(), s.GrowthInterval())
 		}
 	})

@@ -123,6 +123,7 @@ func New(o Options) (*Scaler, error) {
 	if err := positive("InitScale", s.initScale); err != nil {
 		return nil, err
 	}
+
 	if err := s.checkGrowth(s.growth); err != nil {
 		return nil, err
 	}
@@ -141,6 +142,12 @@ func New(o Options) (*Scaler, error) {
 	}
 	return s, nil
 }
+
+// minNormalScale is fp32's smallest normal: a loaded scale below it has
+// collapsed (its inverse is inf below 2^-128, and no skipped step lets it
+// grow). New takes any positive scale: tools/train's run stops on its own
+// when skipped steps follow one another (its collapse check).
+const minNormalScale = 0x1p-126
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 

@@ -2,8 +2,8 @@ package scaler_test
 
 import (
 	"errors"
-	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -484,6 +484,9 @@ func TestStateDict(t *testing.T) {
 	}
 	for _, bad := range []string{``, `{}`, `[1]`, `{"scale": 1}`, `{"scale": "x"}`,
 		`{"scale": -1, "growth_factor": 2, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`,
+		// A collapsed scale would skip every step after the load.
+		`{"scale": 0.0, "growth_factor": 2, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`,
+		`{"scale": 1e-40, "growth_factor": 2, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`,
 		`{"scale": 1, "growth_factor": 2, "backoff_factor": 0.5, "growth_interval": 2.5, "_growth_tracker": 0}`} {
 		if err := s.LoadStateDict([]byte(bad)); !errors.Is(err, scaler.ErrBadState) {
 			t.Errorf("LoadStateDict(%q): got %v, want ErrBadState", bad, err)
@@ -553,6 +556,33 @@ func TestUncomparableOptimizer(t *testing.T) {
 	}
 }
 
+// collapsedScaler is a scaler whose scale has come down to scale at run
+// time (LoadStateDict refuses a collapsed one): its initial scale where
+// that is normal, else fp32's smallest normal halved by skipped steps.
+func collapsedScaler(t *testing.T, d *vk.Device, scale float64) *scaler.Scaler {
+	t.Helper()
+	if scale >= 0x1p-126 {
+		return newScaler(t, scaler.Options{InitScale: scale})
+	}
+	s := newScaler(t, scaler.Options{InitScale: 0x1p-126})
+	o := newSGD(t, d, 5, 8)
+	for v := 0x1p-126; v > scale; {
+		s.Scale(loss(t, d)).Release()
+		setGrad(t, o.grads[0], []float32{float32(math.Inf(1)), 0, 0, 0, 0}, -1, 0)
+		if _, err := s.Step(o); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Update(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if v, err = s.ScaleValue(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // TestCollapsedScale: a scale so small that inv_scale is +inf (below about
 // 2.9e-39, or 0 as PyTorch's scale can become) turns zero gradients into
 // NaN and the others into inf in the unscale itself. The unscale flags a
@@ -566,18 +596,14 @@ func TestCollapsedScale(t *testing.T) {
 		scale float64
 		grad  []float32
 	}{
-		{1e-39, []float32{0, 0, 0, 0, 0}},
-		{1e-39, []float32{0, 1e-3, -2, 0, 0}},
+		{0x1p-128, []float32{0, 0, 0, 0, 0}},
+		{0x1p-128, []float32{0, 1e-3, -2, 0, 0}},
 		{0, []float32{0, 0, 0, 0, 0}},
 		{0, []float32{0, 1e-3, -2, 0, 0}},
 		{1e-30, []float32{0, 1e-3, 1e10, 0, 0}},
 	} {
 		for _, host := range []bool{false, true} {
-			s := newScaler(t, scaler.Options{})
-			sd := fmt.Sprintf(`{"scale": %g, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`, c.scale)
-			if err := s.LoadStateDict([]byte(sd)); err != nil {
-				t.Fatalf("scale %g: %v", c.scale, err)
-			}
+			s := collapsedScaler(t, d, c.scale)
 			o := newSGD(t, d, 5, 9000)
 			w0 := [][]float32{values(t, o.params[0]), values(t, o.params[1])}
 			s.Scale(loss(t, d)).Release()
@@ -605,5 +631,21 @@ func TestCollapsedScale(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCollapsedScaleRefused: a checkpoint's collapsed scale would skip
+// every step after the load and train nothing: it is an error naming it.
+func TestCollapsedScaleRefused(t *testing.T) {
+	s := newScaler(t, scaler.Options{InitScale: 8})
+	for _, v := range []string{"0.0", "-0.0", "1e-39", "1.4e-45"} {
+		sd := `{"scale": ` + v + `, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 0}`
+		err := s.LoadStateDict([]byte(sd))
+		if !errors.Is(err, scaler.ErrBadState) || !strings.Contains(err.Error(), "scale") {
+			t.Errorf("scale %s: got %v, want ErrBadState naming the scale", v, err)
+		}
+	}
+	if v, _ := s.ScaleValue(); v != 8 {
+		t.Errorf("a refused state changed the scale to %g", v)
 	}
 }

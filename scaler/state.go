@@ -37,9 +37,10 @@ func (s *Scaler) StateDict() ([]byte, error) {
 // LoadStateDict restores a state from StateDict or from PyTorch's
 // GradScaler.state_dict written as JSON. An empty, malformed or invalid
 // state is an error and changes nothing. A disabled scaler ignores it. A
-// scale of 0, which PyTorch's reaches after enough overflows in a row,
-// loads: every step is then skipped (the scale cannot grow again), as it is
-// with any scale below about 2.9e-39; the weights are kept.
+// collapsed scale is an error too: 0, which PyTorch's reaches after enough
+// overflows in a row, or anything below fp32's smallest normal (2^-126),
+// from which the scale cannot grow again, would skip every step after the
+// load and train nothing; start such a run's scaler afresh.
 func (s *Scaler) LoadStateDict(data []byte) error {
 	if s.disabled {
 		return nil
@@ -57,10 +58,11 @@ func (s *Scaler) LoadStateDict(data []byte) error {
 			return fmt.Errorf("%w: missing %q", ErrBadState, name)
 		}
 	}
-	if *sd.Scale != 0 { // PyTorch's scale collapses to 0 after enough overflows in a row
-		if err := positive("scale", *sd.Scale); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadState, err)
-		}
+	if err := positive("scale", *sd.Scale); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadState, err)
+	}
+	if *sd.Scale < minNormalScale {
+		return fmt.Errorf("%w: scale %g has collapsed (below 2^-126, it cannot grow again): every step would be skipped; start the scaler afresh", ErrBadState, *sd.Scale)
 	}
 	if err := s.checkGrowth(*sd.GrowthFactor); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadState, err)
