@@ -140,6 +140,7 @@ func (g *Graph) GELUTanh(x *Var) *Var {
 
 // Exp returns e^x, in fp32 under autocast.
 func (g *Graph) Exp(x *Var) *Var {
+	defer g.use("Exp").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpExp, x))
 	return g.record(tensor.OpExp, tensor.Exp(x.t, x.DType()), attrs{}, nil, x)
 }
