@@ -88,3 +88,26 @@ func TestRulesTable(t *testing.T) {
 		require.True(t, isOp[op], "noBackward lists %s, which is no op of tensor.Ops", op)
 	}
 }
+
+// TestDoubleRulesTable: every op with a backward rule has a differentiable
+// one (doubleRules) or is declared without (noDoubleBackward), not both,
+// so that an op added with only a first rule fails here rather than when
+// Grad with createGraph reaches it.
+func TestDoubleRulesTable(t *testing.T) {
+	for op := range rules {
+		_, ok := doubleRules[op]
+		if noDoubleBackward[op] {
+			require.False(t, ok, "%s has a double-backward rule and is in noDoubleBackward", op)
+			continue
+		}
+		require.True(t, ok, "%s has a backward rule but no double-backward rule (add one, or list it in noDoubleBackward)", op)
+	}
+	for op := range doubleRules {
+		_, ok := rules[op]
+		require.True(t, ok, "a double-backward rule for %s, which has no backward rule", op)
+	}
+	for op := range noDoubleBackward {
+		_, ok := rules[op]
+		require.True(t, ok, "noDoubleBackward lists %s, which has no backward rule", op)
+	}
+}

@@ -20,6 +20,22 @@ type doubleRule func(g *Graph, n *node, dy *Var) []*Var
 // tanh form, the poolings and convolutions have none yet.
 var doubleRules map[tensor.Op]doubleRule
 
+// noDoubleBackward are the ops with a backward rule but no differentiable
+// one yet: Grad with createGraph panics, naming the op, on a path through
+// them. Every op of rules is in doubleRules or here, not both
+// (TestDoubleRulesTable).
+var noDoubleBackward = map[tensor.Op]bool{
+	// Their backward runs fused kernels, not graph ops.
+	tensor.OpLayerNorm: true, tensor.OpBatchNorm: true, tensor.OpConv2d: true,
+	tensor.OpMaxPool2d: true, tensor.OpAvgPool2d: true, tensor.OpAdaptiveAvgPool2d: true,
+	tensor.OpAttention: true, tensor.OpNLLLoss: true, tensor.OpMaxAxes: true, tensor.OpMinAxes: true,
+	// Their backward scatters into an input's shape.
+	tensor.OpEmbedding: true, tensor.OpGather: true, tensor.OpConcat: true, tensor.OpStack: true,
+	tensor.OpNarrow: true, tensor.OpWhere: true, tensor.OpMaskedFill: true,
+	// A custom Function's Backward is the user's, in tensors.
+	tensor.OpCustom: true,
+}
+
 func init() {
 	doubleRules = map[tensor.Op]doubleRule{
 		tensor.OpCast:         func(g *Graph, n *node, dy *Var) []*Var { return []*Var{dy} },
