@@ -125,9 +125,7 @@ func main() {
 		os.Exit(2)
 	}
 	c.recipe = r
-	if dropout >= 0 {
-		c.dropout = float32(dropout)
-	}
+	c.dropout = dropoutFlag(dropout, r.dropout)
 	c.iters = pick(iters, r.iters)
 	c.evalEvery = pick(evalEvery, r.evalEvery)
 	c.evalIters = pick(evalIters, r.evalIters)
@@ -146,6 +144,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gpt:", err)
 		os.Exit(1)
 	}
+}
+
+// dropoutFlag is -dropout's value: the recipe's when negative (the flag
+// left unset), else the value, NaN included, for check to refuse.
+func dropoutFlag(v float64, recipe float32) float32 {
+	if v < 0 {
+		return recipe
+	}
+	return float32(v)
 }
 
 // pick is v, or def when v is 0 (a flag left unset).

@@ -82,6 +82,7 @@ func TestBadInput(t *testing.T) {
 		{"zero iters", func(c *config) { c.iters = 0 }, "must be positive"},
 		{"heads", func(c *config) { c.heads = 3 }, "multiple of heads"},
 		{"dropout", func(c *config) { c.dropout = 1 }, "-dropout 1 must be in [0, 1)"},
+		{"NaN dropout", func(c *config) { c.dropout = dropoutFlag(math.NaN(), 0.1) }, "-dropout NaN must be in [0, 1)"},
 		{"negative sample", func(c *config) { c.sample = -1 }, "-sample"},
 		{"negative temperature", func(c *config) { c.temperature = -1 }, "-temperature"},
 		{"negative top-k", func(c *config) { c.topK = -1 }, "-top-k"},

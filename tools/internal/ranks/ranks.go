@@ -26,9 +26,9 @@ type Rank struct {
 // in-process group, or one on device without devices. o's Device is set
 // from those; g configures the groups (their collectives' timeout).
 func Open(device, devices string, o vk.Options, g dist.Options) ([]Rank, error) {
-	var names []string
-	if devices != "" {
-		names = strings.Split(devices, ",")
+	names, err := deviceList(devices)
+	if err != nil {
+		return nil, err
 	}
 	if os.Getenv("OMPI_COMM_WORLD_SIZE") != "" { // launched by mpirun
 		mg, err := dist.NewMPI(g)
@@ -104,4 +104,19 @@ func Run(rs []Rank, f func(i int, r Rank) error) error {
 		return fmt.Errorf("rank %d: %w", first, errs[first])
 	}
 	return nil
+}
+
+// deviceList splits -devices into its entries; an empty entry (",", "0,,1",
+// a trailing comma) is an error, not a rank on the default device.
+func deviceList(devices string) ([]string, error) {
+	if devices == "" {
+		return nil, nil
+	}
+	names := strings.Split(devices, ",")
+	for i, n := range names {
+		if strings.TrimSpace(n) == "" {
+			return nil, fmt.Errorf("-devices %q: entry %d is empty (name a device for each rank, as go run ./tools/vkinfo lists them)", devices, i+1)
+		}
+	}
+	return names, nil
 }
