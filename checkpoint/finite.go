@@ -75,3 +75,48 @@ func (f *File) CheckFinite() error {
 	}
 	return nil
 }
+
+// NegativeError is the error of a load (File.CheckNonNegative) refused
+// because a tensor that holds squares, an optimizer's second moments, has
+// negative values: their square roots would be NaN at the next step.
+type NegativeError struct {
+	Path, Name string
+	Negative   int // its negative values (-0 is not one)
+	Len        int // its elements
+}
+
+func (e *NegativeError) Error() string {
+	return fmt.Sprintf("checkpoint: load %s: %q holds %d negative values of its %d, where it holds squares: refused",
+		e.Path, e.Name, e.Negative, e.Len)
+}
+
+// CheckNonNegative returns a *NegativeError naming the first of the named
+// float tensors of f that holds a value below zero, or nil. Names f does
+// not hold are skipped (File.Check reports those).
+func (f *File) CheckNonNegative(names []string) error {
+	for _, name := range names {
+		h, ok := f.Tensors[name]
+		if !ok {
+			continue
+		}
+		neg, size := 0, h.DType.Size()
+		for i := 0; i+size <= len(h.Data); i += size {
+			switch h.DType {
+			case tensor.Float32:
+				x := binary.LittleEndian.Uint32(h.Data[i:])
+				if x&0x80000000 != 0 && x&0x7fffffff != 0 {
+					neg++
+				}
+			case tensor.Float16, tensor.BFloat16:
+				x := binary.LittleEndian.Uint16(h.Data[i:])
+				if x&0x8000 != 0 && x&0x7fff != 0 {
+					neg++
+				}
+			}
+		}
+		if neg > 0 {
+			return &NegativeError{Path: f.path, Name: name, Negative: neg, Len: len(h.Data) / size}
+		}
+	}
+	return nil
+}

@@ -69,6 +69,19 @@ func (o *optimizer) stateTensors() []checkpoint.Named {
 	return ts
 }
 
+// squareStates names the optimizer's state tensors that hold running
+// averages of squares, which a load refuses to take negative: Adam's second
+// moments (.m2) and both of Adadelta's. SGD's momentum has any sign.
+func squareStates(opt Stateful) []string {
+	var names []string
+	for _, n := range opt.stateTensors() {
+		if opt.kind() == "adadelta" || opt.kind() == "adam" && strings.HasSuffix(n.Name, ".m2") {
+			names = append(names, n.Name)
+		}
+	}
+	return names
+}
+
 func (s *SGD) hyper() any  { return &s.o }
 func (a *Adam) hyper() any { return &a.o }
 
@@ -478,6 +491,9 @@ func readOptimizer(vdir string, s optimizerState, sum string, opt Stateful) (opt
 		return optimizerLoad{}, err
 	}
 	if err := f.CheckFinite(); err != nil {
+		return optimizerLoad{}, err
+	}
+	if err := f.CheckNonNegative(squareStates(opt)); err != nil {
 		return optimizerLoad{}, err
 	}
 	// The settings: the current ones with the file's over them, in a copy.

@@ -216,6 +216,45 @@ func checkpointNonFiniteLoad(t *testing.T, d *vk.Device) {
 	t.Logf("format 2 with a NaN moment: %v", err)
 	tContains(t, "format 2 with a NaN moment", fmt.Sprint(err), "optimizer 0", "optimizer-0.safetensors", `"fc1.weight.m1" holds 1 NaN and 0 inf of its 12 values`)
 	sameState(t, "format 2 with a NaN moment", b.state(), before)
+
+	// A negative second moment (the checksums remade): its square root
+	// would make the weight NaN at the next step. A negative first moment
+	// is fine.
+	for _, moment := range []int{1, 0} {
+		e := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+		e.train(1)
+		dir = t.TempDir()
+		if err := nn.SaveCheckpoint(dir, e.params, nil, e.opt); err != nil {
+			t.Fatal(err)
+		}
+		m1, m2 := nn.Moments(e.opt)
+		poison(t, [][]*tensor.Tensor{m1, m2}[moment][0], map[int]float32{2: -5})
+		mom := filepath.Join(dir, "step-1", "optimizer-0.safetensors")
+		if err := checkpoint.Save(mom, nn.StateTensors(e.opt), nil); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(mom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := editState(func(st map[string]any) {
+			st["files"].(map[string]any)["optimizer-0.safetensors"] = checkpoint.Sum(raw)
+		})(dir); err != nil {
+			t.Fatal(err)
+		}
+		_, err = nn.LoadCheckpoint(dir, b.params, b.opt)
+		t.Logf("format 2, moment %d with a -5: %v", moment+1, err)
+		if moment == 1 {
+			var ne *checkpoint.NegativeError
+			if !errors.As(err, &ne) {
+				t.Errorf("a negative second moment: got %v, want a *checkpoint.NegativeError", err)
+			}
+			tContains(t, "a negative second moment", fmt.Sprint(err), "optimizer-0.safetensors", `"fc1.weight.m2" holds 1 negative values of its 12`)
+			sameState(t, "a negative second moment", b.state(), before)
+		} else if err != nil {
+			t.Errorf("a negative first moment: %v", err)
+		}
+	}
 }
 
 // A save into a directory whose lock another writer holds fails with an
