@@ -3,11 +3,14 @@ package checkpoint
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 )
 
 // SaveJSON writes v to path as indented JSON, atomically.
@@ -110,4 +113,35 @@ func WriteFile(path string, data []byte) error {
 		return fmt.Errorf("checkpoint: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// CheckWritableDir reports, before any work, whether a checkpoint could be
+// written into dir: dir, or its nearest existing ancestor where it does not
+// exist yet (a save creates it), must be a directory this process can
+// create files in. Nothing is left behind.
+func CheckWritableDir(dir string) error {
+	at := dir
+	for {
+		fi, err := os.Stat(at)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("checkpoint: cannot write into %s: %s is not a directory", dir, at)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) { // ENOTDIR: a file on the way, found above
+			return fmt.Errorf("checkpoint: cannot write into %s: %w", dir, err)
+		}
+		up := filepath.Dir(at)
+		if up == at {
+			return fmt.Errorf("checkpoint: cannot write into %s: no part of it exists", dir)
+		}
+		at = up
+	}
+	f, err := os.CreateTemp(at, ".vkamp-write-check-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: cannot write into %s: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

@@ -54,6 +54,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/tools/internal/report"
 )
 
@@ -172,7 +173,7 @@ func (c config) check() error {
 	case c.sample < 0:
 		return fmt.Errorf("-sample %d must be 0 or positive", c.sample)
 	case !(c.temperature >= 0) || c.temperature > 1e6:
-		return fmt.Errorf("-temperature %g must be 0 or positive", c.temperature)
+		return fmt.Errorf("-temperature %g must be in [0, 1e6]", c.temperature)
 	case c.topK < 0:
 		return fmt.Errorf("-top-k %d must be 0 or positive", c.topK)
 	case c.sample > 0 && c.prompt == "":
@@ -186,6 +187,11 @@ func (c config) check() error {
 	case c.layers < 1 || c.heads < 1 || c.dim%c.heads != 0 || c.block < 1 || c.batch < 1:
 		return fmt.Errorf("model %d layers, %d heads, %d dims, context %d, batch %d: the sizes must be positive and dims a multiple of heads",
 			c.layers, c.heads, c.dim, c.block, c.batch)
+	}
+	if c.checkpoint != "" {
+		if err := checkpoint.CheckWritableDir(c.checkpoint); err != nil {
+			return err // found now, not at the first save after an epoch of training
+		}
 	}
 	if c.reportPath != "" {
 		return report.CheckWritable(c.reportPath)

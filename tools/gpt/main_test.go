@@ -85,6 +85,8 @@ func TestBadInput(t *testing.T) {
 		{"NaN dropout", func(c *config) { c.dropout = dropoutFlag(math.NaN(), 0.1) }, "-dropout NaN must be in [0, 1)"},
 		{"negative sample", func(c *config) { c.sample = -1 }, "-sample"},
 		{"negative temperature", func(c *config) { c.temperature = -1 }, "-temperature"},
+		{"huge temperature", func(c *config) { c.temperature = 1e30 }, "-temperature 1e+30 must be in [0, 1e6]"},
+		{"checkpoint under a file", func(c *config) { c.checkpoint = filepath.Join(binary, "ckpt") }, "is not a directory"},
 		{"negative top-k", func(c *config) { c.topK = -1 }, "-top-k"},
 		{"prompt outside the vocabulary", func(c *config) { c.sample, c.prompt = 10, "ü" }, "not in the vocabulary"},
 		{"unwritable report", func(c *config) { c.reportPath = filepath.Join(dir, "no", "dir", "r.png") }, "cannot write the report"},

@@ -64,6 +64,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vkamp/vkamp/checkpoint"
 	"github.com/vkamp/vkamp/dist"
 	"github.com/vkamp/vkamp/mnist"
 	"github.com/vkamp/vkamp/scaler"
@@ -99,7 +100,7 @@ func main() {
 	flag.IntVar(&c.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint after every this many steps (0: only after each epoch)")
 	flag.StringVar(&c.reportPath, "report", "", "write a PNG figure of the run here")
 	flag.IntVar(&c.epochs, "epochs", 5, "epochs to train")
-	flag.IntVar(&c.batch, "batch", 64, "samples per step")
+	flag.IntVar(&c.batch, "batch", 64, "digits per step for the whole job, split among the ranks of a data-parallel run")
 	flag.IntVar(&c.logEvery, "log-every", 5, "read the loss and scale every this many steps (each read waits for the device)")
 	flag.Float64Var(&c.lr, "lr", 0, "learning rate (0: the model's, Adam's 1e-3 for mlp, Adadelta's 1.0 for cnn)")
 	flag.StringVar(&c.model, "model", "mlp", "mlp (784-256-10, Adam) or cnn (PyTorch's examples/mnist network, Adadelta)")
@@ -152,6 +153,11 @@ func (c config) check() error {
 		return fmt.Errorf("-checkpoint-every %d must be 0 or positive", c.checkpointEvery)
 	case c.checkpointEvery > 0 && c.checkpoint == "":
 		return errors.New("-checkpoint-every needs -checkpoint DIR")
+	}
+	if c.checkpoint != "" {
+		if err := checkpoint.CheckWritableDir(c.checkpoint); err != nil {
+			return err // found now, not at the first save after an epoch of training
+		}
 	}
 	if c.reportPath != "" {
 		return report.CheckWritable(c.reportPath)

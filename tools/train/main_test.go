@@ -36,6 +36,10 @@ func TestBadInput(t *testing.T) {
 		{"corrupt data", func(c *config) { c.data = corrupt }, "magic"},
 		{"unknown precision", func(c *config) { c.precision = "f8" }, "unknown precision"},
 		{"unwritable report", func(c *config) { c.reportPath = filepath.Join(dir, "no", "such", "dir", "r.png") }, "cannot write the report"},
+		// Found before training, not at the first save after an epoch.
+		{"checkpoint under a file", func(c *config) {
+			c.checkpoint = filepath.Join(corrupt, "train-images-idx3-ubyte", "ckpt")
+		}, "is not a directory"},
 		{"unknown device", func(c *config) { c.device = "no-such-gpu" }, "no device"},
 		{"resume without checkpoint", func(c *config) { c.resume = true }, "-resume needs"},
 		{"zero epochs", func(c *config) { c.epochs = 0 }, "must be positive"},
