@@ -37,8 +37,18 @@ func (g *Graph) MatMul(a, b *Var, transA, transB bool) *Var {
 }
 
 // Linear returns x w^T + b for x [batch, in], w [out, in] and b [out] (b may
-// be nil), with the bias add fused into the product.
+// be nil), with the bias add fused into the product. An x of more
+// dimensions, [..., in], gives [..., out], as PyTorch's: its leading
+// dimensions are rows.
 func (g *Graph) Linear(x, w, b *Var) *Var {
+	if s := x.Shape(); len(s) > 2 { // [..., in]: PyTorch's leading dimensions, as rows
+		rows := 1
+		for _, n := range s[:len(s)-1] {
+			rows *= n
+		}
+		y := g.Linear(g.Reshape(x, rows, s[len(s)-1]), w, b)
+		return g.Reshape(y, append(slices.Clone(s[:len(s)-1]), y.Shape()[1])...)
+	}
 	defer g.use("Linear").done()
 	vs := []*Var{x, w}
 	if b != nil {
