@@ -25,6 +25,11 @@ const clipEps = 1e-6
 // positive (+inf clips nothing). Frozen parameters are left out (all
 // frozen: a norm of 0). The
 // gradients must be float32, none shared (the optimizers' rule).
+//
+// Inside a captured step (tensor.Replayer) use a NormClipper instead:
+// ClipGradNorm uploads its block tables from the host on every call, which
+// a capture refuses (an error wrapping vk.ErrCapturing); a NormClipper
+// keeps them on the device between steps.
 func ClipGradNorm(params []*Param, maxNorm float64) (*tensor.Tensor, error) {
 	var tab tensor.BlockTable
 	defer tab.Close() // the device keeps the tables until the clip has run
