@@ -314,6 +314,10 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 				return hist, fmt.Errorf("checkpoint history: %w", err)
 			}
 		}
+		if done := tr.EpochsDone(); done >= c.epochs {
+			// Nothing would train: say so rather than exit 0 in silence.
+			return hist, fmt.Errorf("the checkpoint in %s has %d epochs done, and -epochs is %d: nothing to train (raise -epochs to train further)", c.checkpoint, done, c.epochs)
+		}
 		if pos := tr.StepInEpoch(); pos > 0 {
 			fmt.Fprintf(out, "resumed from %s at epoch %d, step %d of %d\n", c.checkpoint, tr.EpochsDone()+1, pos+1, train.N/c.batch)
 		} else {

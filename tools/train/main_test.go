@@ -224,3 +224,23 @@ func TestProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestResumePastLastEpoch: resuming a checkpoint that has all of -epochs
+// done is an error saying so; it once did nothing and exited 0.
+func TestResumePastLastEpoch(t *testing.T) {
+	devtest.Open(t)
+	c := base()
+	c.epochs, c.checkpoint = 1, filepath.Join(t.TempDir(), "ckpt")
+	if err := run(context.Background(), c, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	c.resume = true
+	err := run(context.Background(), c, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "1 epochs done, and -epochs is 1: nothing to train") {
+		t.Errorf("resume past the last epoch: got %v, want an error saying nothing is left to train", err)
+	}
+	c.epochs = 2 // one more epoch trains
+	if err := run(context.Background(), c, io.Discard, io.Discard); err != nil {
+		t.Errorf("resume with -epochs 2: %v", err)
+	}
+}
