@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -19,11 +20,24 @@ type corpus struct {
 	train, val []int32
 }
 
-// loadCorpus reads a UTF-8 text file.
+// maxCorpus bounds what loadCorpus reads: 1 GiB of text, some 900 times
+// Tiny Shakespeare. Its ids take four bytes a character in memory.
+const maxCorpus = 1 << 30
+
+// loadCorpus reads a UTF-8 text file of at most maxCorpus bytes; a longer
+// one (or an endless one, /dev/zero) is an error after that many.
 func loadCorpus(path string) (*corpus, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCorpus+1))
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	if len(b) > maxCorpus {
+		return nil, fmt.Errorf("data: %s holds more than %d bytes, the most a corpus may have", path, maxCorpus)
 	}
 	if !utf8.Valid(b) {
 		return nil, fmt.Errorf("data: %s is not UTF-8 text", path)

@@ -78,6 +78,7 @@ func TestBadInput(t *testing.T) {
 		{"missing data", func(c *config) { c.data = filepath.Join(dir, "nothing") }, "no such file"},
 		{"binary data", func(c *config) { c.data = binary }, "not UTF-8"},
 		{"short data", func(c *config) { c.data = short }, "too few"},
+		{"endless data", func(c *config) { c.data = "/dev/zero" }, "more than 1073741824 bytes"},
 		{"unknown precision", func(c *config) { c.precision = "f8" }, "unknown precision"},
 		{"zero iters", func(c *config) { c.iters = 0 }, "must be positive"},
 		{"heads", func(c *config) { c.heads = 3 }, "multiple of heads"},
