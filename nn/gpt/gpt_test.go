@@ -1,6 +1,8 @@
 package gpt_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -339,5 +341,24 @@ func TestMisuse(t *testing.T) {
 			}()
 			fn()
 		}()
+	}
+}
+
+// TestGenerateStops: a done Context stops Generate between tokens, with the
+// tokens so far and the context's error (tools/gpt stops sampling on SIGINT
+// and SIGTERM so).
+func TestGenerateStops(t *testing.T) {
+	d := devtest.Open(t)
+	m := newModel(t, d, small)
+	ctx, cancel := context.WithCancel(context.Background())
+	o := gpt.GenerateOptions{Context: ctx}
+	out, err := m.Generate([]int32{1}, 3, o, rand.New(rand.NewPCG(1, 1)))
+	if err != nil || len(out) != 3 {
+		t.Fatalf("a live context: %d tokens, %v", len(out), err)
+	}
+	cancel()
+	out, err = m.Generate([]int32{1}, 1000000, o, rand.New(rand.NewPCG(1, 1)))
+	if !errors.Is(err, context.Canceled) || len(out) != 0 {
+		t.Errorf("a cancelled context: %d tokens, %v; want none and context.Canceled", len(out), err)
 	}
 }

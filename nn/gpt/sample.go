@@ -1,6 +1,7 @@
 package gpt
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -72,6 +73,9 @@ type GenerateOptions struct {
 	// AutocastDType is autocast's dtype: Float16 (the zero value, Float32,
 	// also means Float16) or BFloat16.
 	AutocastDType tensor.DType
+	// Context, if set, stops the generation between tokens once it is
+	// done: Generate returns the tokens so far and the context's error.
+	Context context.Context
 }
 
 // Generate appends n tokens to prompt (at least one token), one forward
@@ -89,6 +93,9 @@ func (m *Model) Generate(prompt []int32, n int, o GenerateOptions, rng *rand.Ran
 	ctx := slices.Clone(prompt)
 	out := make([]int32, 0, n)
 	for range n {
+		if o.Context != nil && o.Context.Err() != nil {
+			return out, o.Context.Err()
+		}
 		c := ctx[max(0, len(ctx)-m.Config.BlockSize):]
 		row, err := m.lastLogits(c, nn.Options{NoGrad: true, Autocast: o.Autocast, AutocastDType: o.AutocastDType})
 		if err != nil {

@@ -202,9 +202,12 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	}
 	if c.sample > 0 {
 		prompt := data.encode(c.prompt)
-		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: c.precision != "f32", AutocastDType: autocastDType(c.precision)},
-			rand.New(rand.NewPCG(c.seed, 2)))
+		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: c.precision != "f32",
+			AutocastDType: autocastDType(c.precision), Context: ctx}, rand.New(rand.NewPCG(c.seed, 2)))
 		if err != nil {
+			if ctx.Err() != nil { // SIGINT or SIGTERM while sampling: what came so far, then stop
+				fmt.Fprintf(log, "sample (interrupted after %d tokens):\n%s%s\n", len(gen), c.prompt, data.decode(gen))
+			}
 			return err
 		}
 		fmt.Fprintf(log, "sample (temperature %g, top-k %d):\n%s%s\n", c.temperature, c.topK, c.prompt, data.decode(gen))
