@@ -279,3 +279,34 @@ func TestJSONNonFinite(t *testing.T) {
 		t.Errorf("got %v, want iteration 7 and null losses", e)
 	}
 }
+
+// TestResumeOtherVocabulary: a checkpoint resumed on a text whose
+// vocabulary differs, even in size alike, is an error naming the first
+// difference; it once trained on, every id read as another character.
+func TestResumeOtherVocabulary(t *testing.T) {
+	devtest.Open(t)
+	dir := t.TempDir()
+	text, err := os.ReadFile("../../testdata/tinyshakespeare/input.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same text with 'z' written as '#': as many characters, another set.
+	other := filepath.Join(dir, "other.txt")
+	if err := os.WriteFile(other, bytes.ReplaceAll(text, []byte("z"), []byte("#")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := tiny()
+	c.iters, c.checkpoint = 2, filepath.Join(dir, "ckpt")
+	if err := run(context.Background(), c, io.Discard, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	c.iters, c.resume, c.data = 4, true, other
+	err = run(context.Background(), c, io.Discard, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "another vocabulary") || !strings.Contains(err.Error(), "in the checkpoint") {
+		t.Errorf("resume on another vocabulary: got %v, want an error naming the difference", err)
+	}
+	c.data = tiny().data // the same text resumes
+	if err := run(context.Background(), c, io.Discard, io.Discard, io.Discard); err != nil {
+		t.Errorf("resume on the same text: %v", err)
+	}
+}

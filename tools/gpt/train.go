@@ -78,6 +78,10 @@ type progressState struct {
 	FP16        bool   `json:"fp16"`
 	Precision   string `json:"precision,omitempty"` // f16, bf16 or f32; empty in checkpoints that only say fp16
 	Model       string `json:"model"`               // the sizes, to refuse another recipe's checkpoint
+	// Vocab is the vocabulary, its characters in id order: a checkpoint
+	// resumed on a text of other characters would read every id as another
+	// character (empty in checkpoints of before, which are not checked).
+	Vocab string `json:"vocab,omitempty"`
 }
 
 // precision is the run's -precision flag.
@@ -649,7 +653,7 @@ func (t *trainer) save() error {
 		return err
 	}
 	prog, err := json.Marshal(progressState{Iter: t.iter, Evaluated: t.evaluated, RNG: rng, DropoutStep: t.seeds.Step(),
-		FP16: t.sc.Enabled(), Precision: t.c.precision, Model: t.c.modelName()})
+		FP16: t.sc.Enabled(), Precision: t.c.precision, Model: t.c.modelName(), Vocab: string(t.data.chars)})
 	if err != nil {
 		return err
 	}
@@ -683,6 +687,8 @@ func (t *trainer) load(dir string) error {
 		return fmt.Errorf("checkpoint %s is of a model of %s, resumed with %s", dir, p.Model, t.c.modelName())
 	case p.Iter < 0 || p.Iter > t.c.iters:
 		return fmt.Errorf("checkpoint %s is at iteration %d, outside the run's %d", dir, p.Iter, t.c.iters)
+	case p.Vocab != "" && p.Vocab != string(t.data.chars):
+		return fmt.Errorf("checkpoint %s was trained on another vocabulary: %s", dir, vocabDiff([]rune(p.Vocab), t.data.chars))
 	}
 	if err := t.pcg.UnmarshalBinary(p.RNG); err != nil {
 		return fmt.Errorf("checkpoint %s: batch rng: %w", dir, err)
@@ -698,4 +704,15 @@ func (t *trainer) load(dir string) error {
 	t.iter, t.evaluated = p.Iter, p.Evaluated
 	t.seeds.SetStep(p.DropoutStep)
 	return nil
+}
+
+// vocabDiff names the first difference between a checkpoint's vocabulary
+// and the data's.
+func vocabDiff(ckpt, data []rune) string {
+	for i := range min(len(ckpt), len(data)) {
+		if ckpt[i] != data[i] {
+			return fmt.Sprintf("id %d is %q in the checkpoint and %q in the data (%d and %d characters)", i, ckpt[i], data[i], len(ckpt), len(data))
+		}
+	}
+	return fmt.Sprintf("%d characters in the checkpoint, %d in the data", len(ckpt), len(data))
 }
