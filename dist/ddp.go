@@ -2,6 +2,7 @@ package dist
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/vkamp/vkamp/nn"
@@ -81,10 +82,77 @@ func NewDataParallel(g Group, params []*nn.Param, o DataParallelOptions) (*DataP
 	if g.Size() == 1 {
 		return dp, nil
 	}
+	if err := agree(g, params); err != nil {
+		return nil, err
+	}
 	if err := dp.each(vals, g.Rank() != 0, func(x []float32) error { return g.Broadcast(x, 0) }); err != nil {
 		return nil, fmt.Errorf("dist: broadcast parameters: %w", err)
 	}
 	return dp, nil
+}
+
+// agree checks that every rank of g passes the same parameters in the same
+// order: names, shapes and dtypes. Rank 0's list goes to the others (its
+// bytes as float32s, which a broadcast carries exactly), each compares, and
+// a sum of the mismatches fails every rank, so that none waits in the
+// parameters' broadcast for a rank that refused. Shapes alike in another
+// order once gave a rank's b rank 0's a.
+func agree(g Group, params []*nn.Param) error {
+	var desc []string
+	for _, p := range params {
+		desc = append(desc, fmt.Sprintf("%s %v %s", p.Name, p.Value.Shape(), p.Value.DType()))
+	}
+	mine := []byte(strings.Join(desc, "\n"))
+	n := []float32{float32(len(mine))}
+	if err := g.Broadcast(n, 0); err != nil {
+		return fmt.Errorf("dist: compare parameters: %w", err)
+	}
+	root := make([]float32, int(n[0]))
+	for i := range root {
+		if i < len(mine) {
+			root[i] = float32(mine[i])
+		}
+	}
+	if len(root) > 0 {
+		if err := g.Broadcast(root, 0); err != nil {
+			return fmt.Errorf("dist: compare parameters: %w", err)
+		}
+	}
+	theirs := make([]byte, len(root))
+	for i, v := range root {
+		theirs[i] = byte(v)
+	}
+	var why string
+	if string(theirs) != string(mine) {
+		want := strings.Split(string(theirs), "\n")
+		for i := range max(len(want), len(desc)) {
+			w, h := "nothing", "nothing"
+			if i < len(want) && len(theirs) > 0 {
+				w = want[i]
+			}
+			if i < len(desc) {
+				h = desc[i]
+			}
+			if w != h {
+				why = fmt.Sprintf("parameter %d is %q on rank 0 and %q on rank %d", i, w, h, g.Rank())
+				break
+			}
+		}
+	}
+	bad := []float32{0}
+	if why != "" {
+		bad[0] = 1
+	}
+	if err := g.AllReduceSum(bad); err != nil {
+		return fmt.Errorf("dist: compare parameters: %w", err)
+	}
+	switch {
+	case why != "":
+		return fmt.Errorf("dist: the ranks pass other parameters: %s", why)
+	case bad[0] > 0:
+		return fmt.Errorf("dist: %g rank(s) pass other parameters than rank 0 (their errors name them)", bad[0])
+	}
+	return nil
 }
 
 // Group returns the group the DataParallel reduces over.
