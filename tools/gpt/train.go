@@ -320,10 +320,13 @@ func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
 	for {
 		if t.iter%c.evalEvery == 0 || t.iter == c.iters {
 			if !t.evaluated {
-				trainTime += time.Since(start)
+				// The device's time too: the host records steps ahead of
+				// it, and with frequent evaluations the recording alone
+				// read as 0.0 ms an iteration.
 				if err := t.drain(); err != nil {
 					return err
 				}
+				trainTime += time.Since(start)
 				n := t.iter - since
 				e, err := t.evaluate(false)
 				if err != nil {
