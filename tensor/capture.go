@@ -90,6 +90,12 @@ func (r *Replayer) Step(key string, step func() error) error {
 	if g == nil || k != r.lastKey {
 		g = r.graphs[k]
 	}
+	if g != nil && g.Stale() { // a buffer of the graph was freed: recorded and captured afresh
+		g.Close()
+		delete(r.graphs, k)
+		r.seen[k] = 0
+		r.last, g = nil, nil
+	}
 	if g != nil && g.OutsideWrite() > r.writes {
 		r.Recorded++
 		r.Diverted++

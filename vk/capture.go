@@ -250,6 +250,26 @@ func (g *Graph) uses(b *Buffer) bool {
 	return g.roots[b.root()] || (b.blk.whole != nil && g.roots[b.blk.whole])
 }
 
+// Stale reports whether Replay would return ErrStaleGraph: the graph was
+// closed, or a buffer it uses was freed.
+func (g *Graph) Stale() bool {
+	d := g.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g.closed {
+		return true
+	}
+	if g.aliveAt != d.frees+1 {
+		for _, b := range g.bufs {
+			if b.dead() {
+				return true
+			}
+		}
+		g.aliveAt = d.frees + 1
+	}
+	return false
+}
+
 // Dispatches is the number of kernel launches a replay runs.
 func (g *Graph) Dispatches() int { return g.dispatches }
 

@@ -14,4 +14,5 @@ func (g *Graph) Copies() int                  { return 0 }
 func (g *Graph) Replay() error                { return errNoCgo }
 func (g *Graph) Close() error                 { return nil }
 func (g *Graph) OutsideWrite() uint64         { return 0 }
+func (d *Device) Reaches([]*Buffer)           {}
 func (d *Device) HostWrites() uint64          { return 0 }

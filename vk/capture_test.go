@@ -302,3 +302,36 @@ func TestOutsideWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphStale: Stale says what Replay would find: a graph whose buffer
+// was freed, or that was closed, is stale; one whose buffers live is not,
+// whatever else was freed.
+func TestGraphStale(t *testing.T) {
+	d := devtest.Open(t)
+	in, out, other := alloc(t, d, 256), alloc(t, d, 256), alloc(t, d, 256)
+	if err := d.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Copy(out, 0, in, 0, 256); err != nil {
+		t.Fatal(err)
+	}
+	g, err := d.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Stale() {
+		t.Error("a fresh graph is stale")
+	}
+	other.Free()
+	if g.Stale() {
+		t.Error("a buffer the graph does not use was freed: stale")
+	}
+	in.Free()
+	if !g.Stale() || !errors.Is(g.Replay(), vk.ErrStaleGraph) {
+		t.Error("the graph's input was freed: not stale, or Replay disagrees")
+	}
+	g.Close()
+	if !g.Stale() {
+		t.Error("a closed graph is not stale")
+	}
+}
