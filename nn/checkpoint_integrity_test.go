@@ -191,27 +191,7 @@ func checkpointNonFiniteLoad(t *testing.T, d *vk.Device) {
 	sameState(t, "format 1 with an inf", b.state(), before)
 
 	// Format 2, the NaN in a moment, the checksums remade.
-	c := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
-	c.train(1)
-	dir = t.TempDir()
-	if err := nn.SaveCheckpoint(dir, c.params, nil, c.opt); err != nil {
-		t.Fatal(err)
-	}
-	m1, _ := nn.Moments(c.opt)
-	poison(t, m1[0], map[int]float32{0: float32(math.NaN())})
-	mom := filepath.Join(dir, "step-1", "optimizer-0.safetensors")
-	if err := checkpoint.Save(mom, nn.StateTensors(c.opt), nil); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(mom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := editState(func(st map[string]any) {
-		st["files"].(map[string]any)["optimizer-0.safetensors"] = checkpoint.Sum(raw)
-	})(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir = savedPoisoned(t, d, 0, map[int]float32{0: float32(math.NaN())})
 	_, err = nn.LoadCheckpoint(dir, b.params, b.opt)
 	t.Logf("format 2 with a NaN moment: %v", err)
 	tContains(t, "format 2 with a NaN moment", fmt.Sprint(err), "optimizer 0", "optimizer-0.safetensors", `"fc1.weight.m1" holds 1 NaN and 0 inf of its 12 values`)
@@ -221,27 +201,7 @@ func checkpointNonFiniteLoad(t *testing.T, d *vk.Device) {
 	// would make the weight NaN at the next step. A negative first moment
 	// is fine.
 	for _, moment := range []int{1, 0} {
-		e := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
-		e.train(1)
-		dir = t.TempDir()
-		if err := nn.SaveCheckpoint(dir, e.params, nil, e.opt); err != nil {
-			t.Fatal(err)
-		}
-		m1, m2 := nn.Moments(e.opt)
-		poison(t, [][]*tensor.Tensor{m1, m2}[moment][0], map[int]float32{2: -5})
-		mom := filepath.Join(dir, "step-1", "optimizer-0.safetensors")
-		if err := checkpoint.Save(mom, nn.StateTensors(e.opt), nil); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(mom)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := editState(func(st map[string]any) {
-			st["files"].(map[string]any)["optimizer-0.safetensors"] = checkpoint.Sum(raw)
-		})(dir); err != nil {
-			t.Fatal(err)
-		}
+		dir = savedPoisoned(t, d, moment, map[int]float32{2: -5})
 		_, err = nn.LoadCheckpoint(dir, b.params, b.opt)
 		t.Logf("format 2, moment %d with a -5: %v", moment+1, err)
 		if moment == 1 {
@@ -255,6 +215,35 @@ func checkpointNonFiniteLoad(t *testing.T, d *vk.Device) {
 			t.Errorf("a negative first moment: %v", err)
 		}
 	}
+}
+
+// savedPoisoned saves a checkpoint of a trained Adam rig, then rewrites its
+// optimizer file with values set in the first tensor of moment m (0 or 1)
+// and remakes the state's checksum to match, and returns its directory.
+func savedPoisoned(t *testing.T, d *vk.Device, m int, values map[int]float32) string {
+	t.Helper()
+	r := newRig(t, d, 1, "fc", 3, adamMaker(ckptAdam))
+	r.train(1)
+	dir := t.TempDir()
+	if err := nn.SaveCheckpoint(dir, r.params, nil, r.opt); err != nil {
+		t.Fatal(err)
+	}
+	m1, m2 := nn.Moments(r.opt)
+	poison(t, [][]*tensor.Tensor{m1, m2}[m][0], values)
+	mom := filepath.Join(dir, "step-1", "optimizer-0.safetensors")
+	if err := checkpoint.Save(mom, nn.StateTensors(r.opt), nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(mom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := editState(func(st map[string]any) {
+		st["files"].(map[string]any)["optimizer-0.safetensors"] = checkpoint.Sum(raw)
+	})(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // A save into a directory whose lock another writer holds fails with an
