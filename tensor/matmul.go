@@ -490,7 +490,7 @@ func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
 		}
 		return mmSubgroup, false, nil
 	default:
-		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want shared, register, subgroup, quad, texel, coop or coopmat2", v)
+		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want one of %s", v, strings.Join(vk.MatmulKinds(), ", "))
 	}
 	if info.Type != vk.TypeCPU {
 		if info.CooperativeMatrixUsable {

@@ -31,6 +31,10 @@ const boolValues = "1, 0, true, false, yes, no, on or off"
 // matmulKinds are VKAMP_MATMUL's values, as tensor's mmKindFor takes them.
 var matmulKinds = []string{"shared", "register", "subgroup", "quad", "texel", "coop", "coopmat2"}
 
+// MatmulKinds returns VKAMP_MATMUL's values, the matmul paths a device may
+// be told to take (the one list: tensor and tools/bench ask for it).
+func MatmulKinds() []string { return slices.Clone(matmulKinds) }
+
 func envError(name, value, format string, args ...any) error {
 	return fmt.Errorf("%w: %s=%q: %s", ErrEnvironment, name, value, fmt.Sprintf(format, args...))
 }

@@ -129,9 +129,6 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 	return nil
 }
 
-// MatmulKinds are the values of VKAMP_MATMUL, the matmul paths.
-var MatmulKinds = []string{"coopmat2", "coop", "shared", "register", "subgroup", "quad", "texel"}
-
 // MatmulPaths measures n^3 fp16 and bf16 products on every matmul path the
 // device runs (VKAMP_MATMUL forced for each, the kernel named in the
 // result), against the default rule's path in the same run:
@@ -160,7 +157,7 @@ func MatmulPaths(d *vk.Device, n int, minTime time.Duration, emit func(Result)) 
 		emit(Result{Name: fmt.Sprintf("matmul-path/default/%s/%d", dt, n), Value: base, Unit: "GFLOP/s",
 			Detail: def + ", the default rule's path"})
 		seen := map[string]bool{def: true}
-		for _, k := range MatmulKinds {
+		for _, k := range vk.MatmulKinds() {
 			os.Setenv("VKAMP_MATMUL", k)
 			kernel, err := tensor.MatMulKernelName(x, x, tensor.MatMulOpts{Out: dt})
 			if err != nil || seen[kernel] { // not on this device, or a path already measured
