@@ -201,8 +201,14 @@ func coopUsable(c *C.vkamp_caps) bool {
 const scopeWorkgroup = 2
 
 // cm2Bits are the VK_NV_cooperative_matrix2 features Open enables: every one
-// the device lists, when it enables cooperative matrices.
-func cm2Bits(c *C.vkamp_caps) uint32 { return uint32(c.cm2_features) }
+// the device lists, where Info offers the extension (with maintenance4, at
+// the fp16 tier); none otherwise.
+func cm2Bits(info *Info) uint32 {
+	if info.CooperativeMatrix2 == nil {
+		return 0
+	}
+	return uint32(info.drv.caps.cm2_features)
+}
 
 func cstr(b []byte) string {
 	for i, c := range b {

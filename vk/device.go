@@ -164,7 +164,7 @@ func Open(opts Options) (*Device, error) {
 	}
 	r := C.vkamp_create_device(info.drv.physical, C.uint32_t(info.drv.queueFamily), &caps,
 		cbool(tier >= TierStorage16), cbool(tier >= TierFP16), cbool(info.CooperativeMatrixUsable),
-		cbool(info.CooperativeMatrixBF16Usable), C.uint32_t(cm2Bits(&caps)), &d.dev, &d.queue)
+		cbool(info.CooperativeMatrixBF16Usable), C.uint32_t(cm2Bits(&info)), &d.dev, &d.queue)
 	if r != C.VK_SUCCESS && info.CooperativeMatrixUsable {
 		// A driver that lists the features but will not enable them: run
 		// without cooperative matrices rather than not at all.
