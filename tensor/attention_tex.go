@@ -2,8 +2,6 @@ package tensor
 
 import (
 	"fmt"
-
-	"github.com/vkamp/vkamp/vk"
 )
 
 // The texel attention kernels (shaders/include/attention_tex.glsl) are the
@@ -39,8 +37,7 @@ func attnTexFits(qkv *Tensor, hd int) bool {
 		return false
 	case "texel":
 	default:
-		info := qkv.dev.Info()
-		if info.Type != vk.TypeCPU || mmSwiftShader(info) {
+		if !formsOf(qkv.dev).attnTex {
 			return false
 		}
 	}

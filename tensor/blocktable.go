@@ -53,7 +53,7 @@ var cpuChunksPerCore, cpuCores = 12, runtime.NumCPU()
 // deterministic mode, where grad_sumsq's partial sums, one per chunk, must
 // be those of a GPU.
 func tableChunk(d *vk.Device, n, base int) int {
-	if d.Info().Type != vk.TypeCPU || d.Deterministic() {
+	if !formsOf(d).fewGroups || d.Deterministic() {
 		return base
 	}
 	k := max(ceilDiv(ceilDiv(n, base*cpuChunks), cpuCores), cpuChunksPerCore) * cpuCores

@@ -73,7 +73,7 @@ func TestMatMulBroadcast(t *testing.T) {
 	d := devtest.Open(t)
 	for _, v := range mmVariants(d) {
 		t.Run(mmName(v), func(t *testing.T) {
-			t.Setenv("VKAMP_MATMUL", v)
+			d := devtest.Open(t, vk.Options{Matmul: v})
 			var checks []func()
 			for i, c := range bmmCases() {
 				checks = append(checks, bmmStart(t, d, c, uint64(10*i), tensor.MatMul))

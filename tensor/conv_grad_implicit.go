@@ -79,7 +79,7 @@ func (g convGeom) wgradPlan(dy, x *Tensor) (mmPlan, mmGeom, bool) {
 		!x.buf.TexelsFit() || !dy.buf.TexelsFit() {
 		return mmPlan{}, mmGeom{}, false
 	}
-	pl, mg, ok := convTexPlan(x.dev.Info(), mmGeom{batch: g.groups, m: g.og, n: g.cg * g.kh * g.kw, k: g.n * g.ho * g.wo}, dy.dtype, x.dtype)
+	pl, mg, ok := convTexPlan(x.dev, mmGeom{batch: g.groups, m: g.og, n: g.cg * g.kh * g.kw, k: g.n * g.ho * g.wo}, dy.dtype, x.dtype)
 	if !ok {
 		return mmPlan{}, mmGeom{}, false
 	}

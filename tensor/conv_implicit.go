@@ -30,7 +30,7 @@ func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
 	if convImplicitMode < 0 || x.dev.Deterministic() || x.dtype != wm.dtype || g.kg%8 != 0 || !x.buf.TexelsFit() || !wm.buf.TexelsFit() {
 		return mmPlan{}, mmGeom{}, false
 	}
-	pl, mg, ok := convTexPlan(x.dev.Info(), mmGeom{batch: g.groups, m: g.og, n: m * g.ho * g.wo, k: g.kg}, wm.dtype, x.dtype)
+	pl, mg, ok := convTexPlan(x.dev, mmGeom{batch: g.groups, m: g.og, n: m * g.ho * g.wo, k: g.kg}, wm.dtype, x.dtype)
 	if !ok {
 		return mmPlan{}, mmGeom{}, false
 	}
@@ -66,15 +66,16 @@ func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
 // mg with A of dtype a and B of dtype b (read transposed), and whether
 // MatMul's rule would take matmul_tex for it (or convImplicitMode forces
 // it).
-func convTexPlan(info vk.Info, mg mmGeom, a, b DType) (mmPlan, mmGeom, bool) {
-	kind, forced, err := mmKindFor(info)
+func convTexPlan(d *vk.Device, mg mmGeom, a, b DType) (mmPlan, mmGeom, bool) {
+	info := d.Info()
+	kind, forced, err := formsOf(d).matmulKind(info, "")
 	if err != nil || kind != mmTexel || (!forced && convImplicitMode == 0 && mg.madds() < mmTexelMin) {
 		return mmPlan{}, mmGeom{}, false
 	}
 	mg.aMode = mmMode(a, mmTexel, false, mg.m, mg.k)
 	mg.bMode = mmMode(b, mmTexel, true, mg.n, mg.k)
 	pl := mmPlanFor(info, mmTexel, mg)
-	if t, ok := mmTuned(info, pl, mg); ok {
+	if t, ok := mmTuned(d, pl, mg); ok {
 		pl = pl.withTile(t)
 	}
 	return pl, mg, true

@@ -5,7 +5,6 @@ import (
 	"runtime"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
-	"github.com/vkamp/vkamp/vk"
 )
 
 // Ops launch their kernels through the typed launchers of
@@ -59,7 +58,7 @@ func ewiseGrid(o *Tensor, f32 bool) [3]uint32 {
 		items = max(1, o.n/4)
 	}
 	g := groups1D(o, items)
-	if o.dev.Info().Type == vk.TypeCPU {
+	if formsOf(o.dev).fewGroups {
 		g[0] = min(g[0], uint32(cpuEwiseGroups))
 	}
 	return g

@@ -3,7 +3,6 @@ package tensor
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/vkamp/vkamp/vk"
 )
@@ -16,17 +15,9 @@ import (
 // limit counts every iteration of every loop of the invocation.
 var ErrLoopLimit = errors.New("tensor: the kernel would loop past the driver's limit")
 
-// lavapipeLoops is llvmpipe's limit (LP_MAX_TGSI_LOOP_ITERATIONS).
-const lavapipeLoops = 65535
-
 // loopLimit is the most loop iterations one kernel invocation may run on
-// d, or 0 for no limit.
-func loopLimit(d *vk.Device) int {
-	if strings.Contains(d.Info().DriverName, "llvmpipe") {
-		return lavapipeLoops
-	}
-	return 0
-}
+// d, or 0 for no limit (forms.go).
+func loopLimit(d *vk.Device) int { return formsOf(d).loopLimit }
 
 // loopErr returns an error wrapping ErrLoopLimit when a kernel invocation
 // would run iters loop iterations past d's limit; what says where they
@@ -34,7 +25,7 @@ func loopLimit(d *vk.Device) int {
 func loopErr(d *vk.Device, what string, iters int) error {
 	if limit := loopLimit(d); limit != 0 && iters > limit {
 		return fmt.Errorf("%s needs %d loop iterations in one kernel invocation; %s stops after %d and would return wrong values: %w",
-			what, iters, d.Info().DriverName, limit, ErrLoopLimit)
+			what, iters, d.Info().Name, limit, ErrLoopLimit)
 	}
 	return nil
 }

@@ -2,9 +2,7 @@ package tensor
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
@@ -31,6 +29,11 @@ type MatMulOpts struct {
 	// Out is the result's dtype: Float32 (the zero value), Float16 or
 	// BFloat16.
 	Out DType
+	// Kind forces the kernel kind, one of vk.MatmulKinds (for tests and
+	// benchmarks); empty means the device's (vk.Options.Matmul,
+	// VKAMP_MATMUL), else the rule. A kind the device cannot run is an
+	// error the result carries. Deterministic mode ignores it.
+	Kind string
 }
 
 // MatMul returns alpha·op(A)·op(B) + beta·C + bias, where op is the identity
@@ -54,8 +57,8 @@ type MatMulOpts struct {
 //
 // Shapes that do not fit panic with a *ShapeError naming both shapes; an
 // unsupported dtype panics with a *DTypeError; nil, released or mixed-device
-// tensors panic with a *UsageError. Errors of the device, or an invalid
-// VKAMP_MATMUL, are carried by the returned tensor; so is an operand or
+// tensors panic with a *UsageError. Errors of the device, or a Kind
+// it cannot run, are carried by the returned tensor; so is an operand or
 // result larger than the device's maxStorageBufferRange where the kernel
 // binds it as a storage buffer (an error wrapping vk.ErrInvalidArgument that
 // names it, its size and the limit; nothing is allocated or recorded).
@@ -68,11 +71,12 @@ type MatMulOpts struct {
 // dimensions are multiples of 8); CPU drivers otherwise use register tiles
 // whose rows are shared across a subgroup with subgroupShuffle, or plain
 // register tiles when shuffles are missing; SwiftShader uses matmul_quad
-// (compile-time tiles, rows shared by quad broadcasts). The environment
-// variable VKAMP_MATMUL=shared, register, subgroup, quad, texel, coop or
-// coopmat2 (VK_NV_cooperative_matrix2: workgroup-scope matrices and tensor
-// loads where the device has them, else its subgroup-scope features) forces
-// one. Tiles follow
+// (compile-time tiles, rows shared by quad broadcasts); the forms table
+// (forms.go) holds this rule. MatMulOpts.Kind, else the device's
+// vk.Options.Matmul or VKAMP_MATMUL (shared, register, subgroup, quad,
+// texel, coop or coopmat2: VK_NV_cooperative_matrix2, workgroup-scope
+// matrices and tensor loads where the device has them, else its
+// subgroup-scope features), forces one. Tiles follow
 // a fixed rule per device unless AutotuneMatMul stored faster ones.
 func MatMul(a, b *Tensor, o MatMulOpts) *Tensor {
 	m := mmCheck("MatMul", a, b, o)
@@ -327,7 +331,7 @@ func mmChoose(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
 	}
 	g, pl, err := mmChooseRule(info, a, b, g)
 	if err == nil {
-		if t, ok := mmTuned(info, pl, g); ok {
+		if t, ok := mmTuned(a.dev, pl, g); ok {
 			pl = pl.withTile(t)
 		}
 	}
@@ -336,12 +340,13 @@ func mmChoose(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
 
 // mmChooseRule is mmChoose without tuning: the deterministic rule.
 func mmChooseRule(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) {
-	kind, forced, err := mmKindFor(info)
+	f := formsOf(a.dev)
+	kind, forced, err := f.matmulKind(info, g.kind)
 	if err != nil {
 		return g, mmPlan{}, err
 	}
 	if kind == mmTexel && !(mmTexelFits(g, a, b) && (forced || g.madds() >= mmTexelMin)) {
-		kind = mmCPUKind(info)
+		kind = f.matmulSmall
 	}
 	g.aMode = mmMode(a.dtype, kind, g.transA, g.m, g.k)
 	g.bMode = mmMode(b.dtype, kind, !g.transB, g.n, g.k)
@@ -362,7 +367,7 @@ func mmChooseRule(info vk.Info, a, b *Tensor, g mmGeom) (mmGeom, mmPlan, error) 
 
 // MatMulKernelName names the kernel MatMul runs for these operands and
 // options on their device (matmul_coop, matmul_tex, ...), with
-// VKAMP_MATMUL and any tuning applied: for benchmarks and diagnostics.
+// o.Kind or the device's forced kind and any tuning applied: for benchmarks and diagnostics.
 func MatMulKernelName(a, b *Tensor, o MatMulOpts) (string, error) {
 	_, pl, err := mmChoose(a.dev.Info(), a, b, mmShapes(a, b, o))
 	return pl.kind.String(), err
@@ -417,6 +422,7 @@ type mmGeom struct {
 	batch, m, n, k int
 	transA, transB bool
 	aMode, bMode   uint32
+	kind           string // MatMulOpts.Kind
 }
 
 // mmShapes checks the operands' shapes and returns the problem size.
@@ -426,7 +432,7 @@ func mmShapes(a, b *Tensor, o MatMulOpts) mmGeom {
 	if ra < 2 || rb < 2 {
 		shapePanic(op, a.shape, b.shape, "operands need at least 2 dimensions")
 	}
-	g := mmGeom{batch: mmNumel(mmBroadcast(op, a, b).shape), transA: o.TransA, transB: o.TransB}
+	g := mmGeom{batch: mmNumel(mmBroadcast(op, a, b).shape), transA: o.TransA, transB: o.TransB, kind: o.Kind}
 	g.m, g.k = a.shape[ra-2], a.shape[ra-1]
 	if o.TransA {
 		g.m, g.k = g.k, g.m
@@ -443,85 +449,6 @@ func mmShapes(a, b *Tensor, o MatMulOpts) mmGeom {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-// mmKindFor applies VKAMP_MATMUL, else the rule: GPUs use cooperative
-// matrices for fp16 where the device has them, else shared memory;
-// lavapipe reads A and B as texels (matmul_tex, which needs shaderInt64 for
-// its 64-bit stores) where the operands' layout allows and the problem is
-// large enough; else CPU drivers use register tiles,
-// with subgroup shuffles when they have them. matmul_sg needs full
-// subgroups of the advertised size, which CPU drivers give; some GPUs vary
-// the size per shader, so there it is only an experiment. forced says that
-// VKAMP_MATMUL asked for the texel kernel: it then runs whatever the
-// problem's size (still only where the layout allows).
-func mmKindFor(info vk.Info) (kind mmKind, forced bool, err error) {
-	switch v := os.Getenv("VKAMP_MATMUL"); v {
-	case "":
-	case "shared":
-		return mmShared, false, nil
-	case "register":
-		return mmRegister, false, nil
-	case "texel":
-		if mmSwiftShader(info) {
-			return 0, false, fmt.Errorf("VKAMP_MATMUL=texel: SwiftShader's shader compiler does not finish matmul_tex")
-		}
-		if !info.ShaderInt64 {
-			return 0, false, fmt.Errorf("VKAMP_MATMUL=texel: %s has no shaderInt64 (matmul_tex stores 64-bit words)", info.Name)
-		}
-		return mmTexel, true, nil
-	case "coop":
-		if !info.CooperativeMatrixUsable {
-			return 0, false, fmt.Errorf("VKAMP_MATMUL=coop, but %s has no usable cooperative matrices (VK_KHR_cooperative_matrix with an fp16 x fp16 -> fp32 subgroup shape, at the fp16 tier)", info.Name)
-		}
-		return mmCoop, true, nil
-	case "coopmat2":
-		if c := info.CooperativeMatrix2; !info.CooperativeMatrixUsable || c == nil || !c.PerElementOperations || !c.FlexibleDimensions {
-			return 0, false, fmt.Errorf("VKAMP_MATMUL=coopmat2, but %s has no usable VK_NV_cooperative_matrix2 (flexible dimensions and per-element operations, with cooperative matrices at the fp16 tier)", info.Name)
-		}
-		return mmCoopCM2, true, nil
-	case "quad":
-		if !mmHasQuad(info) {
-			return 0, false, fmt.Errorf("VKAMP_MATMUL=quad, but %s has no subgroup quad operations in compute shaders (or its subgroups are not a multiple of 4 wide)", info.Name)
-		}
-		return mmQuad, false, nil
-	case "subgroup":
-		if !mmHasShuffle(info) {
-			return 0, false, fmt.Errorf("VKAMP_MATMUL=subgroup, but %s has no subgroup shuffle in compute shaders", info.Name)
-		}
-		return mmSubgroup, false, nil
-	default:
-		return 0, false, fmt.Errorf("VKAMP_MATMUL=%q: want one of %s", v, strings.Join(vk.MatmulKinds(), ", "))
-	}
-	if info.Type != vk.TypeCPU {
-		if info.CooperativeMatrixUsable {
-			return mmCoop, false, nil
-		}
-		return mmShared, false, nil
-	}
-	if mmSwiftShader(info) {
-		if mmHasQuad(info) {
-			return mmQuad, false, nil
-		}
-		return mmCPUKind(info), false, nil
-	}
-	if !info.ShaderInt64 {
-		return mmCPUKind(info), false, nil
-	}
-	return mmTexel, false, nil
-}
-
-// mmSwiftShader reports SwiftShader, whose compiler runs for minutes and
-// gigabytes on matmul_tex without finishing (measured with its Debian 12
-// build, chromium 156).
-func mmSwiftShader(info vk.Info) bool { return strings.Contains(info.DriverName, "SwiftShader") }
-
-// mmCPUKind is the register kernel for problems matmul_tex does not take.
-func mmCPUKind(info vk.Info) mmKind {
-	if info.Type == vk.TypeCPU && mmHasShuffle(info) {
-		return mmSubgroup
-	}
-	return mmRegister
-}
 
 // mmHasQuad reports whether matmul_quad can run: quad operations in compute
 // shaders, and subgroups made of whole quads.

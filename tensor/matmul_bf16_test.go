@@ -93,7 +93,7 @@ func TestMatMulBF16(t *testing.T) {
 	d := devtest.Open(t)
 	for _, v := range mmVariants(d) {
 		t.Run(mmName(v), func(t *testing.T) {
-			t.Setenv("VKAMP_MATMUL", v)
+			d := devtest.Open(t, vk.Options{Matmul: v})
 			var checks []func()
 			for i, c := range mmBF16Cases() {
 				if v == "texel" && !mmTexelLayout(c) {

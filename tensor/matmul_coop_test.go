@@ -134,20 +134,18 @@ func TestMatMulCoop(t *testing.T) {
 	})
 	t.Run("MatMul", func(t *testing.T) {
 		a := mmUpload(t, d, make([]float32, 64*64), mmF16, 64, 64)
-		t.Setenv("VKAMP_MATMUL", "coop")
-		if k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{}); err != nil || k != "matmul_coop" {
-			t.Fatalf("VKAMP_MATMUL=coop: fp16 runs %q (%v), want matmul_coop", k, err)
+		if k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{Kind: "coop"}); err != nil || k != "matmul_coop" {
+			t.Fatalf("Kind coop: fp16 runs %q (%v), want matmul_coop", k, err)
 		}
-		mmCoopRunAll(t, d, mmCoopCases(true), tensor.MatMul)
+		mmCoopRunAll(t, d, mmCoopCases(true), mmKind("coop"))
 		bf := mmUpload(t, d, make([]float32, 64*64), mmBF16, 64, 64)
 		want := "matmul_coop_bf16"
 		if !info.CooperativeMatrixBF16Usable {
 			want = "matmul_shared"
 		}
-		if k, err := tensor.MatMulKernel(d, bf, bf, tensor.MatMulOpts{}); err != nil || k != want {
-			t.Errorf("VKAMP_MATMUL=coop: bf16 runs %q (%v), want %s", k, err, want)
+		if k, err := tensor.MatMulKernel(d, bf, bf, tensor.MatMulOpts{Kind: "coop"}); err != nil || k != want {
+			t.Errorf("Kind coop: bf16 runs %q (%v), want %s", k, err, want)
 		}
-		t.Setenv("VKAMP_MATMUL", "")
 		k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{})
 		if info.Type != vk.TypeCPU && (err != nil || k != "matmul_coop") {
 			t.Errorf("default rule: fp16 runs %q (%v), want matmul_coop", k, err)
@@ -370,11 +368,7 @@ func mmCoopSpeed(t *testing.T, d *vk.Device, n int, variants []string) {
 	}
 	a, b := mmUpload(t, d, av, mmF16, n, n), mmUpload(t, d, bv, mmF16, n, n)
 	o := tensor.MatMulOpts{Out: mmF16}
-	shared := func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor {
-		t.Setenv("VKAMP_MATMUL", "shared")
-		defer t.Setenv("VKAMP_MATMUL", "")
-		return tensor.MatMul(a, b, o)
-	}
+	shared := mmKind("shared")
 	for _, name := range variants {
 		run := mmCoopVariant(name)
 		if name == "shared" {
@@ -470,15 +464,14 @@ func TestMatMulCoopmat2(t *testing.T) {
 	})
 	t.Run("MatMul", func(t *testing.T) {
 		a := mmUpload(t, d, make([]float32, 64*64), mmF16, 64, 64)
-		t.Setenv("VKAMP_MATMUL", "coopmat2")
 		want := "matmul_cm2"
 		if _, ok := c.Workgroup(false); ok && c.WorkgroupScope && c.TensorAddressing {
 			want = "matmul_cm2_wg"
 		}
-		if k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{}); err != nil || k != want {
-			t.Fatalf("VKAMP_MATMUL=coopmat2: fp16 runs %q (%v), want %s", k, err, want)
+		if k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{Kind: "coopmat2"}); err != nil || k != want {
+			t.Fatalf("Kind coopmat2: fp16 runs %q (%v), want %s", k, err, want)
 		}
-		mmCoopRunAll(t, d, mmCoopCases(true)[:4], tensor.MatMul)
+		mmCoopRunAll(t, d, mmCoopCases(true)[:4], mmKind("coopmat2"))
 	})
 }
 

@@ -101,7 +101,7 @@ func TestMatMulEpilogueDTypes(t *testing.T) {
 	run := mmRun(tensor.MatMul)
 	for _, v := range mmVariants(d) {
 		t.Run(mmName(v), func(t *testing.T) {
-			t.Setenv("VKAMP_MATMUL", v)
+			d := devtest.Open(t, vk.Options{Matmul: v})
 			var checks []func()
 			for i, c := range mmEpilogueCases() {
 				checks = append(checks, mmStartWith(t, d, c, mmRandom(c, uint64(500+i)), run))

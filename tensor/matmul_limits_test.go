@@ -110,9 +110,8 @@ func TestMatMulOverBindingRange(t *testing.T) {
 // fails on a binding the caller never passed. Elsewhere, A is bound as a
 // storage buffer and the call must fail naming A.
 func TestMatMulLargeAUnusedBindings(t *testing.T) {
-	d := devtest.Open(t)
 	t.Setenv("VKAMP_MATMUL", "")
-	t.Setenv("VKAMP_TUNE", "off")
+	d := devtest.Open(t, vk.Options{NoTune: true})
 	limit := int(d.Info().MaxStorageBufferRange)
 	if limit > mmMaxRangeForTest {
 		t.Skipf("%s binds %d bytes: an operand over that is too large for a test", d.Info().Name, limit)

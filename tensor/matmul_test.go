@@ -144,6 +144,14 @@ func mmStart(t *testing.T, d *vk.Device, c mmCase, in mmInputs) func() {
 // mmRun is a way to run a matmul: tensor.MatMul, or a forced kernel.
 type mmRun func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor
 
+// mmKind is MatMul asked for kernel kind v (MatMulOpts.Kind).
+func mmKind(v string) mmRun {
+	return func(a, b *tensor.Tensor, o tensor.MatMulOpts) *tensor.Tensor {
+		o.Kind = v
+		return tensor.MatMul(a, b, o)
+	}
+}
+
 // mmStartWith is mmStart with the matmul given by run.
 func mmStartWith(t *testing.T, d *vk.Device, c mmCase, in mmInputs, run mmRun) func() {
 	t.Helper()
@@ -347,7 +355,7 @@ func TestMatMul(t *testing.T) {
 	d := devtest.Open(t)
 	for _, v := range mmVariants(d) {
 		t.Run(mmName(v), func(t *testing.T) {
-			t.Setenv("VKAMP_MATMUL", v)
+			d := devtest.Open(t, vk.Options{Matmul: v})
 			t.Run("shapes", func(t *testing.T) { mmRunAll(t, d, append(mmShapeCases(), mmComboCases()...)) })
 			t.Run("oddfp16", func(t *testing.T) { mmRunAll(t, d, mmOddCases()) })
 			t.Run("specials", func(t *testing.T) { mmSpecials(t, d) })
@@ -366,18 +374,23 @@ func TestMatMulKernelChoice(t *testing.T) {
 	a := mmUpload(t, d, make([]float32, 64*64), mmF16, 64, 64)
 	want := map[string]string{"shared": "matmul_shared", "register": "matmul_reg", "subgroup": "matmul_sg", "texel": "matmul_tex", "coop": "matmul_coop", "quad": "matmul_quad"}
 	for _, v := range mmVariants(d)[1:] {
-		t.Setenv("VKAMP_MATMUL", v)
-		k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{})
+		k, err := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{Kind: v})
 		if err != nil || k != want[v] {
 			t.Errorf("VKAMP_MATMUL=%s: kernel %q, %v; want %s", v, k, err, want[v])
 		}
 	}
-	t.Setenv("VKAMP_MATMUL", "")
 	k, _ := tensor.MatMulKernel(d, a, a, tensor.MatMulOpts{})
 	t.Logf("%s (%s) runs %s", d.Info().Name, d.Info().Type, k)
-	t.Setenv("VKAMP_MATMUL", "bogus")
-	if err := tensor.MatMul(a, a, tensor.MatMulOpts{}).Err(); err == nil {
-		t.Error("VKAMP_MATMUL=bogus: no error")
+	if err := tensor.MatMul(a, a, tensor.MatMulOpts{Kind: "bogus"}).Err(); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Errorf("Kind bogus: error %v, want one naming it", err)
+	}
+	// A device opened with a kind runs it where the call names none.
+	for _, v := range mmVariants(d)[1:] {
+		dv := devtest.Open(t, vk.Options{Matmul: v})
+		av := mmUpload(t, dv, make([]float32, 64*64), mmF16, 64, 64)
+		if k, err := tensor.MatMulKernel(dv, av, av, tensor.MatMulOpts{}); err != nil || k != want[v] {
+			t.Errorf("Options.Matmul %s: kernel %q, %v; want %s", v, k, err, want[v])
+		}
 	}
 }
 
@@ -391,7 +404,7 @@ func TestMatMulWideStores(t *testing.T) {
 	if !slices.Contains(mmVariants(d), "texel") {
 		t.Skipf("%s runs no matmul_tex", d.Info().Name)
 	}
-	t.Setenv("VKAMP_MATMUL", "texel")
+	d = devtest.Open(t, vk.Options{Matmul: "texel"})
 	for _, c := range []struct {
 		n    int
 		out  tensor.DType

@@ -177,11 +177,13 @@ func (pl mmPlan) withTile(t mmTile) mmPlan {
 
 // mmTuned returns the tuned tile for the plan's kernel and class on this
 // device, if the autotuner stored one.
-func mmTuned(info vk.Info, pl mmPlan, g mmGeom) (mmTile, bool) {
-	if pl.dyn || !mmTunable(pl.kind) || os.Getenv("VKAMP_TUNE") == "off" {
+func mmTuned(d *vk.Device, pl mmPlan, g mmGeom) (mmTile, bool) {
+	on, dir := d.Tuning()
+	if pl.dyn || !mmTunable(pl.kind) || !on {
 		return mmTile{}, false
 	}
-	t := mmTunings.get(mmTunePath(info))
+	info := d.Info()
+	t := mmTunings.get(mmTunePath(info, dir))
 	if t == nil {
 		return mmTile{}, false
 	}
@@ -197,8 +199,8 @@ func mmTuned(info vk.Info, pl mmPlan, g mmGeom) (mmTile, bool) {
 }
 
 // mmTuneFile is where the tuning of this device and driver lives, under dir
-// or else the user's cache directory (MatMul looks under VKAMP_TUNE_DIR if
-// set).
+// or else the user's cache directory (MatMul looks under the device's
+// Tuning directory if set).
 func mmTuneFile(info vk.Info, dir string) string {
 	if dir == "" {
 		base, err := os.UserCacheDir()
@@ -214,12 +216,12 @@ func mmTuneFile(info vk.Info, dir string) string {
 	return filepath.Join(dir, fmt.Sprintf("matmul-tiles-%s-%d.json", id, info.DriverVersion))
 }
 
-// mmTunePath is mmTuneFile under VKAMP_TUNE_DIR, remembered: MatMul asks
-// on every call, and building the path cost more than the launch. The key
-// holds the environment the path depends on (os.UserCacheDir reads
-// XDG_CACHE_HOME or HOME), so a changed variable is seen.
-func mmTunePath(info vk.Info) string {
-	k := mmPathKey{os.Getenv("VKAMP_TUNE_DIR"), os.Getenv("XDG_CACHE_HOME"), os.Getenv("HOME"),
+// mmTunePath is mmTuneFile under dir, remembered: MatMul asks on every
+// call, and building the path cost more than the launch. The key holds the
+// environment the path depends on (os.UserCacheDir reads XDG_CACHE_HOME or
+// HOME), so a changed variable is seen.
+func mmTunePath(info vk.Info, dir string) string {
+	k := mmPathKey{dir, os.Getenv("XDG_CACHE_HOME"), os.Getenv("HOME"),
 		info.DeviceUUID, info.CacheUUID, info.DriverVersion}
 	mmPaths.mu.Lock()
 	defer mmPaths.mu.Unlock()
@@ -292,7 +294,7 @@ func ReadMatMulTuning(path string) (*MatMulTuning, error) {
 
 // AutotuneOptions configures AutotuneMatMul.
 type AutotuneOptions struct {
-	Dir     string        // where to store the result; "" is VKAMP_TUNE_DIR, else the user's cache directory
+	Dir     string        // where to store the result; "" is the device's (vk.Options.TuneDir, VKAMP_TUNE_DIR), else the user's cache directory
 	Size    int           // M of wide problems, and N and K of all; 0 means 1024
 	MinTime time.Duration // per candidate; 0 means 300 ms
 	Log     func(string)  // progress, if set
@@ -304,8 +306,8 @@ type AutotuneOptions struct {
 // AutotuneMatMul times every candidate tile of the kernel the rule picks for
 // wide and thin problems in fp16 and fp32 on d, stores the fastest of each
 // class in the device's tuning file and returns its path. MatMul uses the
-// stored tiles from then on, in this process and later ones (VKAMP_TUNE=off
-// ignores them). It never runs on its own: CI runs the rule. A directory
+// stored tiles from then on, in this process and later ones (a device
+// opened with vk.Options.NoTune or VKAMP_TUNE=off ignores them). It never runs on its own: CI runs the rule. A directory
 // that cannot be created or written is an error before anything is timed.
 func AutotuneMatMul(d *vk.Device, o AutotuneOptions) (string, *MatMulTuning, error) {
 	if o.Size <= 0 {
@@ -317,14 +319,15 @@ func AutotuneMatMul(d *vk.Device, o AutotuneOptions) (string, *MatMulTuning, err
 	info := d.Info()
 	from := "AutotuneOptions.Dir"
 	if o.Dir == "" {
-		o.Dir, from = os.Getenv("VKAMP_TUNE_DIR"), "VKAMP_TUNE_DIR"
+		_, o.Dir = d.Tuning()
+		from = "the device's TuneDir (vk.Options.TuneDir or VKAMP_TUNE_DIR)"
 	}
 	if o.Dir == "" {
 		from = "the user's cache directory"
 	}
 	path := mmTuneFile(info, o.Dir)
 	if path == "" {
-		return "", nil, errors.New("tensor: autotune: no cache directory (set VKAMP_TUNE_DIR)")
+		return "", nil, errors.New("tensor: autotune: no cache directory (set AutotuneOptions.Dir or VKAMP_TUNE_DIR)")
 	}
 	// Before any timing: tuning takes minutes, and its result must land.
 	if err := checkWritableDir(filepath.Dir(path)); err != nil {

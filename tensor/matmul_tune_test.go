@@ -13,6 +13,7 @@ import (
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // TestAutotune runs the autotuner briefly on small problems into a temporary
@@ -20,13 +21,12 @@ import (
 // it still computes the right values, that the file stores tiles by name
 // under a format version, and that a corrupt file is an error.
 func TestAutotune(t *testing.T) {
-	d := devtest.Open(t)
-	dir := t.TempDir()
-	t.Setenv("VKAMP_TUNE_DIR", dir)
 	t.Setenv("VKAMP_MATMUL", "")
+	dir := t.TempDir()
+	d := devtest.Open(t, vk.Options{TuneDir: dir})
 	path, tuning, err := tensor.AutotuneMatMul(d, tensor.AutotuneOptions{Size: 128, MinTime: time.Millisecond, MaxCandidates: 3, Log: func(s string) { t.Log(s) }})
 	require.NoError(t, err)
-	require.Equal(t, dir, filepath.Dir(path), "tuning written outside VKAMP_TUNE_DIR")
+	require.Equal(t, dir, filepath.Dir(path), "tuning written outside Options.TuneDir")
 	got, err := tensor.ReadMatMulTuning(path)
 	require.NoError(t, err)
 	require.Equal(t, tuning, got, "read back")
@@ -71,19 +71,23 @@ func TestAutotune(t *testing.T) {
 // file of today's format written by hand is read back and MatMul runs its
 // tile and still computes the right values; VKAMP_TUNE=off ignores it.
 func TestAutotuneFile(t *testing.T) {
-	d := devtest.Open(t)
-	info := d.Info()
-	t.Setenv("VKAMP_MATMUL", "shared")
-	a := mmUpload(t, d, make([]float32, 128*128), mmF16, 128, 128)
-	tileOf := func() tensor.MatMulTile {
+	t.Setenv("VKAMP_TUNE", "")
+	t.Setenv("VKAMP_TUNE_DIR", "")
+	info := devtest.Open(t).Info()
+	open := func(o vk.Options) *vk.Device {
 		t.Helper()
+		o.Matmul = "shared"
+		return devtest.Open(t, o)
+	}
+	tileOf := func(o vk.Options) tensor.MatMulTile {
+		t.Helper()
+		d := open(o)
+		a := mmUpload(t, d, make([]float32, 128*128), mmF16, 128, 128)
 		tile, err := tensor.MatMulTileOf(d, a, a, tensor.MatMulOpts{})
 		require.NoError(t, err)
 		return tile
 	}
-	t.Setenv("VKAMP_TUNE", "off")
-	rule := tileOf()
-	t.Setenv("VKAMP_TUNE", "")
+	rule := tileOf(vk.Options{NoTune: true})
 	var pick tensor.MatMulTile // a valid tile other than the rule's
 	for _, c := range tensor.MatMulCandidates(info, "matmul_shared") {
 		if c != rule {
@@ -95,9 +99,8 @@ func TestAutotuneFile(t *testing.T) {
 		t.Skipf("%s: matmul_shared has no candidate tile besides the rule's %v", info.Name, rule)
 	}
 	pick.Class = "wide-f16-f16"
-	write := func(dir, body string) string {
+	write := func(dir, body string) string { // a directory per file: MatMul caches what it read per path
 		t.Helper()
-		t.Setenv("VKAMP_TUNE_DIR", dir) // a directory per file: MatMul caches what it read per path
 		path := tensor.MatMulTuneFile(info, dir)
 		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
 		return path
@@ -105,14 +108,16 @@ func TestAutotuneFile(t *testing.T) {
 	head := fmt.Sprintf(`"device": %q, "device_uuid": %q, "driver_version": %d`, info.Name, info.DeviceUUID, info.DriverVersion)
 
 	// Version 1 stored the same tile by constant ids.
-	old := write(t.TempDir(), fmt.Sprintf(`{%s, "tiles": [{"kernel": "matmul_shared", "class": %q,
+	oldDir := t.TempDir()
+	old := write(oldDir, fmt.Sprintf(`{%s, "tiles": [{"kernel": "matmul_shared", "class": %q,
 		"spec": {"0": %d, "1": %d, "2": %d, "10": %d, "11": %d, "12": %d}, "gflops": 1}]}`,
 		head, pick.Class, pick.WG, pick.TM, pick.TN, pick.BM, pick.BN, pick.BK))
 	_, err := tensor.ReadMatMulTuning(old)
 	require.ErrorContains(t, err, "version")
-	require.Equal(t, rule, tileOf(), "an old-format file changed MatMul's tile")
+	require.Equal(t, rule, tileOf(vk.Options{TuneDir: oldDir}), "an old-format file changed MatMul's tile")
 
-	path := write(t.TempDir(), fmt.Sprintf(`{"version": 2, %s, "tiles": [{"kernel": "matmul_shared", "class": %q,
+	dir := t.TempDir()
+	path := write(dir, fmt.Sprintf(`{"version": 2, %s, "tiles": [{"kernel": "matmul_shared", "class": %q,
 		"wg": %d, "tm": %d, "tn": %d, "bm": %d, "bn": %d, "bk": %d, "gflops": 1}]}`,
 		head, pick.Class, pick.WG, pick.TM, pick.TN, pick.BM, pick.BN, pick.BK))
 	got, err := tensor.ReadMatMulTuning(path)
@@ -123,12 +128,17 @@ func TestAutotuneFile(t *testing.T) {
 	require.Equal(t, pick, got.Tiles[0])
 	want := pick
 	want.Class = ""
-	require.Equal(t, want, tileOf(), "MatMul does not run the stored tile")
+	require.Equal(t, want, tileOf(vk.Options{TuneDir: dir}), "MatMul does not run the stored tile")
 	require.True(t, strings.Contains(pick.String(), fmt.Sprintf("bm=%d", pick.BM)), pick.String())
-	mmRunAll(t, d, []mmCase{{m: 128, n: 128, k: 72, da: mmF16, db: mmF16, out: mmF16, bias: true, dbias: mmF32},
+	mmRunAll(t, open(vk.Options{TuneDir: dir}), []mmCase{{m: 128, n: 128, k: 72, da: mmF16, db: mmF16, out: mmF16, bias: true, dbias: mmF32},
 		{m: 130, n: 66, k: 40, da: mmF16, db: mmF16, out: mmF32, transA: true, alpha: 2, beta: 0.5, dc: mmF16}})
+	require.Equal(t, rule, tileOf(vk.Options{TuneDir: dir, NoTune: true}), "Options.NoTune")
+
+	// The environment sets the same options where the code does not.
+	t.Setenv("VKAMP_TUNE_DIR", dir)
+	require.Equal(t, want, tileOf(vk.Options{}), "VKAMP_TUNE_DIR")
 	t.Setenv("VKAMP_TUNE", "off")
-	require.Equal(t, rule, tileOf(), "VKAMP_TUNE=off")
+	require.Equal(t, rule, tileOf(vk.Options{}), "VKAMP_TUNE=off")
 }
 
 // TestAutotuneUnwritableDir checks that the autotuner refuses a tuning
@@ -137,7 +147,6 @@ func TestAutotuneFile(t *testing.T) {
 // directory came from. The directory lies under a regular file, so that no
 // one can create it, root included.
 func TestAutotuneUnwritableDir(t *testing.T) {
-	d := devtest.Open(t)
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	t.Setenv("VKAMP_MATMUL", "")
@@ -155,6 +164,7 @@ func TestAutotuneUnwritableDir(t *testing.T) {
 				t.Setenv("XDG_CACHE_HOME", c.xdg)
 				t.Setenv("HOME", c.xdg)
 			}
+			d := devtest.Open(t) // after the environment: Open reads it
 			var timed []string
 			_, _, err := tensor.AutotuneMatMul(d, tensor.AutotuneOptions{Dir: c.optDir, Size: 128, MinTime: 10 * time.Millisecond, MaxCandidates: 1,
 				Log: func(s string) { timed = append(timed, s) }})

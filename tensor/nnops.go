@@ -322,7 +322,7 @@ func normLocal(d *vk.Device, cols int) (local, seg uint32) {
 	if d.Deterministic() {
 		return kernels.LocalSize(d), 1
 	}
-	if d.Info().Type == vk.TypeCPU && cols <= 4096 {
+	if formsOf(d).rowPerInvocation && cols <= rowOwnMax {
 		return kernels.LocalSize(d), 1
 	}
 	n := rowLocal(d, cols)

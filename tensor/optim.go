@@ -80,7 +80,7 @@ func NewOptimizerState(values, grads []*Tensor, moments int) (*OptimizerState, e
 	}
 	checkDistinct(op, values, grads)
 	d := values[0].dev
-	s := &OptimizerState{values: values, grads: grads, frozen: make([]bool, len(values)), vec4: !mmSwiftShader(d.Info())}
+	s := &OptimizerState{values: values, grads: grads, frozen: make([]bool, len(values)), vec4: formsOf(d).optimVec4}
 	var made []*Tensor
 	keep := func(t *Tensor) *Tensor { made = append(made, t); return t }
 	for m := range moments {

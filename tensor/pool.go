@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
-	"github.com/vkamp/vkamp/vk"
 )
 
 // 2-D pooling over the last two axes of x [..., H, W] (NCHW, or [C, H, W]),
@@ -129,7 +128,7 @@ func (g poolGeom) loops(mode uint32, backward bool) int {
 // lavapipe forward 7.6 -> 5.7 ms, backward 13.5 -> 7.3-7.6 ms; on
 // SwiftShader 52 -> 37 ms and 183 -> 95 ms.
 func (g poolGeom) grid(out *Tensor, per int) [3]uint32 {
-	if out.dev.Info().Type == vk.TypeCPU {
+	if formsOf(out.dev).fewGroups {
 		return texLoopGrid(out.dev, (out.n+1)/2, per, int(kernels.LocalSize(out.dev)))
 	}
 	return pairGroups(out.dev, out.n)

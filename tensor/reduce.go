@@ -249,7 +249,7 @@ func reduceLocal(t *Tensor) int {
 // driver, whose barriers cost far more than a row's loop, each invocation
 // owns whole rows up to 4096 long (as the layer norm's do).
 func segment(t *Tensor, cols int) int {
-	if t.dev.Info().Type == vk.TypeCPU && cols <= 4096 && !t.dev.Deterministic() {
+	if formsOf(t.dev).rowPerInvocation && cols <= rowOwnMax && !t.dev.Deterministic() {
 		return 1 // not in deterministic mode: a GPU's tree must sum in the same order
 	}
 	local, s := reduceLocal(t), 1

@@ -8,15 +8,12 @@ import (
 )
 
 // The texel forms of elementwise kernels (shaders/include/texels.glsl) read
-// their inputs as uniform texel buffers and make 8 elements per invocation:
-// CPU drivers fetch texels with SIMD gathers but load storage buffers lane
-// by lane, so on lavapipe these run several times faster. On GPUs the
-// storage-buffer forms serve, and on SwiftShader too: with them its
-// elementwise tests went from 14 s to over 10 minutes.
+// their inputs as uniform texel buffers and make 8 elements per invocation.
+// The forms table (forms.go) says where they serve; elsewhere the
+// storage-buffer forms do.
 
-// texelsOn reports whether the texel forms serve out's device and every
-// input fits one texel view (a nil input is not bound). They store 64-bit
-// words, so the device needs shaderInt64 (lavapipe has it).
+// texelsOn reports whether the texel forms serve out's device (forms.go)
+// and every input fits one texel view (a nil input is not bound).
 func texelsOn(out *Tensor, ins ...*Tensor) bool {
 	if !texelsDevice(out.dev) {
 		return false
@@ -30,10 +27,7 @@ func texelsOn(out *Tensor, ins ...*Tensor) bool {
 }
 
 // texelsDevice reports whether the texel forms serve d.
-func texelsDevice(d *vk.Device) bool {
-	info := d.Info()
-	return info.Type == vk.TypeCPU && !mmSwiftShader(info) && info.ShaderInt64
-}
+func texelsDevice(d *vk.Device) bool { return formsOf(d).texels }
 
 // texelsServe is texelsOn for kernels that bind whole buffers, such as the
 // memory blocks of a block table: the texel forms serve d and every buffer

@@ -129,6 +129,7 @@ func describe(inst C.VkInstance, pd vulkan.PhysicalDevice) (Info, bool) {
 
 	C.vkamp_query_caps(inst, info.drv.physical, &info.drv.caps)
 	c := &info.drv.caps
+	info.Driver = DriverID(c.driver_id)
 	info.DriverName = C.GoString(&c.driver_name[0])
 	info.DriverInfo = C.GoString(&c.driver_info[0])
 	info.StorageBuffer16Bit = c.storage_buffer_16bit != 0

@@ -8,6 +8,7 @@ package vk
 import "C"
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -65,6 +66,10 @@ type Device struct {
 	stats  Stats
 	times  map[string]*KernelTime
 	faults Faults
+
+	matmul  string // Options.Matmul or VKAMP_MATMUL: the forced matmul kind, "" for the rule
+	tuneOff bool   // Options.NoTune or VKAMP_TUNE=off
+	tuneDir string // Options.TuneDir or VKAMP_TUNE_DIR
 
 	localMu sync.Mutex
 	locals  map[any]any // Local's values
@@ -134,6 +139,9 @@ func Open(opts Options) (*Device, error) {
 		info:         info,
 		tier:         tier,
 		det:          opts.Deterministic || envBool("VKAMP_DETERMINISTIC"),
+		matmul:       cmp.Or(opts.Matmul, os.Getenv("VKAMP_MATMUL")),
+		tuneOff:      opts.NoTune || os.Getenv("VKAMP_TUNE") == "off",
+		tuneDir:      cmp.Or(opts.TuneDir, os.Getenv("VKAMP_TUNE_DIR")),
 		opts:         opts,
 		align:        max(info.MinStorageBufferAlign, info.MinTexelBufferAlign, 16),
 		blockSize:    defaultBlockSize,
@@ -177,7 +185,7 @@ func Open(opts Options) (*Device, error) {
 	if err := check(int32(r), "create device %s", info.Name); err != nil {
 		return nil, err
 	}
-	if err := checkMatmulEnv(&d.info); err != nil { // after the device said whether it enables cooperative matrices
+	if err := checkMatmul(&d.info, opts.Matmul); err != nil { // after the device said whether it enables cooperative matrices
 		d.destroy()
 		return nil, err
 	}
@@ -243,6 +251,15 @@ func (d *Device) Info() Info { return d.info }
 
 // Tier is the tier of kernel variants this device runs.
 func (d *Device) Tier() Tier { return d.tier }
+
+// Matmul is the matmul kernel kind the device was told to run (Options.Matmul
+// or VKAMP_MATMUL, checked by Open), or "" for tensor's rule.
+func (d *Device) Matmul() string { return d.matmul }
+
+// Tuning says whether the matmul autotuner may run (Options.NoTune,
+// VKAMP_TUNE) and where it stores its results (Options.TuneDir,
+// VKAMP_TUNE_DIR; "" for the user's cache directory).
+func (d *Device) Tuning() (on bool, dir string) { return !d.tuneOff, d.tuneDir }
 
 // Deterministic reports whether the device runs vkamp's deterministic
 // kernels: the same bits on every driver and tier for the ops they cover

@@ -3,6 +3,7 @@
 package vk
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -13,8 +14,9 @@ import (
 
 // The VKAMP_* environment variables. Open checks every one that is set, and
 // refuses a name not in this list: a misspelt variable would otherwise be
-// ignored without a word. tensor reads VKAMP_MATMUL, VKAMP_TUNE and
-// VKAMP_TUNE_DIR itself; Open only checks them.
+// ignored without a word. Open reads them all, here and in device.go, and
+// nothing deeper does: VKAMP_MATMUL, VKAMP_TUNE and VKAMP_TUNE_DIR reach
+// tensor as Device.Matmul and Device.Tuning, as Options' fields do.
 var envVars = map[string]string{ // name: the values it accepts
 	"VKAMP_DEVICE":             "a device index or part of a device's name",
 	"VKAMP_TIER":               "packed, storage16 or fp16",
@@ -92,27 +94,45 @@ func checkEnv() error {
 	return errors.Join(errs...)
 }
 
-// checkMatmulEnv checks that the open device can run the matmul kernel that
-// VKAMP_MATMUL forces, by the rules of tensor's mmKindFor.
-func checkMatmulEnv(info *Info) error {
+// checkMatmul checks that the open device can run the matmul kernel kind
+// that opt (Options.Matmul), else VKAMP_MATMUL, forces.
+func checkMatmul(info *Info, opt string) error {
 	const name = "VKAMP_MATMUL"
-	v := os.Getenv(name)
-	why := matmulMissing(info, v)
-	if why == "" {
+	v := cmp.Or(opt, os.Getenv(name))
+	err := info.CanMatmul(v)
+	if err == nil {
 		return nil
 	}
 	var ok []string
 	for _, k := range matmulKinds {
-		if matmulMissing(info, k) == "" {
+		if info.CanMatmul(k) == nil {
 			ok = append(ok, k)
 		}
 	}
-	return envError(name, v, "%s; on it, want %s", why, orList(ok))
+	if opt != "" {
+		return fmt.Errorf("vk: Options.Matmul %q: %w; on it, want %s", opt, err, orList(ok))
+	}
+	return envError(name, v, "%s; on it, want %s", err, orList(ok))
+}
+
+// CanMatmul returns nil if the device can run the matmul kernel kind (one of
+// MatmulKinds, or "" for the rule), else an error saying what it lacks. The
+// one list of what each kind needs: Open checks Options.Matmul and
+// VKAMP_MATMUL with it, tensor a MatMulOpts.Kind.
+func (info *Info) CanMatmul(kind string) error {
+	if kind != "" && !slices.Contains(matmulKinds, kind) {
+		return fmt.Errorf("unknown matmul kind %q: want one of %s", kind, orList(matmulKinds))
+	}
+	if why := matmulMissing(info, kind); why != "" {
+		return errors.New(why)
+	}
+	return nil
 }
 
 // matmulMissing says what the device lacks to run the matmul kernel kind,
 // or "" if nothing.
 func matmulMissing(info *Info, kind string) string {
+	s := info.SubgroupSize
 	switch kind {
 	case "coop":
 		if !info.CooperativeMatrixUsable {
@@ -123,18 +143,19 @@ func matmulMissing(info *Info, kind string) string {
 			return info.Name + " has no usable VK_NV_cooperative_matrix2 (flexible dimensions and per-element operations, with cooperative matrices at the fp16 tier)"
 		}
 	case "texel":
-		if strings.Contains(info.DriverName, "SwiftShader") {
+		if info.Driver == DriverSwiftShader {
 			return "SwiftShader's shader compiler does not finish matmul_tex"
 		}
+		if !info.ShaderInt64 {
+			return info.Name + " has no shaderInt64 (matmul_tex stores 64-bit words)"
+		}
 	case "subgroup":
-		s := info.SubgroupSize
 		if !info.SubgroupInCompute || !slices.Contains(info.SubgroupOperations, "shuffle") || s < 2 || s > 64 || s&(s-1) != 0 {
 			return info.Name + " has no subgroup shuffle in compute shaders"
 		}
 	case "quad":
-		s := info.SubgroupSize
 		if !info.SubgroupInCompute || !slices.Contains(info.SubgroupOperations, "quad") || s < 4 || s > 64 || s&(s-1) != 0 {
-			return info.Name + " has no subgroup quad operations in compute shaders"
+			return info.Name + " has no subgroup quad operations in compute shaders (or its subgroups are not a multiple of 4 wide)"
 		}
 	}
 	return ""

@@ -64,6 +64,9 @@ func (b *Buffer) Free() error                                                  {
 func (b *Buffer) Close() error                                                 { return nil }
 func (k *Kernel) Name() string                                                 { return "" }
 func (d *Device) Local(key any, create func() any) any                         { return create() }
+func (d *Device) Matmul() string                                               { return "" }
+func (d *Device) Tuning() (bool, string)                                       { return false, "" }
+func (info *Info) CanMatmul(string) error                                      { return errNoCgo }
 
 // RecordingFloor measures the driver's recording cost; without cgo it returns an error.
 func (d *Device) RecordingFloor(*Kernel, int, int, [3]uint32, []byte, ...*Buffer) (time.Duration, error) {

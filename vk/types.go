@@ -99,6 +99,7 @@ type Info struct {
 	DeviceID      uint32     `json:"device_id"`
 	Type          DeviceType `json:"type"`
 	APIVersion    string     `json:"api_version"`
+	Driver        DriverID   `json:"driver_id"` // which driver, as VkDriverId names it
 	DriverName    string     `json:"driver_name"`
 	DriverInfo    string     `json:"driver_info"`
 	DriverVersion uint32     `json:"driver_version"`
@@ -213,6 +214,16 @@ type Options struct {
 	// DescriptorSets allocates a descriptor set per dispatch even where the
 	// device has push descriptors (to test that path on such a device).
 	DescriptorSets bool
+	// Matmul forces the matmul kernel kind, one of MatmulKinds; empty means
+	// VKAMP_MATMUL, else the device's rule (tensor's forms). Open refuses a
+	// kind the device cannot run.
+	Matmul string
+	// NoTune turns the matmul autotuner off; false means VKAMP_TUNE ("off"
+	// turns it off too).
+	NoTune bool
+	// TuneDir is where tuned tiles are stored; empty means VKAMP_TUNE_DIR,
+	// else the user's cache directory.
+	TuneDir string
 }
 
 func (o *Options) waitTimeout() time.Duration {

@@ -6,7 +6,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"gonum.org/v1/gonum/blas"
@@ -130,27 +129,18 @@ func Run(d *vk.Device, o Options, emit func(Result)) error {
 }
 
 // MatmulPaths measures n^3 fp16 and bf16 products on every matmul path the
-// device runs (VKAMP_MATMUL forced for each, the kernel named in the
+// device runs (MatMulOpts.Kind forcing each, the kernel named in the
 // result), against the default rule's path in the same run:
 // matmul-path/<kernel>/<dtype>/<n>.
 func MatmulPaths(d *vk.Device, n int, minTime time.Duration, emit func(Result)) error {
-	old, had := os.LookupEnv("VKAMP_MATMUL")
-	defer func() {
-		if had {
-			os.Setenv("VKAMP_MATMUL", old)
-		} else {
-			os.Unsetenv("VKAMP_MATMUL")
-		}
-	}()
 	for _, dt := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
 		x := tensor.Cast(tensor.FromFloat32(d, ref.Rand(n*n, 1), n, n), dt)
 		defer x.Release()
-		os.Unsetenv("VKAMP_MATMUL")
 		def, err := tensor.MatMulKernelName(x, x, tensor.MatMulOpts{Out: dt})
 		if err != nil {
 			return err
 		}
-		base, err := matmulGFLOPS(d, n, dt, minTime)
+		base, err := matmulKind(d, n, n, n, dt, "", minTime)
 		if err != nil {
 			return err
 		}
@@ -158,18 +148,17 @@ func MatmulPaths(d *vk.Device, n int, minTime time.Duration, emit func(Result)) 
 			Detail: def + ", the default rule's path"})
 		seen := map[string]bool{def: true}
 		for _, k := range vk.MatmulKinds() {
-			os.Setenv("VKAMP_MATMUL", k)
-			kernel, err := tensor.MatMulKernelName(x, x, tensor.MatMulOpts{Out: dt})
+			kernel, err := tensor.MatMulKernelName(x, x, tensor.MatMulOpts{Out: dt, Kind: k})
 			if err != nil || seen[kernel] { // not on this device, or a path already measured
 				continue
 			}
 			seen[kernel] = true
-			v, err := matmulGFLOPS(d, n, dt, minTime)
+			v, err := matmulKind(d, n, n, n, dt, k, minTime)
 			if err != nil {
-				return fmt.Errorf("VKAMP_MATMUL=%s: %w", k, err)
+				return fmt.Errorf("matmul kind %s: %w", k, err)
 			}
 			emit(Result{Name: fmt.Sprintf("matmul-path/%s/%s/%d", kernel, dt, n), Value: v, Unit: "GFLOP/s",
-				Detail: "VKAMP_MATMUL=" + k, Ratio: v / base, Versus: "matmul-path/default"})
+				Detail: "kind " + k, Ratio: v / base, Versus: "matmul-path/default"})
 		}
 	}
 	return nil
@@ -196,12 +185,17 @@ func matmulGFLOPS(d *vk.Device, n int, dt tensor.DType, minTime time.Duration) (
 // matmulMNK is the device's GFLOP/s for an m x k by k x n product in dt,
 // waiting for each result.
 func matmulMNK(d *vk.Device, m, n, k int, dt tensor.DType, minTime time.Duration) (float64, error) {
+	return matmulKind(d, m, n, k, dt, "", minTime)
+}
+
+// matmulKind is matmulMNK on the matmul kernel kind ("" for the device's).
+func matmulKind(d *vk.Device, m, n, k int, dt tensor.DType, kind string, minTime time.Duration) (float64, error) {
 	a := tensor.Cast(tensor.FromFloat32(d, ref.Rand(m*k, 1), m, k), dt)
 	b := tensor.Cast(tensor.FromFloat32(d, ref.Rand(k*n, 2), k, n), dt)
 	defer a.Release()
 	defer b.Release()
 	return rate(minTime, 2*float64(m)*float64(n)*float64(k)/1e9, func() error {
-		c := tensor.MatMul(a, b, tensor.MatMulOpts{Out: dt})
+		c := tensor.MatMul(a, b, tensor.MatMulOpts{Out: dt, Kind: kind})
 		defer c.Release()
 		if err := c.Err(); err != nil {
 			return err

@@ -1,0 +1,103 @@
+package tensor
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/vk"
+)
+
+// TestFormsTable checks the forms table's rows for devices described by
+// hand (a GPU with and without cooperative matrices, lavapipe, SwiftShader,
+// a CPU driver without shaderInt64), and that a forced kind overrides only
+// the matmul rule, checked against what the device can run.
+func TestFormsTable(t *testing.T) {
+	gpu := vk.Info{Name: "a GPU", Type: vk.TypeDiscrete, Driver: vk.DriverNVIDIA, ShaderInt64: true,
+		SubgroupSize: 32, SubgroupInCompute: true, SubgroupOperations: []string{"shuffle", "quad"}}
+	coop := gpu
+	coop.CooperativeMatrixUsable = true
+	lavapipe := vk.Info{Name: "llvmpipe", Type: vk.TypeCPU, Driver: vk.DriverLavapipe, ShaderInt64: true,
+		SubgroupSize: 8, SubgroupInCompute: true, SubgroupOperations: []string{"shuffle", "quad"}}
+	swiftShader := vk.Info{Name: "SwiftShader Device", Type: vk.TypeCPU, Driver: vk.DriverSwiftShader, ShaderInt64: true,
+		SubgroupSize: 4, SubgroupInCompute: true, SubgroupOperations: []string{"shuffle", "quad"}}
+	noInt64 := lavapipe
+	noInt64.Driver, noInt64.ShaderInt64 = vk.DriverUnknown, false
+	for _, c := range []struct {
+		name string
+		info vk.Info
+		want forms
+	}{
+		{"GPU", gpu, forms{optimVec4: true, matmul: mmShared, matmulSmall: mmRegister}},
+		{"GPU with cooperative matrices", coop, forms{optimVec4: true, matmul: mmCoop, matmulSmall: mmRegister}},
+		{"lavapipe", lavapipe, forms{texels: true, fewGroups: true, rowPerInvocation: true, loopLimit: lavapipeLoops,
+			attnTex: true, optimVec4: true, matmul: mmTexel, matmulSmall: mmSubgroup}},
+		{"SwiftShader", swiftShader, forms{fewGroups: true, rowPerInvocation: true, matmul: mmQuad, matmulSmall: mmSubgroup}},
+		{"CPU driver without shaderInt64", noInt64, forms{fewGroups: true, rowPerInvocation: true, attnTex: true,
+			optimVec4: true, matmul: mmSubgroup, matmulSmall: mmSubgroup}},
+	} {
+		if got := formsFor(c.info, ""); got != c.want {
+			t.Errorf("%s: row %+v, want %+v", c.name, got, c.want)
+		}
+	}
+
+	f := formsFor(lavapipe, "subgroup")
+	if k, forced, err := f.matmulKind(lavapipe, ""); err != nil || k != mmSubgroup || forced {
+		t.Errorf("lavapipe forced to subgroup: %v %v %v", k, forced, err)
+	}
+	if k, forced, err := f.matmulKind(lavapipe, "texel"); err != nil || k != mmTexel || !forced {
+		t.Errorf("a call's kind over the device's: %v %v %v", k, forced, err)
+	}
+	if _, _, err := f.matmulKind(lavapipe, "coop"); err == nil || !strings.Contains(err.Error(), "cooperative") {
+		t.Errorf("coop on lavapipe 22.3: %v, want an error naming what is missing", err)
+	}
+	ss := formsFor(swiftShader, "")
+	if _, _, err := ss.matmulKind(swiftShader, "texel"); err == nil {
+		t.Error("texel on SwiftShader: no error")
+	}
+	if _, _, err := f.matmulKind(lavapipe, "tiled"); err == nil || !strings.Contains(err.Error(), `"tiled"`) {
+		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+// TestFormsOfDevice checks the row of the test device against the table's
+// rule for its capabilities, and that it is made once.
+func TestFormsOfDevice(t *testing.T) {
+	d := devtest.Open(t)
+	f := formsOf(d)
+	if *f != formsFor(d.Info(), d.Matmul()) {
+		t.Errorf("%s: row %+v, want %+v", d.Info().Name, *f, formsFor(d.Info(), d.Matmul()))
+	}
+	if formsOf(d) != f {
+		t.Error("the row is made again")
+	}
+	t.Logf("%s (%s): %+v", d.Info().Name, d.Info().Driver, *f)
+}
+
+// TestFormsOnlyHere checks that no file of the package but forms.go asks
+// what the device is: ops ask the forms table.
+func TestFormsOnlyHere(t *testing.T) {
+	probe := regexp.MustCompile(`TypeCPU|TypeDiscrete|TypeIntegrated|\.Driver\b|DriverName|SwiftShader|llvmpipe|os\.Getenv\("VKAMP_`)
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if file == "forms.go" || strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			if probe.MatchString(code) {
+				t.Errorf("%s:%d asks about the device outside the forms table: %s", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
