@@ -47,11 +47,13 @@ void main() {
         for (uint b = p.i0; b < p.i1; b += wg) {
             barrier(); // the last chunk's list is consumed
             uint i = b + lid;
-            uint j = i < p.i1 ? idx[i] : 0u; // a negative index is a huge uint
-            hit[lid] = i < p.i1 && j == v;
-            if (i < p.i1 && j >= p.vocab) {
+            bool in_list = i < p.i1;
+            uint id = 0u;
+            if (in_list) id = idx[i]; // a branch, not a ternary: no read past the list
+            hit[lid] = in_list && id == v;
+            if (in_list && id >= p.vocab) { // a negative index is a huge uint
                 bad = true;
-                if (v == 0u && gl_WorkGroupID.x == 0u) raise_assert(i, j, p.vocab); // from one workgroup
+                if (v == 0u && gl_WorkGroupID.x == 0u) raise_assert(i, id, p.vocab); // from one workgroup
             }
             barrier();
             if (lid == 0u) {
