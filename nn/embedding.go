@@ -11,9 +11,12 @@ import (
 // Embedding returns the rows of w [V, C] picked by idx, Int32 class
 // indices of any shape [...]: a var [..., C] in w's dtype (PyTorch's
 // embedding is on no autocast list and runs in the weight's dtype). An
-// index outside [0, V) gives a row of NaN, which poisons the loss rather
-// than reading another row. The gradient of w is the rows of the upstream
-// gradient summed by index, deterministically (tensor.EmbeddingBackward).
+// index outside [0, V), negative ones included, gives a row of NaN rather
+// than reading another row and raises the device's assert: the step is
+// skipped and the next read returns a *tensor.AssertError matching
+// tensor.ErrBadIndex, as a bad label does in CrossEntropyLoss. The
+// gradient of w is the rows of the upstream gradient summed by index,
+// deterministically (tensor.EmbeddingBackward).
 // A floating idx panics with a *tensor.DTypeError, a w that is not 2-D
 // with a *tensor.ShapeError.
 func (g *Graph) Embedding(w *Var, idx *tensor.Tensor) *Var {

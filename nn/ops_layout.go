@@ -96,8 +96,9 @@ func (g *Graph) join(op tensor.Op, axis int, xs []*Var, f func(int, ...*tensor.T
 }
 
 // Gather returns x's elements picked along axis by idx, an Int32 tensor
-// of x's rank (torch.gather); an index out of range gives NaN. The gradient
-// sums into x every element of the result's gradient taken from it.
+// of x's rank (torch.gather); an index out of range gives NaN and raises
+// the device's assert, as Embedding says. The gradient sums into x every
+// element of the result's gradient taken from it.
 func (g *Graph) Gather(x *Var, axis int, idx *tensor.Tensor) *Var {
 	defer g.use("Gather").done()
 	x = g.cast(x, g.dtypeFor(tensor.OpGather, x))

@@ -8,10 +8,14 @@
 // indices a chunk at a time, one per invocation, and its first invocation
 // lists the chunk's matches in order in shared memory, so only matching rows
 // cost the column loop (testing every index in every invocation made the
-// cost vocab * n * cols). An index outside [0, vocab) matches no row.
+// cost vocab * n * cols). An index outside [0, vocab) has no row to go to:
+// every workgroup sees it, so it makes the whole of dw NaN (a gradient
+// scaler then skips the step) and raises the device's assert once.
+#define ASSERT_BINDING 3
 #include "common.glsl"
 #include "dtype.glsl"
 #include "det.glsl"
+#include "assert.glsl"
 
 layout(constant_id = 1) const uint DY_DT = DT_F32;
 
@@ -25,6 +29,7 @@ layout(set = 0, binding = 2) buffer DW { float dw[]; };
 shared bool hit[MAX_WG];
 shared uint list[MAX_WG];
 shared uint count;
+shared bool bad; // an index of [i0, i1) lies outside [0, vocab); only ever set
 
 float dy_at(uint e) {
     if (DY_DT == DT_F32) return uintBitsToFloat(dy[e]);
@@ -35,11 +40,21 @@ void main() {
     uint lid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
     uint c = gl_GlobalInvocationID.x;
     bool live = c < p.cols;
+    if (lid == 0u) bad = false;
+    barrier();
     for (uint v = gl_WorkGroupID.y; v < p.vocab; v += gl_NumWorkGroups.y) {
         float s = live && p.acc != 0u ? dw[v * p.cols + c] : 0.0;
         for (uint b = p.i0; b < p.i1; b += wg) {
             barrier(); // the last chunk's list is consumed
-            hit[lid] = b + lid < p.i1 && idx[b + lid] == v;
+            uint i = b + lid;
+            bool in_list = i < p.i1;
+            uint id = 0u;
+            if (in_list) id = idx[i]; // a branch, not a ternary: no read past the list
+            hit[lid] = in_list && id == v;
+            if (in_list && id >= p.vocab) { // a negative index is a huge uint
+                bad = true;
+                if (v == 0u && gl_WorkGroupID.x == 0u) raise_assert(i, id, p.vocab); // from one workgroup
+            }
             barrier();
             if (lid == 0u) {
                 uint k = 0u;
@@ -56,6 +71,6 @@ void main() {
                 for (uint k = 0u; k < count; k++) s = DETERMINISTIC ? det_add(s, dy_at(list[k] * p.cols + c)) : s + dy_at(list[k] * p.cols + c);
             }
         }
-        if (live) dw[v * p.cols + c] = s;
+        if (live) dw[v * p.cols + c] = bad ? uintBitsToFloat(0x7FC00000u) : s;
     }
 }

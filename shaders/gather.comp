@@ -3,11 +3,14 @@
 // (d0, ..., d7, padded in front with 1s), and element e of d, at index
 // (i0, ..., i7), is x at the same index except along `axis`, where it is
 // idx[e]: x[sum_{k != axis} ik*sk + idx[e]*s_axis]. An index outside
-// [0, bound) gives quiet NaN, as index_select does. x's dtype IN0_DT is a
+// [0, bound) gives quiet NaN and raises the device's assert with e for its
+// row, as index_select does. x's dtype IN0_DT is a
 // floating one; elements are copied as bits. Each invocation makes one word
 // of d, so a 16-bit word has one writer.
+#define ASSERT_BINDING 3
 #include "common.glsl"
 #include "dtype.glsl"
+#include "assert.glsl"
 
 #extension GL_EXT_control_flow_attributes : require
 
@@ -35,7 +38,10 @@ uint elem(uint e) {
     uint dims[8] = uint[8](p.d0, p.d1, p.d2, p.d3, p.d4, p.d5, p.d6, p.d7);
     uint strides[8] = uint[8](p.s0, p.s1, p.s2, p.s3, p.s4, p.s5, p.s6, p.s7);
     uint j = idx[e]; // a negative index is a huge uint: out of range too
-    if (j >= p.bound) return nan_bits();
+    if (j >= p.bound) {
+        raise_assert(e, j, p.bound);
+        return nan_bits();
+    }
     uint off = 0u, r = e;
     [[unroll]] for (int k = 7; k >= 0; k--) {
         uint i = r % dims[k];

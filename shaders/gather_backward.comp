@@ -4,9 +4,14 @@
 // dy (idx's shape, i0..i7) that gather took from it: dx at index
 // (j0, ..., j7) sums dy at (j0, ..., t, ..., j7), t along `axis` below
 // len, where idx there is j_axis. One invocation per element of dx, in a
-// fixed order: no atomics, the same bits every run. Indices out of range
-// (NaN in the forward) add to nothing. dy's dtype is IN0_DT; dx is fp32.
+// fixed order: no atomics, the same bits every run. An index out of range
+// (NaN in the forward) has nowhere to go: it makes its whole line of dx
+// (every element that scans it) NaN, so that a gradient scaler sees it, and
+// raises the device's assert with its offset in idx for the row. dy's dtype
+// is IN0_DT; dx is fp32.
+#define ASSERT_BINDING 3
 #include "ewise.glsl"
+#include "assert.glsl"
 
 #extension GL_EXT_control_flow_attributes : require
 
@@ -31,7 +36,7 @@ void main() {
     GRID_STRIDE(e, p.n) {
         // The offset in idx of (j0, ..., 0, ..., j7), and idx's stride
         // along axis; out stays false when j lies outside idx's shape.
-        uint r = e, off = 0u, st = 1u, step = 0u, j = 0u;
+        uint r = e, off = 0u, st = 1u, step = 0u, j = 0u, bound = 1u;
         bool outside = false;
         [[unroll]] for (int k = 7; k >= 0; k--) {
             uint i = r % xs[k];
@@ -39,6 +44,7 @@ void main() {
             if (uint(k) == p.axis) {
                 j = i;
                 step = st;
+                bound = xs[k];
             } else {
                 if (i >= is[k]) outside = true;
                 off += i * st;
@@ -46,12 +52,18 @@ void main() {
             st *= is[k];
         }
         float s = 0.0;
+        bool bad = false;
         if (!outside) {
             for (uint t = 0u; t < p.len; t++) {
                 uint o = off + t * step;
-                if (idx[o] == j) s += dy_at(o);
+                uint k = idx[o]; // a negative index is a huge uint: out of range too
+                if (k == j) s += dy_at(o);
+                else if (k >= bound) {
+                    bad = true;
+                    if (j == 0u) raise_assert(o, k, bound); // once per line
+                }
             }
         }
-        dx[e] = s;
+        dx[e] = bad ? uintBitsToFloat(0x7FC00000u) : s;
     }
 }

@@ -1,12 +1,16 @@
 #version 450
 // index_select picks rows of x, viewed as [rows, cols], by int32 indices:
 // d[r, c] = x[idx[r], c] for the n = len(idx)*cols output elements. An index
-// outside [0, rows) gives a row of quiet NaN. The output has x's dtype (code
+// outside [0, rows) gives a row of quiet NaN and raises the device's assert
+// (assert.glsl), so a bad index neither reads other memory nor passes
+// unnoticed. The output has x's dtype (code
 // IN0_DT, a floating one), so elements are copied as bits, unchanged. Each
 // invocation makes two consecutive elements, so a 16-bit output word has one
 // writer.
+#define ASSERT_BINDING 3
 #include "common.glsl"
 #include "dtype.glsl"
+#include "assert.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
@@ -26,8 +30,12 @@ uint nan_bits() {
 uint elem(uint e) {
     uint r = e / p.cols;
     uint j = idx[r]; // a negative index is a huge uint: out of range too
-    if (j >= p.rows) return nan_bits();
-    uint i = j * p.cols + (e - r * p.cols);
+    uint c = e - r * p.cols;
+    if (j >= p.rows) {
+        if (c == 0u) raise_assert(r, j, p.rows); // once per row
+        return nan_bits();
+    }
+    uint i = j * p.cols + c;
     if (dt_wide(IN0_DT)) return x[i];
     return (x[i >> 1] >> ((i & 1u) * 16u)) & 0xFFFFu;
 }

@@ -3,11 +3,13 @@
 // of whole 16-byte texels: x is read as texels (one SIMD gather where a
 // storage load is a loop over the lanes) and each invocation copies a
 // texel of the output, stored as two 64-bit words (texels.glsl). Bits are
-// copied unchanged; an index outside [0, rows) gives a row of quiet NaN,
-// as in index_select.
+// copied unchanged; an index outside [0, rows) gives a row of quiet NaN
+// and raises the device's assert, as in index_select.
 #define TEXELS
+#define ASSERT_BINDING 3
 #include "common.glsl"
 #include "dtype.glsl"
+#include "assert.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
@@ -28,8 +30,10 @@ void main() {
     GRID_STRIDE(q, p.n) {
         uint r = q / p.cols;
         uint j = idx[r]; // a negative index is a huge uint: out of range too
+        uint c = q - r * p.cols;
         uvec4 t = uvec4(nan_word());
-        if (j < p.rows) t = texelFetch(x, int(j * p.cols + (q - r * p.cols)));
+        if (j < p.rows) t = texelFetch(x, int(j * p.cols + c));
+        else if (c == 0u) raise_assert(r, j, p.rows); // once per row
         d[q] = wide2(t);
     }
 }

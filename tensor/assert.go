@@ -10,8 +10,9 @@ import (
 )
 
 // Device-side asserts. A kernel that finds data it cannot take, a class
-// index outside [0, C) given to NLL or CrossEntropyBackward, writes NaN
-// where the value would go and raises its device's assert record (one
+// index outside [0, C) given to NLL or CrossEntropyBackward or an index out
+// of range given to Embedding, IndexSelect, Gather or their backward ops,
+// writes NaN where the value would go and raises its device's assert record (one
 // small buffer per device, shaders/include/assert.glsl), as a CUDA
 // device-side assert does, without any wait: the host learns of it at its
 // next read. While the record is raised, the fused optimizer steps given no
@@ -27,18 +28,27 @@ import (
 // range matches with errors.Is.
 var ErrBadTarget = errors.New("tensor: class index out of range")
 
+// ErrBadIndex is what an *AssertError of an op whose index tensor held an
+// index out of range (Embedding, EmbeddingBackward, IndexSelect, Gather,
+// GatherBackward) matches with errors.Is. Negative indices are out of
+// range too.
+var ErrBadIndex = errors.New("tensor: index out of range")
+
 // AssertError is the error a read returns after a kernel raised the
 // device's assert: which op found what, in which row. Several bad rows or
 // ops before one read give one AssertError, for whichever was found first.
 type AssertError struct {
-	Op    string // the op whose kernel raised it: "NLL" or "CrossEntropyBackward"
-	Err   error  // what was wrong: ErrBadTarget
-	Row   int    // the row it was found in
+	Op    string // the op whose kernel raised it: "NLL", "Embedding", ...
+	Err   error  // what was wrong: ErrBadTarget for a loss, ErrBadIndex for an index op
+	Row   int    // the row it was found in: the index's (flat) position in the index tensor
 	Value int64  // the value found there
 	Bound int    // the value had to lie in [0, Bound)
 }
 
 func (e *AssertError) Error() string {
+	if errors.Is(e.Err, ErrBadIndex) {
+		return fmt.Sprintf("tensor: %s: device-side assert: row %d has index %d, outside [0, %d)", e.Op, e.Row, e.Value, e.Bound)
+	}
 	return fmt.Sprintf("tensor: %s: device-side assert: row %d has target %d, outside the classes [0, %d)", e.Op, e.Row, e.Value, e.Bound)
 }
 
@@ -51,9 +61,27 @@ const (
 	assertNLL uint32 = 1 + iota
 	assertCrossEntropyBackward
 	assertNLLBackward
+	assertEmbedding
+	assertIndexSelect
+	assertGather
+	assertEmbeddingBackward
+	assertGatherBackward
 )
 
-var assertOps = map[uint32]string{assertNLL: "NLL", assertCrossEntropyBackward: "CrossEntropyBackward", assertNLLBackward: "NLLBackward"}
+// assertOps names each code's op and what its assert means.
+var assertOps = map[uint32]struct {
+	name string
+	err  error
+}{
+	assertNLL:                  {"NLL", ErrBadTarget},
+	assertCrossEntropyBackward: {"CrossEntropyBackward", ErrBadTarget},
+	assertNLLBackward:          {"NLLBackward", ErrBadTarget},
+	assertEmbedding:            {"Embedding", ErrBadIndex},
+	assertIndexSelect:          {"IndexSelect", ErrBadIndex},
+	assertGather:               {"Gather", ErrBadIndex},
+	assertEmbeddingBackward:    {"EmbeddingBackward", ErrBadIndex},
+	assertGatherBackward:       {"GatherBackward", ErrBadIndex},
+}
 
 // assertWords is the size of the record in 32-bit words.
 const assertWords = 8
@@ -126,9 +154,9 @@ func checkAsserts(d *vk.Device) error {
 	a.armed = false
 	op, ok := assertOps[word(1)]
 	if !ok {
-		op = fmt.Sprintf("op %d", word(1))
+		op.name, op.err = fmt.Sprintf("op %d", word(1)), ErrBadTarget
 	}
-	return &AssertError{Op: op, Err: ErrBadTarget, Row: int(word(2)), Value: int64(int32(word(3))), Bound: int(word(4))}
+	return &AssertError{Op: op.name, Err: op.err, Row: int(word(2)), Value: int64(int32(word(3))), Bound: int(word(4))}
 }
 
 // Wait waits until d has finished all the work recorded on it, and returns

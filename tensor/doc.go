@@ -26,9 +26,10 @@
 // read returns it. A tensor larger than the device's maxStorageBufferRange
 // is one that cannot be made: no kernel could bind it. Bad data found by a
 // kernel is a device-side assert: a class index out of range given to NLL
-// or CrossEntropyBackward gives NaN and raises the device's assert, which
-// the next read of any tensor on the device (or Wait) returns as an
-// *AssertError, without a wait of its own. In-place ops (AxpyUnless,
+// or CrossEntropyBackward, or an index out of range given to Embedding,
+// IndexSelect, Gather or their backward ops, gives NaN and raises the
+// device's assert, which the next read of any tensor on the device (or
+// Wait) returns as an *AssertError, without a wait of its own. In-place ops (AxpyUnless,
 // Accumulate, SetBytes, CopyFrom, Zero, the optimizer steps,
 // LossScale.Unscale) return errors instead, so a weight never becomes an
 // error carrier.

@@ -4,12 +4,16 @@ import (
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // Embedding returns the rows of w [V, C] picked by idx, an Int32 tensor of
 // any shape [...]: a tensor [..., C] in w's dtype, each row a bit-exact copy
 // of row idx[...] of w. It is IndexSelect with indices of any shape: an
-// index outside [0, V) gives a row of quiet NaN. A w that is not 2-D panics
+// index outside [0, V), negative ones included, gives a row of quiet NaN
+// and raises the device's assert, which the next read reports as an
+// *AssertError matching ErrBadIndex, Row the index's flat position in idx.
+// A w that is not 2-D panics
 // with a *ShapeError; an Int32 w or a floating idx with a *DTypeError.
 func Embedding(w, idx *Tensor) *Tensor {
 	const op = "Embedding"
@@ -23,7 +27,7 @@ func Embedding(w, idx *Tensor) *Tensor {
 	if idx.dtype != Int32 {
 		panic(&DTypeError{Op: op, Got: idx.dtype, Want: "int32 indices"})
 	}
-	return selectRows(w, idx, append(slices.Clone(idx.shape), w.shape[1]))
+	return selectRows(op, assertEmbedding, w, idx, append(slices.Clone(idx.shape), w.shape[1]))
 }
 
 // embeddingChunk is the most indices one embedding_backward dispatch visits
@@ -37,8 +41,10 @@ const embeddingChunk = 16384
 // from idx (Int32, any shape [...]) and dy [..., C], the gradient of its
 // output: row v is the sum of the rows of dy whose index is v, in fp32.
 // The sum runs in index order with one writer per element (no atomics), so
-// it is the same on every run. Indices outside [0, vocab) add to no row
-// (their forward rows were NaN). dy may be any floating dtype. A dy whose
+// it is the same on every run. An index outside [0, vocab) has no row to
+// add to: it makes the whole gradient NaN, so that a gradient scaler skips
+// the step, and raises the device's assert as Embedding does. dy may be any
+// floating dtype. A dy whose
 // shape is not idx's shape with one more axis panics with a *ShapeError, a
 // floating idx or an Int32 dy with a *DTypeError, a vocab below 1 with a
 // *UsageError.
@@ -79,10 +85,14 @@ func EmbeddingBackward(idx, dy *Tensor, vocab int) *Tensor {
 		if i0 > 0 {
 			acc = 1
 		}
-		launched(out, kernels.EmbeddingBackward(idx.dev, groups,
-			kernels.EmbeddingBackwardSpec{LocalSizeX: local, DyDT: dy.dtype.code()},
-			kernels.EmbeddingBackwardPush{I0: uint32(i0), I1: uint32(min(n, i0+chunk)), Cols: uint32(cols), Vocab: uint32(vocab), Acc: acc},
-			kernels.EmbeddingBackwardBind{Idx: idx.buf, Dy: dy.buf, Dw: out.buf}))
+		p := kernels.EmbeddingBackwardPush{I0: uint32(i0), I1: uint32(min(n, i0+chunk)), Cols: uint32(cols), Vocab: uint32(vocab), Acc: acc}
+		recordInto(op, func() error {
+			return withAssert(idx.dev, func(rec *vk.Buffer) error {
+				return kernels.EmbeddingBackward(idx.dev, groups,
+					kernels.EmbeddingBackwardSpec{LocalSizeX: local, DyDT: dy.dtype.code(), AssertOp: assertEmbeddingBackward}, p,
+					kernels.EmbeddingBackwardBind{Idx: idx.buf, Dy: dy.buf, Dw: out.buf, Assert: rec})
+			})
+		}, out)
 	}
 	return out
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestEmbedding looks rows up with indices of several shapes in every
-// floating dtype, bit for bit, out-of-range indices giving NaN rows.
+// floating dtype, bit for bit (out-of-range indices: TestBadIndexRows).
 func TestEmbedding(t *testing.T) {
 	d := devtest.Open(t)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -27,28 +27,19 @@ func TestEmbedding(t *testing.T) {
 			for i := range idx {
 				idx[i] = int32(rng.IntN(vocab))
 			}
-			if n > 2 {
-				idx[1], idx[2] = -1, vocab
-			}
 			what := fmt.Sprintf("Embedding(%s, %v)", dt, ishape)
 			ix := castKeep(t, tensor.FromInt32(d, idx, ishape...))
 			y := castKeep(t, tensor.Embedding(w, ix))
 			require.Equal(t, append(append([]int{}, ishape...), dim), y.Shape(), what)
 			require.Equal(t, dt, y.DType(), what)
-			got, want := opRead(t, y), ixRef(wv, vocab, dim, idx)
-			for i := range want {
-				if want[i] != want[i] {
-					require.Truef(t, got[i] != got[i], "%s[%d]: %g, want NaN", what, i, got[i])
-				} else {
-					require.Equalf(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s[%d]", what, i)
-				}
-			}
+			require.Equal(t, opBits(ixRef(wv, vocab, dim, idx)), opBits(opRead(t, y)), what)
 		}
 	}
 }
 
 // TestEmbeddingBackward sums dy's rows by index for dy of every floating
-// dtype, with repeated and out-of-range indices, against the float64
+// dtype, with repeated indices (out-of-range ones: TestBadIndexGrads),
+// against the float64
 // reference; a long index list (several dispatches) too; and twice the
 // same bits.
 func TestEmbeddingBackward(t *testing.T) {
@@ -63,9 +54,6 @@ func TestEmbeddingBackward(t *testing.T) {
 			idx := make([]int32, c.n)
 			for i := range idx {
 				idx[i] = int32(rng.IntN(c.vocab))
-			}
-			if c.n > 3 {
-				idx[0], idx[3] = -5, int32(c.vocab)
 			}
 			what := fmt.Sprintf("EmbeddingBackward(%s, vocab %d, n %d, cols %d)", dt, c.vocab, c.n, c.cols)
 			ishape := []int{c.n}

@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vkamp/vkamp/tensor"
@@ -31,7 +32,8 @@ func Example() {
 }
 
 // An embedding lookup: rows of a bf16 table picked by int32 indices. The
-// out-of-range index 7 gives a row of NaN.
+// out-of-range index 7 gives a row of NaN and raises the device's assert:
+// the next read reports it, and the read after reads the rows.
 func ExampleIndexSelect() {
 	d, err := vk.Open(vk.Options{})
 	if err != nil {
@@ -44,8 +46,11 @@ func ExampleIndexSelect() {
 	table := s.Track(tensor.Cast(s.Track(tensor.FromFloat32(d, []float32{1, 2, 3, 4, 5, 6.01}, 3, 2)), tensor.BFloat16))
 	idx := s.Track(tensor.FromInt32(d, []int32{2, 0, 7}, 3))
 	rows := s.Track(tensor.IndexSelect(table, idx))
+	_, err = rows.Float32s()
+	fmt.Println(err, errors.Is(err, tensor.ErrBadIndex))
 	v, err := rows.Float32s()
 	fmt.Println(rows, v, err)
 	// Output:
+	// tensor: IndexSelect: device-side assert: row 2 has index 7, outside [0, 3) true
 	// Tensor(bfloat16[3 2]) [5 6 1 2 NaN NaN] <nil>
 }

@@ -1,14 +1,21 @@
 package tensor
 
-import "github.com/vkamp/vkamp/tensor/internal/kernels"
+import (
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
+)
 
 // IndexSelect returns the rows of x picked by idx: x has shape [N, ...] and
 // a floating dtype, idx is an Int32 tensor of shape [M], and the result has
 // shape [M, ...] and x's dtype, with row i a bit-exact copy of row idx[i] of
-// x (an embedding lookup's forward). An index outside [0, N) gives a row of
-// quiet NaN, so that a bad index shows in the values instead of reading
-// other memory; a scalar x (rank 0) panics with a *ShapeError, a 2-D idx
-// too, and an Int32 x or a floating idx with a *DTypeError.
+// x (an embedding lookup's forward). An index outside [0, N), negative
+// ones included, gives a row of quiet NaN instead of reading other memory
+// and raises the device's assert: the next read of any tensor on the
+// device returns an *AssertError matching ErrBadIndex that names the
+// index's row, and until then optimizer steps without a skip flag of their
+// own are skipped (see AssertError). A scalar x (rank 0) panics with a
+// *ShapeError, a 2-D idx too, and an Int32 x or a floating idx with a
+// *DTypeError.
 func IndexSelect(x, idx *Tensor) *Tensor {
 	const op = "IndexSelect"
 	sameDevice(op, x, idx)
@@ -24,12 +31,13 @@ func IndexSelect(x, idx *Tensor) *Tensor {
 	if idx.dtype != Int32 {
 		panic(&DTypeError{Op: op, Got: idx.dtype, Want: "int32 indices"})
 	}
-	return selectRows(x, idx, append([]int{idx.n}, x.shape[1:]...))
+	return selectRows(op, assertIndexSelect, x, idx, append([]int{idx.n}, x.shape[1:]...))
 }
 
 // selectRows records index_select of x's rows by idx into a new tensor of
-// shape, which holds len(idx) rows of x.
-func selectRows(x, idx *Tensor, shape []int) *Tensor {
+// shape, which holds len(idx) rows of x; a bad index raises the assert as
+// code.
+func selectRows(op string, code uint32, x, idx *Tensor, shape []int) *Tensor {
 	rows := x.shape[0]
 	cols := x.n / rows
 	out := newOut(x.dev, x.dtype, shape, x, idx)
@@ -43,12 +51,20 @@ func selectRows(x, idx *Tensor, shape []int) *Tensor {
 		// fp32 (kernel timestamps, a loaded machine, alternated).
 		n := out.n * x.dtype.Size() / 16
 		p := kernels.IndexSelectTexPush{N: uint32(n), Cols: uint32(tex), Rows: uint32(rows)}
-		launched(out, kernels.IndexSelectTex(out.dev, texGrid(out, n), kernels.IndexSelectTexSpec{In0DT: x.dtype.code()}, p,
-			kernels.IndexSelectTexBind{X: x.buf, Idx: idx.buf, D: out.buf}))
+		recordInto(op, func() error {
+			return withAssert(out.dev, func(rec *vk.Buffer) error {
+				return kernels.IndexSelectTex(out.dev, texGrid(out, n), kernels.IndexSelectTexSpec{In0DT: x.dtype.code(), AssertOp: code}, p,
+					kernels.IndexSelectTexBind{X: x.buf, Idx: idx.buf, D: out.buf, Assert: rec})
+			})
+		}, out)
 		return out
 	}
 	p := kernels.IndexSelectPush{N: uint32(out.n), Cols: uint32(cols), Rows: uint32(rows)}
-	launched(out, kernels.IndexSelect(out.dev, pairs(out), kernels.IndexSelectSpec{In0DT: x.dtype.code()}, p,
-		kernels.IndexSelectBind{X: x.buf, Idx: idx.buf, D: out.buf}))
+	recordInto(op, func() error {
+		return withAssert(out.dev, func(rec *vk.Buffer) error {
+			return kernels.IndexSelect(out.dev, pairs(out), kernels.IndexSelectSpec{In0DT: x.dtype.code(), AssertOp: code}, p,
+				kernels.IndexSelectBind{X: x.buf, Idx: idx.buf, D: out.buf, Assert: rec})
+		})
+	}, out)
 	return out
 }

@@ -30,8 +30,8 @@ func ixRef(x []float32, rows, cols int, idx []int32) []float32 {
 
 // TestIndexSelect picks rows of every floating dtype and several shapes
 // (odd row lengths, so 16-bit rows straddle words; rows of whole 16-byte
-// texels, which CPU drivers read as texels), with repeated and
-// out-of-range indices, bit for bit against the Go reference.
+// texels, which CPU drivers read as texels), with repeated indices, bit for
+// bit against the Go reference (out-of-range indices: TestBadIndexRows).
 func TestIndexSelect(t *testing.T) {
 	d := devtest.Open(t)
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -40,7 +40,7 @@ func TestIndexSelect(t *testing.T) {
 		for si, shape := range shapes {
 			rows, cols := shape[0], opShapeLen(shape)/shape[0]
 			x, xv := opRand(t, d, uint64(si), 100, dt, shape...)
-			idx := []int32{0, int32(rows - 1), 0, -1, int32(rows), math.MaxInt32, math.MinInt32}
+			idx := []int32{0, int32(rows - 1), 0}
 			for range 2*rows + 1 {
 				idx = append(idx, int32(rng.IntN(rows)))
 			}
@@ -50,14 +50,7 @@ func TestIndexSelect(t *testing.T) {
 				y := castKeep(t, tensor.IndexSelect(x, ix))
 				require.Equal(t, dt, y.DType(), what)
 				require.Equal(t, append([]int{m}, shape[1:]...), y.Shape(), what)
-				got, want := opRead(t, y), ixRef(xv, rows, cols, idx[:m])
-				for i := range want {
-					if want[i] != want[i] {
-						require.Truef(t, got[i] != got[i], "%s[%d]: %g, want NaN", what, i, got[i])
-					} else {
-						require.Equalf(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s[%d]", what, i)
-					}
-				}
+				require.Equal(t, opBits(ixRef(xv, rows, cols, idx[:m])), opBits(opRead(t, y)), what)
 			}
 		}
 	}

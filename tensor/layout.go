@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // Layout ops: copies that move elements between positions without changing
@@ -169,8 +170,9 @@ func concat(op string, ax int, xs []*Tensor, shapes [][]int) *Tensor {
 // result has idx's shape and x's dtype, and element (i0, ..., ik, ...) is
 // x at the same index except along axis, where it is idx's element there.
 // idx is Int32 with x's rank and no dimension longer than x's outside axis.
-// An index outside [0, len) along axis gives quiet NaN, as IndexSelect
-// does; x must be floating (*DTypeError otherwise).
+// An index outside [0, len) along axis, negative ones included, gives quiet
+// NaN and raises the device's assert as IndexSelect does, Row the index's
+// flat position in idx; x must be floating (*DTypeError otherwise).
 func Gather(x *Tensor, axis int, idx *Tensor) *Tensor {
 	const op = "Gather"
 	sameDevice(op, x, idx)
@@ -202,8 +204,12 @@ func Gather(x *Tensor, axis int, idx *Tensor) *Tensor {
 	if !x.dtype.wide() {
 		words = (out.n + 1) / 2
 	}
-	launched(out, kernels.Gather(out.dev, groups1D(out, words), kernels.GatherSpec{In0DT: x.dtype.code()}, p,
-		kernels.GatherBind{X: x.buf, Idx: idx.buf, D: out.buf}))
+	recordInto(op, func() error {
+		return withAssert(out.dev, func(rec *vk.Buffer) error {
+			return kernels.Gather(out.dev, groups1D(out, words), kernels.GatherSpec{In0DT: x.dtype.code(), AssertOp: assertGather}, p,
+				kernels.GatherBind{X: x.buf, Idx: idx.buf, D: out.buf, Assert: rec})
+		})
+	}, out)
 	return out
 }
 
@@ -306,7 +312,10 @@ func checkRank(op string, shape []int) {
 // to x, for x of shape xShape, from dy, the gradient of its result (idx's
 // shape, any float dtype): a Float32 tensor of xShape whose every element is
 // the sum, in fp32 and a fixed order, of the elements of dy that Gather took
-// from it (0 for none). Indices out of range add to nothing.
+// from it (0 for none). An index out of range has nowhere to add to: it
+// makes NaN every element of the gradient along axis at its other
+// coordinates (so that a gradient scaler skips the step) and raises the
+// device's assert as Gather does.
 func GatherBackward(dy, idx *Tensor, axis int, xShape ...int) *Tensor {
 	const op = "GatherBackward"
 	sameDevice(op, dy, idx)
@@ -345,7 +354,11 @@ func GatherBackward(dy, idx *Tensor, axis int, xShape ...int) *Tensor {
 	p := kernels.GatherBackwardPush{N: u32(out.n), Axis: u32(axis + pad), Len: u32(idx.shape[axis])}
 	p.X0, p.X1, p.X2, p.X3, p.X4, p.X5, p.X6, p.X7 = xd[0], xd[1], xd[2], xd[3], xd[4], xd[5], xd[6], xd[7]
 	p.I0, p.I1, p.I2, p.I3, p.I4, p.I5, p.I6, p.I7 = id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]
-	launched(out, kernels.GatherBackward(out.dev, grid, kernels.GatherBackwardSpec{In0DT: dy.dtype.code()}, p,
-		kernels.GatherBackwardBind{Dy: dy.buf, Idx: idx.buf, Dx: out.buf}))
+	recordInto(op, func() error {
+		return withAssert(out.dev, func(rec *vk.Buffer) error {
+			return kernels.GatherBackward(out.dev, grid, kernels.GatherBackwardSpec{In0DT: dy.dtype.code(), AssertOp: assertGatherBackward}, p,
+				kernels.GatherBackwardBind{Dy: dy.buf, Idx: idx.buf, Dx: out.buf, Assert: rec})
+		})
+	}, out)
 	return out
 }

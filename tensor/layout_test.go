@@ -3,7 +3,6 @@ package tensor_test
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -174,8 +173,8 @@ func TestConcatStack(t *testing.T) {
 	}
 }
 
-// TestGather gathers along every axis with repeated and out-of-range
-// indices, and idx shorter than x outside the axis.
+// TestGather gathers along every axis with repeated indices, and idx
+// shorter than x outside the axis (out-of-range indices: TestBadIndexGather).
 func TestGather(t *testing.T) {
 	d := devtest.Open(t)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -190,7 +189,6 @@ func TestGather(t *testing.T) {
 			for i := range idx {
 				idx[i] = int32(rng.IntN(shape[axis]))
 			}
-			idx[0], idx[1], idx[len(idx)-1] = -1, int32(shape[axis]), math.MaxInt32
 			ix := castKeep(t, tensor.FromInt32(d, idx, is...))
 			want := ref.Gather(xb, shape, axis, idx, is, nan[dt])
 			lyWant(t, fmt.Sprintf("Gather(%s%v, %d)", dt, shape, axis), tensor.Gather(x, axis-3, ix), dt, is, want)

@@ -1921,6 +1921,7 @@ func DropoutTex(d *vk.Device, groups [3]uint32, s DropoutTexSpec, p DropoutTexPu
 type EmbeddingBackwardSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	DyDT       DType  // DY_DT: constant 1, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // EmbeddingBackwardPush is the push-constant block Push (20 bytes), laid out as the
@@ -1943,9 +1944,10 @@ func (p *EmbeddingBackwardPush) put(b []byte) {
 
 // EmbeddingBackwardBind names the bindings of embedding_backward.comp.
 type EmbeddingBackwardBind struct {
-	Idx *vk.Buffer // binding 0: read
-	Dy  *vk.Buffer // binding 1: read
-	Dw  *vk.Buffer // binding 2: read and written
+	Idx    *vk.Buffer // binding 0: read
+	Dy     *vk.Buffer // binding 1: read
+	Dw     *vk.Buffer // binding 2: read and written
+	Assert *vk.Buffer // binding 3: read and written
 }
 
 // EmbeddingBackward records embedding_backward.comp on d over groups workgroups.
@@ -1953,9 +1955,10 @@ func EmbeddingBackward(d *vk.Device, groups [3]uint32, s EmbeddingBackwardSpec, 
 	k := key{op: "embedding_backward"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.DyDT))
+	k.put(8, uint32(s.AssertOp))
 	var push [20]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.Idx, b.Dy, b.Dw)
+	return run(d, k, groups, push[:], b.Idx, b.Dy, b.Dw, b.Assert)
 }
 
 // ExpSpec holds the specialization constants of exp.comp. A zero field
@@ -2045,6 +2048,7 @@ func Fill32(d *vk.Device, groups [3]uint32, s Fill32Spec, p Fill32Push, b Fill32
 type GatherSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // GatherPush is the push-constant block GatherPush (76 bytes), laid out as the
@@ -2095,9 +2099,10 @@ func (p *GatherPush) put(b []byte) {
 
 // GatherBind names the bindings of gather.comp.
 type GatherBind struct {
-	X   *vk.Buffer // binding 0: read
-	Idx *vk.Buffer // binding 1: read
-	D   *vk.Buffer // binding 2: written
+	X      *vk.Buffer // binding 0: read
+	Idx    *vk.Buffer // binding 1: read
+	D      *vk.Buffer // binding 2: written
+	Assert *vk.Buffer // binding 3: read and written
 }
 
 // Gather records gather.comp on d over groups workgroups.
@@ -2105,9 +2110,10 @@ func Gather(d *vk.Device, groups [3]uint32, s GatherSpec, p GatherPush, b Gather
 	k := key{op: "gather"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(8, uint32(s.AssertOp))
 	var push [76]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
+	return run(d, k, groups, push[:], b.X, b.Idx, b.D, b.Assert)
 }
 
 // GatherBackwardSpec holds the specialization constants of gather_backward.comp. A zero field
@@ -2115,6 +2121,7 @@ func Gather(d *vk.Device, groups [3]uint32, s GatherSpec, p GatherPush, b Gather
 type GatherBackwardSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // GatherBackwardPush is the push-constant block GatherBackwardPush (76 bytes), laid out as the
@@ -2165,9 +2172,10 @@ func (p *GatherBackwardPush) put(b []byte) {
 
 // GatherBackwardBind names the bindings of gather_backward.comp.
 type GatherBackwardBind struct {
-	Dy  *vk.Buffer // binding 0: read
-	Idx *vk.Buffer // binding 1: read
-	Dx  *vk.Buffer // binding 2: written
+	Dy     *vk.Buffer // binding 0: read
+	Idx    *vk.Buffer // binding 1: read
+	Dx     *vk.Buffer // binding 2: written
+	Assert *vk.Buffer // binding 3: read and written
 }
 
 // GatherBackward records gather_backward.comp on d over groups workgroups.
@@ -2175,9 +2183,10 @@ func GatherBackward(d *vk.Device, groups [3]uint32, s GatherBackwardSpec, p Gath
 	k := key{op: "gather_backward"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(8, uint32(s.AssertOp))
 	var push [76]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.Dy, b.Idx, b.Dx)
+	return run(d, k, groups, push[:], b.Dy, b.Idx, b.Dx, b.Assert)
 }
 
 // GeluSpec holds the specialization constants of gelu.comp. A zero field
@@ -2496,6 +2505,7 @@ func GradSumsq(d *vk.Device, groups [3]uint32, s GradSumsqSpec, p GradSumsqPush,
 type IndexSelectSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // IndexSelectPush is the push-constant block Push (12 bytes), laid out as the
@@ -2514,9 +2524,10 @@ func (p *IndexSelectPush) put(b []byte) {
 
 // IndexSelectBind names the bindings of index_select.comp.
 type IndexSelectBind struct {
-	X   *vk.Buffer // binding 0: read
-	Idx *vk.Buffer // binding 1: read
-	D   *vk.Buffer // binding 2: written
+	X      *vk.Buffer // binding 0: read
+	Idx    *vk.Buffer // binding 1: read
+	D      *vk.Buffer // binding 2: written
+	Assert *vk.Buffer // binding 3: read and written
 }
 
 // IndexSelect records index_select.comp on d over groups workgroups.
@@ -2524,9 +2535,10 @@ func IndexSelect(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelec
 	k := key{op: "index_select"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(8, uint32(s.AssertOp))
 	var push [12]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
+	return run(d, k, groups, push[:], b.X, b.Idx, b.D, b.Assert)
 }
 
 // IndexSelectTexSpec holds the specialization constants of index_select_tex.comp. A zero field
@@ -2534,6 +2546,7 @@ func IndexSelect(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelec
 type IndexSelectTexSpec struct {
 	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
 	In0DT      DType  // IN0_DT: constant 1, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
 }
 
 // IndexSelectTexPush is the push-constant block Push (12 bytes), laid out as the
@@ -2552,9 +2565,10 @@ func (p *IndexSelectTexPush) put(b []byte) {
 
 // IndexSelectTexBind names the bindings of index_select_tex.comp.
 type IndexSelectTexBind struct {
-	X   *vk.Buffer // binding 0: read as texels
-	Idx *vk.Buffer // binding 1: read
-	D   *vk.Buffer // binding 2: written
+	X      *vk.Buffer // binding 0: read as texels
+	Idx    *vk.Buffer // binding 1: read
+	D      *vk.Buffer // binding 2: written
+	Assert *vk.Buffer // binding 3: read and written
 }
 
 // IndexSelectTex records index_select_tex.comp on d over groups workgroups.
@@ -2562,9 +2576,10 @@ func IndexSelectTex(d *vk.Device, groups [3]uint32, s IndexSelectTexSpec, p Inde
 	k := key{op: "index_select_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
+	k.put(8, uint32(s.AssertOp))
 	var push [12]byte
 	p.put(push[:])
-	return run(d, k, groups, push[:], b.X, b.Idx, b.D)
+	return run(d, k, groups, push[:], b.X, b.Idx, b.D, b.Assert)
 }
 
 // LayerNormSpec holds the specialization constants of layer_norm.comp. A zero field

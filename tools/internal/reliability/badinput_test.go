@@ -286,6 +286,12 @@ func badInputs() []badInput {
 		{"CrossEntropyLoss label -1", fails, tensor.ErrBadTarget, []string{"NLL: device-side assert: row 0 has target -1, outside the classes [0, 4)"}, func(e *env) error {
 			return badTarget(e, -1, 3)
 		}},
+		{"Embedding index V", fails, tensor.ErrBadIndex, []string{"Embedding: device-side assert: row 2 has index 5, outside [0, 5)"}, func(e *env) error {
+			return badIndex(e, 0, 4, 5)
+		}},
+		{"Embedding index -1", fails, tensor.ErrBadIndex, []string{"Embedding: device-side assert: row 0 has index -1, outside [0, 5)"}, func(e *env) error {
+			return badIndex(e, -1, 1)
+		}},
 
 		// Nil and released tensors.
 		{"Add nil", usagePanic, nil, []string{"Add", "nil tensor"}, func(e *env) error {
