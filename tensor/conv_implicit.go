@@ -68,7 +68,13 @@ func (g convGeom) implicitPlan(x, wm *Tensor, m int) (mmPlan, mmGeom, bool) {
 // it).
 func convTexPlan(d *vk.Device, mg mmGeom, a, b DType) (mmPlan, mmGeom, bool) {
 	info := d.Info()
-	kind, forced, err := formsOf(d).matmulKind(info, "")
+	f := formsOf(d)
+	kind, forced, err := f.matmulKind(info, "")
+	if err == nil && f.forced == "" && f.texels {
+		// conv_tex wherever texels serve: the matmul rule's other choice
+		// for newer drivers (forms.go) was measured for MatMul only.
+		kind = mmTexel
+	}
 	if err != nil || kind != mmTexel || (!forced && convImplicitMode == 0 && mg.madds() < mmTexelMin) {
 		return mmPlan{}, mmGeom{}, false
 	}

@@ -92,6 +92,13 @@ func formsFor(info vk.Info, matmul string) forms {
 		f.matmul = mmShared
 	case swiftShader && mmHasQuad(info):
 		f.matmul = mmQuad
+	case f.texels && info.Driver == vk.DriverLavapipe && mesaMajor(info) >= 26:
+		// LLVM 19's lavapipe runs matmul_sg faster than matmul_tex
+		// (tools/bench -run '^matmul-path/' -paths 1024, one run, 2
+		// cores: fp16 65.3 vs 52.0 GFLOP/s, bf16 64.9 vs 59.9; Mesa
+		// 22.3 in the same session: matmul_tex 53.9 vs 49.0 and 61.3 vs
+		// 40.0). conv_tex keeps its texel plans (convTexPlan).
+		f.matmul = f.matmulSmall
 	case f.texels:
 		f.matmul = mmTexel
 	default:
@@ -99,6 +106,11 @@ func formsFor(info vk.Info, matmul string) forms {
 	}
 	return f
 }
+
+// mesaMajor is the Mesa release of a Mesa driver, from its driverVersion
+// (VK_MAKE_VERSION(major, minor, patch) since Mesa 23; lavapipe 22.3 says
+// 1, read as 0).
+func mesaMajor(info vk.Info) uint32 { return info.DriverVersion >> 22 }
 
 // mmKinds maps each forced kind (vk.MatmulKinds) to its kernel.
 var mmKinds = map[string]mmKind{

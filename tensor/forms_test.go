@@ -24,6 +24,8 @@ func TestFormsTable(t *testing.T) {
 		SubgroupSize: 8, SubgroupInCompute: true, SubgroupOperations: []string{"shuffle", "quad"}}
 	swiftShader := vk.Info{Name: "SwiftShader Device", Type: vk.TypeCPU, Driver: vk.DriverSwiftShader, ShaderInt64: true,
 		SubgroupSize: 4, SubgroupInCompute: true, SubgroupOperations: []string{"shuffle", "quad"}}
+	lavapipe26 := lavapipe
+	lavapipe26.DriverVersion = 26<<22 | 1<<12 | 6 // Mesa 26.1.6
 	noInt64 := lavapipe
 	noInt64.Driver, noInt64.ShaderInt64 = vk.DriverUnknown, false
 	for _, c := range []struct {
@@ -35,6 +37,8 @@ func TestFormsTable(t *testing.T) {
 		{"GPU with cooperative matrices", coop, forms{optimVec4: true, matmul: mmCoop, matmulSmall: mmRegister}},
 		{"lavapipe", lavapipe, forms{texels: true, fewGroups: true, rowPerInvocation: true, loopLimit: lavapipeLoops,
 			attnTex: true, optimVec4: true, matmul: mmTexel, matmulSmall: mmSubgroup}},
+		{"lavapipe 26", lavapipe26, forms{texels: true, fewGroups: true, rowPerInvocation: true, loopLimit: lavapipeLoops,
+			attnTex: true, optimVec4: true, matmul: mmSubgroup, matmulSmall: mmSubgroup}},
 		{"SwiftShader", swiftShader, forms{fewGroups: true, rowPerInvocation: true, matmul: mmQuad, matmulSmall: mmSubgroup}},
 		{"CPU driver without shaderInt64", noInt64, forms{fewGroups: true, rowPerInvocation: true, attnTex: true,
 			optimVec4: true, matmul: mmSubgroup, matmulSmall: mmSubgroup}},

@@ -20,7 +20,7 @@ const (
 	mmTexel                       // matmul_tex: register tiles fed by texel fetches
 	mmCoop                        // matmul_coop: cooperative matrices (tensor cores), fp16 A and B
 	mmCoopEmu                     // matmul_coop_emu: matmul_coop emulated, for tests; never chosen
-	mmQuad                        // matmul_quad: compile-time tiles, A shared by quad broadcasts, for SwiftShader
+	mmQuad                        // matmul_quad: compile-time tiles, A shared by quad broadcasts (forms.go: CPU drivers without texels)
 	mmCoopBF16                    // matmul_coop_bf16: matmul_coop for bf16 A and B
 	mmCoopCM2                     // matmul_cm2: matmul_coop on VK_NV_cooperative_matrix2's subgroup-scope features
 	mmCoopCM2WG                   // matmul_cm2_wg: workgroup-scope cooperative matrices, tensor-addressed loads
