@@ -101,17 +101,18 @@ func (p *Param) accumulate(g *tensor.Tensor) error {
 
 // Set copies t into the parameter's value, keeping the value's memory (the
 // tensor an optimizer updates): the way to set weights at any time. t must
-// have the value's shape, else Set panics with a *tensor.ShapeError naming
-// the parameter; a dtype other than Float32 is converted as tensor.Cast
-// converts it. Set returns t's error or a failure to record the copy, and
-// never makes the value carry an error.
+// have the value's shape, else Set returns a *tensor.ShapeError naming the
+// parameter and changes nothing (as PyTorch's copy_ raises); a dtype other
+// than Float32 is converted as tensor.Cast converts it. Set returns t's
+// error or a failure to record the copy, and never makes the value carry an
+// error. A nil t panics.
 func (p *Param) Set(t *tensor.Tensor) error {
 	if t == nil {
 		panic(&tensor.UsageError{Op: "Param.Set", Msg: fmt.Sprintf("parameter %s: nil tensor", p.Name)})
 	}
 	if !slices.Equal(t.Shape(), p.Value.Shape()) {
-		panic(&tensor.ShapeError{Op: "Param.Set", A: p.Value.Shape(), B: t.Shape(),
-			Msg: fmt.Sprintf("parameter %s has the first shape", p.Name)})
+		return &tensor.ShapeError{Op: "Param.Set", A: p.Value.Shape(), B: t.Shape(),
+			Msg: fmt.Sprintf("parameter %s has the first shape", p.Name)}
 	}
 	src := t
 	if t.DType() != tensor.Float32 {

@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -64,8 +65,13 @@ func TestParamSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	tSameBits(t, "after Set from fp16", tRead(t, p.Value), []float32{0.5, 1.5, -2, 3})
-	msg := tPanics(t, "Set of another shape", func() { p.Set(tInput(t, d, []float32{1, 2}, 2)) })
-	tContains(t, "Set of another shape", msg, "w", "[4]", "[2]")
+	err = p.Set(tInput(t, d, []float32{1, 2}, 2))
+	var se *tensor.ShapeError
+	if !errors.As(err, &se) {
+		t.Fatalf("Set of another shape: %v, want a *tensor.ShapeError", err)
+	}
+	tContains(t, "Set of another shape", err.Error(), "w", "[4]", "[2]")
+	tSameBits(t, "after a refused Set", tRead(t, p.Value), []float32{0.5, 1.5, -2, 3})
 }
 
 // TestParamReplaced: a Value or Grad replaced by another tensor after a
@@ -222,4 +228,22 @@ func TestLinearOverBindingRange(t *testing.T) {
 	}
 	tContains(t, "NewAdam", errString(err), "big.weight", limit)
 	t.Logf("NewAdam: %v", err)
+}
+
+// TestParamReplacedShape: a Value replaced by a tensor of the same size and
+// another shape is refused where a graph first uses it, naming the
+// parameter, rather than in backward.
+func TestParamReplacedShape(t *testing.T) {
+	d := devtest.Open(t)
+	p := tParam(t, d, "fc.weight", []float32{1, 2, 3, 4}, 2, 2)
+	old := p.Value
+	p.Value = tensor.FromFloat32(d, []float32{1, 2, 3, 4}, 4)
+	t.Cleanup(p.Value.Release)
+	old.Release()
+	g := nn.NewGraph(d, nn.Options{})
+	defer g.Release()
+	msg := tPanics(t, "Param of a replaced shape", func() { g.Param(p) })
+	tContains(t, "Param of a replaced shape", msg, "fc.weight", "[4]", "[2 2]")
+	p.Frozen = true // a frozen parameter has no gradient to match
+	g.Param(p)
 }
