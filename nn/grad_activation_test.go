@@ -109,7 +109,80 @@ func activationGradCases() []gradCase {
 					return zipWith(in[0], in[1], m.f)
 				}})
 	}
+	softplus := func(beta, thr float64) func(float64) float64 {
+		return func(x float64) float64 {
+			if beta*x > thr {
+				return x
+			}
+			return math.Log1p(math.Exp(beta*x)) / beta
+		}
+	}
+	for _, sp := range []struct{ beta, thr, scale float32 }{{1, 20, 3}, {2, 1.5, 2}, {0.5, 20, 4}} {
+		// Under autocast softplus runs in fp32 (PyTorch's fp32 list).
+		cases = append(cases, gradCase{name: fmt.Sprintf("softplus beta %g threshold %g", sp.beta, sp.thr), shapes: [][]int{{3, 5}}, k: ref.ExpRoundings,
+			prep:  func(_ int, v []float32) []float32 { return scaled(v, sp.scale) },
+			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.Softplus(in[0], sp.beta, sp.thr) },
+			host:  func(in [][]float64) []float64 { return mapf(in[0], softplus(float64(sp.beta), float64(sp.thr))) }})
+	}
+	cases = append(cases, gradCase{name: "mish", shapes: [][]int{{3, 5}}, k: ref.ExpRoundings, out16: true,
+		prep:  func(_ int, v []float32) []float32 { return scaled(v, 4) },
+		build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.Mish(in[0]) },
+		host: func(in [][]float64) []float64 {
+			return mapf(in[0], func(x float64) float64 { return x * math.Tanh(softplus(1, 20)(x)) })
+		}})
 	return cases
+}
+
+// TestSoftplusMishFar: far out on either side the values and gradients are
+// finite and PyTorch's (the linear side exponentiates nothing), and at
+// beta*x == threshold softplus is still log1p(e^z)/beta with gradient
+// sigmoid(z), as PyTorch's (it is linear only above).
+func TestSoftplusMishFar(t *testing.T) {
+	d := devtest.Open(t)
+	sig := func(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
+	for _, c := range []struct {
+		name         string
+		op           func(g *nn.Graph, x *nn.Var) *nn.Var
+		x            []float32
+		wantY, wantG []float64
+	}{
+		{"softplus", func(g *nn.Graph, x *nn.Var) *nn.Var { return g.Softplus(x, 1, 20) },
+			[]float32{100, -100, 30000, 0},
+			[]float64{100, 0, 30000, math.Ln2},
+			[]float64{1, 0, 1, 0.5}},
+		{"softplus at the threshold", func(g *nn.Graph, x *nn.Var) *nn.Var { return g.Softplus(x, 2, 2) },
+			[]float32{1, 1.0625},
+			[]float64{math.Log1p(math.Exp(2)) / 2, 1.0625},
+			[]float64{sig(2), 1}},
+		{"mish", (*nn.Graph).Mish,
+			[]float32{100, -100, 30000, 0},
+			[]float64{100, 0, 30000, 0},
+			[]float64{1, 0, 1, math.Tanh(math.Ln2)}},
+	} {
+		for _, dt := range []tensor.DType{f32, f16} {
+			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
+				p := tParam(t, d, "x", c.x, len(c.x))
+				g := nn.NewGraph(d, nn.Options{Autocast: dt == f16})
+				defer g.Release()
+				v := g.Param(p)
+				if dt == f16 {
+					v = g.Cast(v, f16)
+				}
+				y := c.op(g, v)
+				if err := g.Backward(g.Sum(y), nil); err != nil {
+					t.Fatal(err)
+				}
+				gotY, gotG := tRead(t, y.Value()), tRead(t, p.Grad)
+				tol := 2 * ref.Tol(y.DType(), 1)
+				for i := range c.x {
+					if math.Abs(float64(gotY[i])-c.wantY[i]) > tol*max(1, math.Abs(c.wantY[i])) ||
+						math.Abs(float64(gotG[i])-c.wantG[i]) > 2*ref.Tol(dt, 1) {
+						t.Errorf("x=%g: y %g grad %g, want %g and %g", c.x[i], gotY[i], gotG[i], c.wantY[i], c.wantG[i])
+					}
+				}
+			})
+		}
+	}
 }
 
 func TestActivationGradients(t *testing.T) {
@@ -210,6 +283,8 @@ func TestActivationsNoGrad(t *testing.T) {
 		"Clamp":     func(g *nn.Graph, x *nn.Var) *nn.Var { return g.Clamp(x, -0.5, 0.5) },
 		"Maximum":   func(g *nn.Graph, x *nn.Var) *nn.Var { return g.Maximum(x, g.Scale(x, -1)) },
 		"Minimum":   func(g *nn.Graph, x *nn.Var) *nn.Var { return g.Minimum(x, g.Scale(x, -1)) },
+		"Softplus":  func(g *nn.Graph, x *nn.Var) *nn.Var { return g.Softplus(x, 2, 1) },
+		"Mish":      (*nn.Graph).Mish,
 	}
 	for name, op := range ops {
 		t.Run(name, func(t *testing.T) {
@@ -230,6 +305,42 @@ func TestActivationsNoGrad(t *testing.T) {
 			for i := range want {
 				if got[i] != want[i] {
 					t.Fatalf("element %d: %g without gradients, %g with", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestActivationDoubleRules: SiLU, LeakyReLU, Abs and ELU are composed of
+// ops with differentiable backward rules, so Grad with createGraph goes
+// through them, as TestDoubleRules checks (values kept 0.2 from the kinks).
+func TestActivationDoubleRules(t *testing.T) {
+	d := devtest.Open(t)
+	shapes := [][]int{{2, 3}}
+	for ci, c := range []struct {
+		name string
+		op   func(g *nn.Graph, x *nn.Var) *nn.Var
+	}{
+		{"silu", (*nn.Graph).SiLU},
+		{"leaky_relu", func(g *nn.Graph, x *nn.Var) *nn.Var { return g.LeakyReLU(x, 0.1) }},
+		{"abs", (*nn.Graph).Abs},
+		{"elu", func(g *nn.Graph, x *nn.Var) *nn.Var { return g.ELU(x, 0.7) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			loss := func(g *nn.Graph, p []*nn.Var) *nn.Var { return g.Sum(g.Mul(c.op(g, p[0]), p[0])) }
+			theta := [][]float32{tAway(tRand(6, uint64(300+ci), 0.9, f32), 0.2)}
+			cs := [][]float32{tRand(6, uint64(350+ci), 1, f32)}
+			got := doubleGrad(t, d, shapes, theta, cs, loss)
+			for j := range theta[0] {
+				const eps = 1e-2
+				at := func(delta float32) float64 {
+					th := cloneAll(theta)
+					th[0][j] += delta
+					return penalty(t, d, shapes, th, cs, loss)
+				}
+				want := (at(eps) - at(-eps)) / (2 * eps)
+				if math.Abs(float64(got[0][j])-want) > 2e-2*(1+math.Abs(want)) {
+					t.Errorf("x[%d]: double backward %.5g, central differences %.5g", j, got[0][j], want)
 				}
 			}
 		})

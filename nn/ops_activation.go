@@ -14,7 +14,8 @@ import (
 // parts' rules. Their gradients follow PyTorch's conventions, at the kinks
 // included. Under autocast they run in their input's dtype, as PyTorch's
 // (on none of its autocast lists): each asks the policy of the part that
-// decides its arithmetic (ReLU, Sigmoid, Where, Stack: all Keep).
+// decides its arithmetic (ReLU, Sigmoid, Where, Stack, Tanh: all Keep).
+// Softplus, on PyTorch's fp32 list, asks Log's policy (fp32).
 //
 // Each begins with g.use and records its parts through the unguarded
 // helpers below, so that without gradients done releases the parts'
@@ -198,4 +199,68 @@ func (g *Graph) extreme(name string, op tensor.Op, a, b *Var, f func(*tensor.Ten
 	s := g.join(tensor.OpStack, 0, []*Var{a, b}, tensor.Stack)
 	m := g.reduceAxes(name, op, s, []int{0}, false, f)
 	return g.cast(m, dt)
+}
+
+func (g *Graph) partLog(x *Var) *Var {
+	return g.record(tensor.OpLog, tensor.Log(x.t, x.DType()), attrs{}, nil, x)
+}
+
+func (g *Graph) partTanh(x *Var) *Var {
+	return g.record(tensor.OpTanh, tensor.Tanh(x.t, x.DType()), attrs{}, nil, x)
+}
+
+// Softplus returns log(1 + e^(beta x))/beta, and x where beta*x >
+// threshold (PyTorch's torch.nn.functional.softplus(x, beta, threshold);
+// its defaults are beta 1, threshold 20), in fp32 under autocast, as
+// PyTorch's (softplus is on its fp32 list). The gradient is
+// sigmoid(beta x), and 1 where beta*x > threshold, as PyTorch's. It is
+// composed as log(1 + e^z), not log1p: for beta*x below about -17 (fp32)
+// the result is 0 where PyTorch's is e^(beta x), an absolute error under
+// 4e-8/beta; the gradient there keeps its relative accuracy. The linear
+// side's inputs are not exponentiated, so a threshold up to 88/beta-ish
+// (fp32) has no overflow. Not twice differentiable (Where has no
+// double-backward rule); beta must be positive and finite (else a
+// *tensor.UsageError).
+func (g *Graph) Softplus(x *Var, beta, threshold float32) *Var {
+	defer g.use("Softplus").done()
+	floats("Softplus", x)
+	if !(beta > 0) || math.IsInf(float64(beta), 1) {
+		panic(&tensor.UsageError{Op: "Softplus", Msg: fmt.Sprintf("beta %g is not positive and finite", beta)})
+	}
+	x = g.cast(x, g.dtypeFor(tensor.OpLog, x))
+	return g.softplus(x, beta, threshold)
+}
+
+// softplus records Softplus's parts in x's dtype.
+func (g *Graph) softplus(x *Var, beta, threshold float32) *Var {
+	dt := x.DType()
+	z := x
+	if beta != 1 {
+		z = g.partScale(x, beta)
+	}
+	thr := g.keep(tensor.Full(g.dev, tensor.Float32, threshold, 1))
+	le := g.nonneg(tensor.Sub(thr, z.t, tensor.Float32)) // beta x <= threshold
+	// e^z only where z <= threshold: elsewhere e^0, so that the linear
+	// side's gradient (0 through Where) meets no e^z = inf.
+	zc := g.partWhere(le, z, g.scalar(0, dt))
+	sp := g.partLog(g.partAdd(g.partExp(zc), g.scalar(1, dt)))
+	if beta != 1 {
+		sp = g.partScale(sp, 1/beta)
+	}
+	return g.partWhere(le, sp, x)
+}
+
+// Mish returns x * tanh(softplus(x)) (PyTorch's
+// torch.nn.functional.mish; softplus with beta 1 and threshold 20), in
+// x's dtype (PyTorch's mish is on no autocast list): a 16-bit x is cast
+// to fp32 for softplus and tanh, whose result is rounded to x's dtype
+// before the product, as PyTorch computes in fp32 and rounds once. The
+// gradient is PyTorch's (tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)). Not
+// twice differentiable (Softplus's Where).
+func (g *Graph) Mish(x *Var) *Var {
+	defer g.use("Mish").done()
+	floats("Mish", x)
+	x = g.cast(x, g.dtypeFor(tensor.OpTanh, x))
+	t := g.partTanh(g.softplus(g.cast(x, tensor.Float32), 1, 20))
+	return g.partMul(x, g.cast(t, x.DType()))
 }
