@@ -270,6 +270,31 @@ func TestClampBadBounds(t *testing.T) {
 	}
 }
 
+// TestClampNaN: a NaN input stays NaN through Clamp, in fp32 and fp16, as
+// in PyTorch, and the values around it are clamped: a clamp must not hide
+// an overflow from the scaler.
+func TestClampNaN(t *testing.T) {
+	d := devtest.Open(t)
+	nan := float32(math.NaN())
+	in := []float32{nan, -5, 0.5, 5, float32(math.Inf(1)), float32(math.Inf(-1))}
+	want := []float32{nan, -1, 0.5, 2, 2, -1}
+	for _, dt := range []tensor.DType{f32, tensor.Float16} {
+		g := nn.NewGraph(d, nn.Options{})
+		xt := tensor.Cast(tensor.FromFloat32(d, in, len(in)), dt)
+		got, err := tensor.Cast(g.Clamp(g.Input(xt), -1, 2).Value(), f32).Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if w := want[i]; (math.IsNaN(float64(w)) != math.IsNaN(float64(got[i]))) || (!math.IsNaN(float64(w)) && got[i] != w) {
+				t.Errorf("%v: Clamp(%g) = %g, want %g", dt, in[i], got[i], w)
+			}
+		}
+		g.Release()
+		xt.Release()
+	}
+}
+
 // TestActivationsNoGrad: the ops run without gradients, keeping only
 // their results, and give the values they give with gradients.
 func TestActivationsNoGrad(t *testing.T) {

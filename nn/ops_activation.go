@@ -129,7 +129,7 @@ func (g *Graph) ELU(x *Var, alpha float32) *Var {
 // lo <= x <= hi, bounds included, and is 0 elsewhere, as PyTorch's. x is
 // compared with lo and hi as float32, as PyTorch compares a 16-bit tensor
 // with its scalar bounds; the bounds written out are rounded to x's dtype.
-// Unlike PyTorch, a NaN x gives lo (PyTorch: NaN), and lo > hi or a NaN
+// A NaN x stays NaN, as in PyTorch; unlike PyTorch, lo > hi or a NaN
 // bound panics with a *tensor.UsageError. It is not twice differentiable
 // (Where has no double-backward rule).
 func (g *Graph) Clamp(x *Var, lo, hi float32) *Var {
@@ -152,9 +152,12 @@ func (g *Graph) Clamp(x *Var, lo, hi float32) *Var {
 		y = g.partWhere(le, y, g.scalar(hi, dt))
 	}
 	if y == x { // (-Inf, +Inf): a node all the same, as PyTorch's clamp makes a new tensor
-		y = g.partScale(x, 1)
+		return g.partScale(x, 1)
 	}
-	return y
+	// NaN stays NaN, as in PyTorch (the masks above read it as out of
+	// range): a clamp must not hide an overflow from the scaler.
+	notNaN := g.keep(tensor.Cast(g.keep(tensor.Equal(x.t, x.t, tensor.Float32)), tensor.Int32))
+	return g.partWhere(notNaN, y, x)
 }
 
 // Maximum returns the elementwise maximum of a and b (PyTorch's
