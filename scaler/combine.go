@@ -22,7 +22,7 @@ func (s *Scaler) CombineFound(opt Optimizer, combine func(found bool) (bool, err
 	if st.stage != unscaled {
 		return fmt.Errorf("scaler: CombineFound: call Unscale before it and Step after it")
 	}
-	found := st.found[st.gen.Load()%foundRing]
+	found := st.found
 	v, err := found.Item()
 	if err != nil {
 		return fmt.Errorf("scaler: combine found: %w", err)

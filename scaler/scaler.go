@@ -79,10 +79,15 @@ const (
 // foundRing is how many past steps' Skipped values stay readable.
 const foundRing = 8
 
+// A step's kernels write and read one flag, found, whose tensor never
+// changes (a replayed step's graph binds it; tensor.Replayer matches a
+// step's bindings); after the optimizer's step a copy shifts it into
+// past, where Skipped.Value finds it by the count of shifts since.
 type optState struct {
 	stage   stage
-	found   [foundRing]*tensor.Tensor
-	gen     atomic.Uint64     // iterations this optimizer took part in; Skipped.Value reads it unlocked
+	found   *tensor.Tensor // [1]: this step's flag
+	past    *tensor.Tensor // [foundRing]: the flags of the last steps, newest first
+	shifts  atomic.Uint64  // shifts recorded; Skipped.Value reads it unlocked
 	checked bool              // an inf check ran since the last Update
 	table   tensor.BlockTable // how the unscale reaches the optimizer's gradients
 }

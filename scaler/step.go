@@ -70,15 +70,16 @@ func (s *Scaler) check(opt Optimizer, record func([]*tensor.Tensor, *tensor.Tens
 			return fmt.Errorf("scaler: gradient %d: %w", i, err)
 		}
 	}
-	if st.found[0] == nil { // all at once, so memory is flat from the first step
-		for i := range st.found {
-			st.found[i] = tensor.New(d, tensor.Float32, 1)
-			if err := st.found[i].Err(); err != nil {
-				return err
-			}
+	if st.found == nil { // both at once, so memory is flat from the first step
+		st.found, st.past = tensor.New(d, tensor.Float32, 1), tensor.Zeros(d, tensor.Float32, foundRing)
+		if err := errors.Join(st.found.Err(), st.past.Err()); err != nil {
+			st.found.Release()
+			st.past.Release()
+			st.found, st.past = nil, nil
+			return err
 		}
 	}
-	found := st.found[st.gen.Add(1)%foundRing]
+	found := st.found
 	if err := record(grads, found, &st.table); err != nil {
 		return fmt.Errorf("scaler: inf check: %w", err)
 	}
@@ -121,25 +122,43 @@ func (s *Scaler) Step(opt Optimizer) (Skipped, error) {
 	if !st.checked {
 		return Skipped{}, fmt.Errorf("%w for this optimizer (it has no gradients)", ErrNoInfChecks)
 	}
-	gen := st.gen.Load()
-	found := st.found[gen%foundRing]
-	skipped := Skipped{st: st, found: found, gen: gen}
+	found := st.found
+	skipped := Skipped{st: st, found: found}
 	st.stage = stepped
-	if fuse {
-		return skipped, fused.StepUnscaling(found, s.ls)
+	ds, isDS := opt.(DeviceSkipper)
+	switch {
+	case fuse:
+		err = fused.StepUnscaling(found, s.ls)
+	case isDS:
+		err = ds.StepUnless(found)
+	default:
+		var v float32
+		if v, err = found.Item(); err == nil {
+			skipped.known, skipped.value = true, v != 0
+			if v == 0 {
+				err = opt.Step()
+			}
+		}
 	}
-	if ds, ok := opt.(DeviceSkipper); ok {
-		return skipped, ds.StepUnless(found)
-	}
-	v, err := found.Item()
 	if err != nil {
 		return skipped, err
 	}
-	skipped.known, skipped.value = true, v != 0
-	if v != 0 {
-		return skipped, nil
+	skipped.seq, err = st.shift()
+	return skipped, err
+}
+
+// shift records the copy of this step's flag to the front of past, and
+// returns the count of shifts with it.
+func (st *optState) shift() (uint64, error) {
+	front := tensor.Narrow(st.past, 0, 0, foundRing-1)
+	next := tensor.Concat(0, st.found, front)
+	err := st.past.CopyFrom(next)
+	front.Release()
+	next.Release()
+	if err != nil {
+		return 0, fmt.Errorf("scaler: keep the skip flag: %w", err)
 	}
-	return skipped, opt.Step()
+	return st.shifts.Add(1), nil
 }
 
 // ErrStale is returned by Skipped.Value read more than 8 steps later.
@@ -150,7 +169,7 @@ var ErrStale = errors.New("scaler: Skipped read too late: its flag was reused")
 type Skipped struct {
 	st    *optState
 	found *tensor.Tensor
-	gen   uint64
+	seq   uint64 // the optimizer's shift count once this step's flag was shifted in
 	known bool
 	value bool
 }
@@ -162,15 +181,19 @@ func (k Skipped) Value() (bool, error) {
 	if k.known || k.found == nil {
 		return k.value, nil
 	}
-	stale := func() bool { return k.st.gen.Load()-k.gen >= foundRing }
-	if stale() {
-		return false, ErrStale
+	for {
+		n := k.st.shifts.Load()
+		if n-k.seq >= foundRing {
+			return false, ErrStale
+		}
+		past, err := k.st.past.Float32s()
+		if err != nil {
+			return false, err
+		}
+		if k.st.shifts.Load() == n { // else shifted while read: look again
+			return past[n-k.seq] != 0, nil
+		}
 	}
-	v, err := k.found.Item()
-	if err == nil && stale() { // reused while it was read: v may be a later step's
-		return false, ErrStale
-	}
-	return v != 0, err
 }
 
 // Update backs off or grows the scale from the inf checks of every
@@ -258,10 +281,9 @@ func (s *Scaler) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.opts {
-		for i, f := range st.found {
-			f.Release()
-			st.found[i] = nil
-		}
+		st.found.Release()
+		st.past.Release()
+		st.found, st.past = nil, nil
 		st.table.Close()
 	}
 	s.opts = map[Optimizer]*optState{}
