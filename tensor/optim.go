@@ -213,6 +213,9 @@ func (s *OptimizerState) SGDStep(c SGDConfig, skip *Tensor) error {
 	if err != nil {
 		return err
 	}
+	if lrDev {
+		p.Lr = 0 // read on the device: a constant push, so that a traced step matches its graph
+	}
 	scale, err := s.scaleBinding("SGDStep", c.Unscale)
 	if err != nil {
 		return err
@@ -267,6 +270,9 @@ func (s *OptimizerState) AdamStep(c AdamConfig, skip *Tensor) error {
 		return err
 	}
 	spec.LrDev = lrDev
+	if lrDev {
+		p.Lr = 0 // read on the device: a constant push, so that a traced step matches its graph
+	}
 	scale, err := s.scaleBinding("AdamStep", c.Unscale)
 	if err != nil {
 		return err

@@ -26,6 +26,9 @@ func (s *OptimizerState) AdadeltaStep(c AdadeltaConfig, skip *Tensor) error {
 	if err != nil {
 		return err
 	}
+	if lrDev {
+		p.Lr = 0 // read on the device: a constant push, so that a traced step matches its graph
+	}
 	return s.step("AdadeltaStep", skip, &optLayout, s.active(), func(g *blockGroup, flag *Tensor) error {
 		p.Nchunks = uint32(g.chunks)
 		spec := kernels.AdadeltaSpec{Vec4: s.vec4, LrDev: lrDev}
