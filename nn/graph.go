@@ -165,12 +165,12 @@ type Options struct {
 	// (Seeds.NextTo gives the masks a draw would). The graph's first
 	// Dropout records a copy of it that every mask of the graph, forward and
 	// backward, reads, so a later write changes only later graphs. A step
-	// captured by a tensor.Replayer then replays with the seed written
-	// before each replay, where a drawn seed would be a recorded constant
-	// and repeat its masks: a capture in which a graph draws its seed
-	// fails (the Replayer's Step returns an error wrapping vk.ErrCapturing,
-	// and nothing of the step runs). Dropout panics unless DeviceSeed is
-	// one Int32 element.
+	// under a tensor.Replayer then replays with the seed written before
+	// each replay; a drawn seed is a push constant that differs each step,
+	// so such a step is recorded every time (never replayed with an old
+	// seed's masks), and a direct vk capture of it fails with an error
+	// wrapping vk.ErrCapturing. Dropout panics unless DeviceSeed is one
+	// Int32 element.
 	DeviceSeed *tensor.Tensor
 	// RetainGraph lets Backward run more than once on the graph, as
 	// PyTorch's backward(retain_graph=True): each run adds its gradients

@@ -210,7 +210,8 @@ func (g *Graph) Dropout(x *Var, p float32) *Var {
 			g.seeds = defaultSeeds
 		}
 		// The seed becomes a push constant: a captured step would replay
-		// this step's masks every time, so the capture fails instead.
+		// this step's masks every time, so a capture fails instead (a
+		// Replayer's trace sees the constant change and records).
 		_ = g.dev.RefuseCapture(errHostSeed)
 		g.seed = g.seeds.Next()
 	}

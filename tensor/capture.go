@@ -3,163 +3,216 @@ package tensor
 import (
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/vkamp/vkamp/vk"
 )
 
 // Replayer runs a training step as a captured graph (vk.Graph) when the
-// step repeats, and records it op by op when it does not: the first time a
-// key is seen the step runs normally (optimizer state and pipelines are made
-// then), the second time it is captured and replayed, and from then on it
-// is replayed, with one command for the whole step. A key the Replayer has
-// not seen twice, such as an epoch's last, partial batch, runs normally.
+// step repeats, and records it op by op when it does not, and it never
+// replays a graph for a step that would record other work.
 //
-// The key names what the recorded work depends on: the input shapes, and
-// every value a kernel takes as a push constant (Dropout's seed, a
-// learning rate given as a number; DropoutSeeded and the optimizers'
-// LRTensor read theirs on the device instead). What a replay reads must live in tensors the step uses
-// and that stay alive between steps: write the next batch (and seed, and
-// rate) into the same tensors (SetBytes) before each Step. State kept on the device (the
-// optimizer's moments and step count, the loss scale, the skip flag of an
-// overflowed step) is read and written by the replay itself, so a replayed
-// step gives the same bits as a recorded one.
+// The step function runs every time, but from a key's second step on it
+// runs traced (vk.Device.BeginTrace): its ops are checked and described,
+// not recorded. The description holds every kernel, launch size, push
+// constant (a host scalar such as Scale's factor, a learning rate given as
+// a number, a dropout seed drawn on the host) and binding, where a tensor
+// made during the step counts by its order of making and any other by its
+// identity. A key's first trace is captured into a graph and replayed; a
+// later trace identical to a graph's replays that graph, with one command
+// for the whole step; any other is recorded as it was traced, and captured
+// too the second time the same work comes (a batch fed from two tensors in
+// turns gets a graph each). So a batch written into a new tensor each
+// step, a batch picked from tensors written before, a changed host scalar
+// or a changed shape under one key each give a recorded step's results,
+// never a stale graph's; such steps count in Recorded and, if the key had
+// a graph, in Diverted.
 //
-// A step whose graph exists is recorded instead of replayed when, since
-// the step before, the host wrote a tensor the graph does not use: the
-// mark of a batch written into a new tensor each step (or into two in
-// turns), where a replay would read the tensor it was captured with, and
-// train on it again. Such steps count in Recorded and in Diverted, and
-// give a recorded step's results. Data made on the device outside the step
-// (a slice of a dataset kept there), or picked from tensors written before
-// the capture, is not seen: copy it into the tensors the graph reads.
+// What a replay reads and writes must live in tensors the step binds and
+// that outlive it: write the next batch (and seed, and rate) into the same
+// tensors (SetBytes) before each Step, and copy results (the loss) into
+// tensors made before the step. A step that keeps a tensor it made (an
+// output) is recorded every time, since a graph would write the one made
+// when it was captured. State kept on the device (the optimizer's moments and
+// step count, the loss scale, the skip flag of an overflowed step) is read
+// and written by the replay itself, so a replayed step gives the same bits
+// as a recorded one.
 //
-// While a step is captured, host reads and writes of tensors are refused
-// (they could not be replayed): Step returns the refusal, wrapping
-// vk.ErrCapturing, and nothing of that step runs. Releasing a tensor that a
-// graph uses, after the capture, makes its next Step record and capture
-// again.
-//
-// A key's graphs are kept per step function (its code, as reflect tells
-// it): a training step and an evaluation step keyed alike, by their
-// shapes, are captured and replayed each as itself, never one for the
-// other. A function value is not told apart by what it captured: two
-// closures of one literal, or one method of two receivers, share a key's
-// graph. A closure made by a helper that the compiler inlined at two call
-// sites may be two functions, with a graph each: pass one function value
-// where a step must replay the same graph.
+// A key's first step runs untraced, so that it may make what later steps
+// reuse (optimizer state, tables, pipelines) with host writes. From then
+// on host reads and writes inside the step function are refused (a traced
+// step's work has not run, and a host write would lose its order with it):
+// Step returns the refusal, wrapping vk.ErrCapturing, and nothing of that
+// step runs; so does an error the step function returns.
 type Replayer struct {
 	d      *vk.Device
-	graphs map[stepKey]*vk.Graph
-	seen   map[stepKey]int
-	// last is the graph of lastKey, the key last replayed: a training
-	// loop steps one key, and on a drained device hashing it again costs
-	// about a tenth of a replay.
-	lastKey stepKey
-	last    *vk.Graph
-	// writes is the device's HostWrites when the last step ended.
-	writes uint64
+	keys   map[string]*replayKey
+	graphs int // kept, over all keys
 	// Counts of steps run each way; Diverted counts the steps of Recorded
-	// that had a graph but found a tensor it does not use written.
+	// whose key had a graph that the step's work did not match.
 	Recorded, Captured, Replayed, Diverted int
+	// LastDiverted says why the last diverted step did not match its key's
+	// first graph: the first command that differs and what differs in it.
+	LastDiverted string
 }
 
-// stepKey is what a graph is kept under: the caller's key and the code
-// address of the step function.
-type stepKey struct {
-	key string
-	fn  uintptr
+// replayKey is what a Replayer keeps for one key.
+type replayKey struct {
+	steps  int
+	graphs []replayGraph
+	seen   []replayGraph // recent recorded traces (descriptions only, no graph), newest last
+}
+
+// replayGraph is a graph and the trace it was captured from.
+type replayGraph struct {
+	sum uint64
+	tr  *vk.Trace
+	g   *vk.Graph
 }
 
 // NewReplayer returns a Replayer for steps on d.
 func NewReplayer(d *vk.Device) *Replayer {
-	return &Replayer{d: d, graphs: map[stepKey]*vk.Graph{}, seen: map[stepKey]int{}}
+	return &Replayer{d: d, keys: map[string]*replayKey{}}
 }
 
-// maxGraphs bounds the graphs a Replayer keeps; past it, steps of new keys
-// run normally.
-const maxGraphs = 8
+// maxGraphs bounds the graphs a Replayer keeps; past it, steps that match
+// none are recorded. maxSeen bounds the recorded traces a key remembers.
+const (
+	maxGraphs = 8
+	maxSeen   = 4
+)
 
-// Step runs step for key: replayed if a graph of key and step's function
-// exists, captured and replayed on their second step, recorded otherwise.
-// step must record the same work each time it is called with the same key.
+// Step runs step for key: recorded on the key's first call, then traced,
+// and replayed, captured or recorded as the trace says (see Replayer).
 func (r *Replayer) Step(key string, step func() error) error {
-	defer func() { r.writes = r.d.HostWrites() }()
-	k := stepKey{key, reflect.ValueOf(step).Pointer()}
-	g := r.last
-	if g == nil || k != r.lastKey {
-		g = r.graphs[k]
+	k := r.keys[key]
+	if k == nil {
+		k = &replayKey{}
+		r.keys[key] = k
 	}
-	if g != nil && g.Stale() { // a buffer of the graph was freed: recorded and captured afresh
-		g.Close()
-		delete(r.graphs, k)
-		r.seen[k] = 0
-		r.last, g = nil, nil
+	k.steps++
+	if k.steps == 1 {
+		r.Recorded++
+		return step()
 	}
-	if g != nil && g.OutsideWrite() > r.writes {
+	t, err := r.trace(step)
+	if err != nil {
+		return fmt.Errorf("tensor: step %q: %w", key, err)
+	}
+	if t.Keeps() {
+		// The step made a tensor it keeps (an output): a graph would write
+		// the one made when it was captured, never this one.
 		r.Recorded++
 		r.Diverted++
-		return step()
+		r.LastDiverted = fmt.Sprintf("step %q keeps a tensor it made: write its outputs into tensors made before the step", key)
+		return t.Record()
 	}
-	if g != nil {
-		err := g.Replay()
-		if !errors.Is(err, vk.ErrStaleGraph) {
-			if err == nil {
-				r.Replayed++
-				r.lastKey, r.last = k, g
-			}
+	sum := t.Sum()
+	for i := 0; i < len(k.graphs); i++ {
+		e := k.graphs[i]
+		if e.sum != sum || !e.tr.Same(t) {
+			continue
+		}
+		if e.g.Stale() { // cannot happen while the trace binds live buffers; kept as a guard
+			break
+		}
+		t.Release()
+		if err := e.g.Replay(); err != nil {
 			return err
 		}
-		// A buffer of the graph was freed: the step is recorded and
-		// captured afresh.
-		g.Close()
-		delete(r.graphs, k)
-		r.seen[k] = 0
-		r.last = nil
+		r.Replayed++
+		return nil
 	}
-	r.seen[k]++
-	if r.seen[k] < 2 || len(r.graphs) >= maxGraphs {
-		r.Recorded++
-		return step()
+	r.dropStale(k)
+	if r.graphs < maxGraphs && (len(k.graphs) == 0 || k.wasSeen(sum, t)) {
+		g, err := t.Capture()
+		if err != nil {
+			return fmt.Errorf("tensor: capture step %q: %w", key, err)
+		}
+		if err := g.Replay(); err != nil {
+			g.Close()
+			return err
+		}
+		k.graphs = append(k.graphs, replayGraph{sum, t, g})
+		r.graphs++
+		r.Captured++
+		return nil
 	}
-	if err := r.d.BeginCapture(); err != nil {
-		return fmt.Errorf("tensor: capture step %q: %w", key, err)
+	r.Recorded++
+	if len(k.graphs) > 0 {
+		r.Diverted++
+		r.LastDiverted = fmt.Sprintf("step %q: %s", key, t.Difference(k.graphs[0].tr))
+	}
+	k.remember(sum, t)
+	return t.Record()
+}
+
+// dropStale closes the key's graphs that bind a freed tensor: no step can
+// match them again, and they hold their temporaries.
+func (r *Replayer) dropStale(k *replayKey) {
+	kept := k.graphs[:0]
+	for _, e := range k.graphs {
+		if e.g.Stale() {
+			e.g.Close()
+			r.graphs--
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(k.graphs[len(kept):])
+	k.graphs = kept
+}
+
+// trace runs step traced and returns its trace, or the step's error or
+// the trace's refusal (nothing recorded). A step that panics leaves no
+// trace open.
+func (r *Replayer) trace(step func() error) (*vk.Trace, error) {
+	if err := r.d.BeginTrace(); err != nil {
+		return nil, err
 	}
 	ended := false
 	defer func() {
-		// A step that panics (a shape mismatch) leaves no capture open.
 		if !ended {
-			if g, _ := r.d.EndCapture(); g != nil {
-				g.Close()
+			if t, _ := r.d.EndTrace(); t != nil {
+				t.Release()
 			}
 		}
 	}()
 	serr := step()
-	g, err := r.d.EndCapture()
+	t, err := r.d.EndTrace()
 	ended = true
-	if err != nil || serr != nil {
-		g.Close()
-		return fmt.Errorf("tensor: capture step %q: %w", key, errors.Join(serr, err))
+	if serr != nil || err != nil {
+		t.Release()
+		return nil, errors.Join(serr, err)
 	}
-	if err := g.Replay(); err != nil {
-		g.Close()
-		return err
+	return t, nil
+}
+
+// wasSeen reports whether the key recorded t's work before.
+func (k *replayKey) wasSeen(sum uint64, t *vk.Trace) bool {
+	for _, s := range k.seen {
+		if s.sum == sum && s.tr.Same(t) {
+			return true
+		}
 	}
-	r.graphs[k] = g
-	r.Captured++
-	return nil
+	return false
+}
+
+// remember keeps t's description among the key's recent recorded traces.
+func (k *replayKey) remember(sum uint64, t *vk.Trace) {
+	if len(k.seen) == maxSeen {
+		k.seen = append(k.seen[:0], k.seen[1:]...)
+	}
+	k.seen = append(k.seen, replayGraph{sum: sum, tr: t})
 }
 
 // Graphs is the number of captured graphs kept.
-func (r *Replayer) Graphs() int { return len(r.graphs) }
+func (r *Replayer) Graphs() int { return r.graphs }
 
-// Dispatches is the number of kernel launches a graph of key replays (of
-// its step function's, if only one was stepped with key), 0 without one.
+// Dispatches is the number of kernel launches the first graph of key
+// replays, 0 without one.
 func (r *Replayer) Dispatches(key string) int {
-	for k, g := range r.graphs {
-		if k.key == key {
-			return g.Dispatches()
-		}
+	if k := r.keys[key]; k != nil && len(k.graphs) > 0 {
+		return k.graphs[0].g.Dispatches()
 	}
 	return 0
 }
@@ -168,10 +221,12 @@ func (r *Replayer) Dispatches(key string) int {
 // the temporaries the graphs kept. It is idempotent.
 func (r *Replayer) Close() error {
 	var errs []error
-	for k, g := range r.graphs {
-		errs = append(errs, g.Close())
-		delete(r.graphs, k)
+	for _, k := range r.keys {
+		for _, e := range k.graphs {
+			errs = append(errs, e.g.Close())
+		}
+		k.graphs = nil
 	}
-	r.last = nil
+	r.graphs = 0
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package tensor_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -10,12 +11,10 @@ import (
 
 // TestReplayerFeeds steps acc += x under a Replayer, with x fed four ways,
 // and checks acc against the sum of what was fed: a replay must never add
-// a batch that the host did not give the step. A new tensor per step, or
-// two in turns, is recorded, not replayed (the graph reads the tensor it
-// was captured with) but for the steps of two in turns that write the
-// captured one; one tensor written each step is replayed, and so is
-// a step after which the host wrote a tensor the step does not use, except
-// the first step after that write.
+// a batch that the host did not give the step. A new tensor per step is
+// recorded (its trace binds another tensor each time); two in turns get a
+// graph each (the second is captured when its work comes again); one
+// tensor written each step is replayed, whatever else the host writes.
 func TestReplayerFeeds(t *testing.T) {
 	const steps, n = 7, 5
 	cases := []struct {
@@ -23,11 +22,12 @@ func TestReplayerFeeds(t *testing.T) {
 		feeds              int  // tensors the batches go to in turns; 0: a new one each step
 		other              bool // also write an unrelated tensor before step 4
 		replayed, diverted int
+		captured           int
 	}{
-		{"new tensor each step", 0, false, 0, steps - 2},
-		{"two in turns", 2, false, 2, 3}, // replayed when the captured one is fed: steps 3 and 5
-		{"one tensor", 1, false, steps - 2, 0},
-		{"one tensor, another written once", 1, true, steps - 3, 1},
+		{"new tensor each step", 0, false, 0, steps - 2, 1},
+		{"two in turns", 2, false, 3, 1, 2}, // steps 0 and 2 recorded, 1 and 4 captured, 3, 5 and 6 replayed
+		{"one tensor", 1, false, steps - 2, 0, 1},
+		{"one tensor, another written once", 1, true, steps - 2, 0, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,9 +72,9 @@ func TestReplayerFeeds(t *testing.T) {
 			if got, err := acc.Float32s(); err != nil || !slices.Equal(got, want) {
 				t.Fatalf("sum of the batches %v (%v), want %v", got, err, want)
 			}
-			if rp.Replayed != c.replayed || rp.Diverted != c.diverted || rp.Captured != 1 {
-				t.Errorf("%d steps replayed, %d diverted, %d captured; want %d, %d, 1",
-					rp.Replayed, rp.Diverted, rp.Captured, c.replayed, c.diverted)
+			if rp.Replayed != c.replayed || rp.Diverted != c.diverted || rp.Captured != c.captured {
+				t.Errorf("%d steps replayed, %d diverted, %d captured; want %d, %d, %d",
+					rp.Replayed, rp.Diverted, rp.Captured, c.replayed, c.diverted, c.captured)
 			}
 		})
 	}
@@ -131,4 +131,33 @@ func replayBatch(s, n int, sum []float32) []float32 {
 		sum[i] += batch[i]
 	}
 	return batch
+}
+
+// TestReplayerOutputs: a step that makes a tensor and keeps it (its output)
+// gives it that step's value every time: it is recorded, never replayed,
+// since a graph would write the tensor made when it was captured.
+func TestReplayerOutputs(t *testing.T) {
+	d := devtest.Open(t)
+	x := tensor.FromFloat32(d, make([]float32, 4), 4)
+	defer x.Release()
+	rp := tensor.NewReplayer(d)
+	defer rp.Close()
+	for s := range 5 {
+		v := float32(s + 1)
+		if err := x.SetFloat32s([]float32{v, v, v, v}); err != nil {
+			t.Fatal(err)
+		}
+		var out *tensor.Tensor
+		if err := rp.Step("out", func() error { out = tensor.Add(x, x, tensor.Float32); return out.Err() }); err != nil {
+			t.Fatalf("step %d: %v", s, err)
+		}
+		got, err := out.Float32s()
+		out.Release()
+		if err != nil || !slices.Equal(got, []float32{2 * v, 2 * v, 2 * v, 2 * v}) {
+			t.Fatalf("step %d: output %v (%v), want %g each", s, got, err, 2*v)
+		}
+	}
+	if rp.Replayed != 0 || rp.Captured != 0 || !strings.Contains(rp.LastDiverted, "keeps a tensor") {
+		t.Errorf("%d replayed, %d captured, last diverted %q; want none, none, the kept tensor named", rp.Replayed, rp.Captured, rp.LastDiverted)
+	}
 }

@@ -35,7 +35,6 @@ type Graph struct {
 	views      []*texelView     // texel views the capture bound, pinned
 	dispatches int
 	copies     int
-	outside    uint64 // Device.hostWrites at the last host write of memory it does not use
 	lastUse    uint64 // serial of the last batch that replayed it
 	aliveAt    uint64 // Device.frees+1 when its buffers were last found alive; 0: never
 	timestamps bool   // the device's setting, restored by EndCapture
@@ -61,8 +60,8 @@ func (d *Device) BeginCapture() error {
 	if err := d.usable(); err != nil {
 		return err
 	}
-	if d.capture != nil {
-		return fmt.Errorf("vk: begin capture: %w: a capture is already open", ErrCapturing)
+	if d.capture != nil || d.trace != nil {
+		return fmt.Errorf("vk: begin capture: %w: a capture or trace is already open", ErrCapturing)
 	}
 	if err := d.submit(); err != nil {
 		return err
@@ -213,43 +212,6 @@ func (d *Device) EndCapture() (*Graph, error) {
 	return g, nil
 }
 
-// HostWrites is the number of host writes of buffers (Buffer.Write and
-// WriteWith) so far: a count that Graph.OutsideWrite is compared with.
-func (d *Device) HostWrites() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.hostWrites
-}
-
-// OutsideWrite is HostWrites as it was at the last host write of memory
-// the graph does not use, since its capture; 0 if none. A caller that feeds
-// a graph by writing its buffers between replays can tell from it that
-// data went elsewhere, as when each step's batch is written into a new
-// buffer (or into two in turns) while the graph reads the one it was
-// captured with: its replay would not see that data.
-func (g *Graph) OutsideWrite() uint64 {
-	g.d.mu.Lock()
-	defer g.d.mu.Unlock()
-	return g.outside
-}
-
-// noteHostWrite counts a host write of b and marks it on the open graphs
-// that do not use b's memory; the device lock is held.
-func (d *Device) noteHostWrite(b *Buffer) {
-	d.hostWrites++
-	for _, g := range d.graphs {
-		if !g.uses(b) {
-			g.outside = d.hostWrites
-		}
-	}
-}
-
-// uses reports whether the graph binds b's memory: b's root (b, or what
-// b is a slice of) or a slice of it, or b's whole block (Block).
-func (g *Graph) uses(b *Buffer) bool {
-	return g.roots[b.root()] || (b.blk.whole != nil && g.roots[b.blk.whole])
-}
-
 // Stale reports whether Replay would return ErrStaleGraph: the graph was
 // closed, or a buffer it uses was freed.
 func (g *Graph) Stale() bool {
@@ -290,8 +252,8 @@ func (g *Graph) Replay() error {
 	if g.closed {
 		return fmt.Errorf("vk: replay: %w: the graph was closed", ErrStaleGraph)
 	}
-	if d.capture != nil {
-		return fmt.Errorf("vk: replay: %w: replaying inside a capture", ErrCapturing)
+	if d.capture != nil || d.trace != nil {
+		return fmt.Errorf("vk: replay: %w: replaying inside a capture or trace", ErrCapturing)
 	}
 	// The buffers are looked at again only when something was freed since
 	// they were last found alive: most replays follow a replay.

@@ -13,6 +13,18 @@ func (g *Graph) Dispatches() int              { return 0 }
 func (g *Graph) Copies() int                  { return 0 }
 func (g *Graph) Replay() error                { return errNoCgo }
 func (g *Graph) Close() error                 { return nil }
-func (g *Graph) OutsideWrite() uint64         { return 0 }
 func (d *Device) Reaches([]*Buffer)           {}
-func (d *Device) HostWrites() uint64          { return 0 }
+
+// Trace describes traced work; without cgo none can be made.
+type Trace struct{}
+
+func (d *Device) BeginTrace() error         { return errNoCgo }
+func (d *Device) EndTrace() (*Trace, error) { return nil, errNoCgo }
+func (d *Device) Tracing() bool             { return false }
+func (t *Trace) Dispatches() int            { return 0 }
+func (t *Trace) Sum() uint64                { return 0 }
+func (t *Trace) Same(*Trace) bool           { return false }
+func (t *Trace) Record() error              { return errNoCgo }
+func (t *Trace) Capture() (*Graph, error)   { return nil, errNoCgo }
+func (t *Trace) Release()                   {}
+func (g *Graph) Stale() bool                { return true }

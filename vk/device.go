@@ -59,9 +59,12 @@ type Device struct {
 	resets     *resetter // resets finished slots' pools (reset.go)
 	scratch    scratch
 	capture    *Graph   // the open capture (capture.go)
+	trace      *Trace   // the open trace (trace.go)
+	allocs     uint64   // buffers made so far (Buffer.born)
+	traces     uint64   // traces begun so far (Trace.id)
+	spareTrace *Trace   // a released trace whose slices the next one reuses
 	graphs     []*Graph // captured graphs not yet closed
 	frees      uint64   // buffers freed and blocks destroyed so far (a graph's staleness check)
-	hostWrites uint64   // host writes of buffers so far (Buffer.Write, WriteWith): Graph.OutsideWrite
 
 	stats  Stats
 	times  map[string]*KernelTime

@@ -28,9 +28,10 @@
 // them again with one command, on the same buffers. Host reads and writes
 // are refused while capturing, and Replay of a graph whose buffers were freed
 // returns ErrStaleGraph (capture.go says what else a graph keeps).
-// Graph.OutsideWrite tells a caller whether the host wrote memory the graph
-// does not use since a point (Device.HostWrites): data its replay would not
-// see.
+// BeginTrace and EndTrace describe the commands issued between them without
+// recording them (trace.go): Trace.Same tells whether a step issued exactly
+// the work of an earlier one, so a graph is replayed only for a step that
+// would record what it holds; a trace is then recorded, captured or dropped.
 //
 // A Device and its Buffers are safe for concurrent use: one lock orders
 // recording and submission. Close waits for the device and destroys every

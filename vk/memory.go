@@ -64,6 +64,9 @@ type Buffer struct {
 	lastWrite  uint64  // serial of the last batch that wrote it on the device
 	parent     *Buffer // for a slice: the buffer that owns the memory
 	wholeBlock bool    // spans its block: made by Block, never freed
+	born       uint64  // Device.allocs when it was made (a trace's temporaries are those born in it)
+	traced     uint64  // the id of the last trace that bound it (its root's, for a slice)
+	tempID     uint64  // its number among that trace's temporaries
 }
 
 // root is the buffer that owns b's memory; it carries the use tracking of
@@ -198,7 +201,8 @@ func (d *Device) AllocIn(b *Buffer, size int64) error {
 
 // track makes b the buffer of n bytes at off in blk, size of them asked for.
 func (d *Device) track(b *Buffer, blk *block, off, size, n uint64) {
-	*b = Buffer{d: d, blk: blk, off: off, size: size, alloc: n}
+	d.allocs++
+	*b = Buffer{d: d, blk: blk, off: off, size: size, alloc: n, born: d.allocs}
 	d.stats.LiveBuffers++
 	d.stats.BufferBytes += n
 }
@@ -416,6 +420,9 @@ func (b *Buffer) Free() error {
 	if d.capture != nil && d.capture.hold(b) {
 		return nil // freed when the graph closes
 	}
+	if d.trace != nil && d.trace.hold(b) {
+		return nil // freed when the trace is recorded or released
+	}
 	b.freed = true
 	d.frees++
 	if b.parent != nil {
@@ -534,11 +541,13 @@ func (b *Buffer) Write(off int64, data []byte) error {
 	if b.d.capture != nil {
 		return b.d.capture.refuse(fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing))
 	}
+	if b.d.trace != nil {
+		return b.d.trace.refuse(fmt.Errorf("vk: write buffer: %w: a host write inside a traced step would not be in order with its work", ErrCapturing))
+	}
 	if len(data) == 0 {
 		return nil
 	}
 	d := b.d
-	d.noteHostWrite(b)
 	if b.blk.mapped != nil && !d.opts.ForceStaging && b.idle() {
 		copy(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(len(data))), data)
 		return nil
@@ -564,11 +573,13 @@ func (b *Buffer) WriteWith(off, n int64, fill func(dst []byte)) error {
 	if b.d.capture != nil {
 		return b.d.capture.refuse(fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing))
 	}
+	if b.d.trace != nil {
+		return b.d.trace.refuse(fmt.Errorf("vk: write buffer: %w: a host write inside a traced step would not be in order with its work", ErrCapturing))
+	}
 	if n == 0 {
 		return nil
 	}
 	d := b.d
-	d.noteHostWrite(b)
 	switch {
 	case b.blk.mapped != nil && !d.opts.ForceStaging && b.idle():
 		fill(mappedBytes(b.blk.mapped, b.off+uint64(off), uint64(n)))
@@ -599,11 +610,13 @@ func (b *Buffer) Read(off int64, data []byte) error {
 	if b.d.capture != nil {
 		return b.d.capture.refuse(fmt.Errorf("vk: read buffer: %w: captured work has not run", ErrCapturing))
 	}
+	if b.d.trace != nil {
+		return b.d.trace.refuse(fmt.Errorf("vk: read buffer: %w: traced work has not run", ErrCapturing))
+	}
 	if len(data) == 0 {
 		return nil
 	}
 	d := b.d
-	d.noteHostWrite(b)
 	if b.blk.mapped != nil && !d.opts.ForceStaging {
 		_, w := b.busy()
 		if err := d.waitSerial(w); err != nil {

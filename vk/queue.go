@@ -352,6 +352,12 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 	}
 	// Keep the grown lists for the next launch; drop the buffers after it.
 	sc.reads, sc.writes, sc.readBufs, sc.writeBufs = reads, writes, readBufs, writeBufs
+	if d.trace != nil {
+		clear(readBufs)
+		clear(writeBufs)
+		d.trace.dispatch(k, groups, push, args)
+		return nil
+	}
 	s, err := d.begin()
 	if err != nil {
 		return err
@@ -408,6 +414,10 @@ func (d *Device) Copy(dst *Buffer, dstOff int64, src *Buffer, srcOff int64, n in
 	if src.blk == dst.blk && so < do+uint64(n) && do < so+uint64(n) {
 		return fmt.Errorf("vk: copy: %w: source and destination overlap", ErrInvalidArgument)
 	}
+	if d.trace != nil {
+		d.trace.copyCmd(dst, dstOff, src, srcOff, n)
+		return nil
+	}
 	s, err := d.begin()
 	if err != nil {
 		return err
@@ -433,6 +443,10 @@ func (d *Device) Fill(b *Buffer, off, n int64, value uint32) error {
 		return fmt.Errorf("vk: fill: %w: offset %d and size %d must be multiples of 4", ErrInvalidArgument, off, n)
 	}
 	if n == 0 {
+		return nil
+	}
+	if d.trace != nil {
+		d.trace.fillCmd(b, off, n, value)
 		return nil
 	}
 	s, err := d.begin()
