@@ -21,6 +21,10 @@
 // computes them. Read returns host memory only. Load checks every name, shape
 // and dtype first and returns one *MismatchError listing all differences
 // before it writes any tensor; then it uploads each tensor's bytes.
+// LoadWith is as lenient as PyTorch's load_state_dict can be: non-strict
+// (the names a file and the tensors share are loaded, the others listed in
+// a LoadResult), converting between fp32, fp16 and bf16 on the device, and
+// renaming (a "_orig_mod." prefix).
 //
 // # Atomicity
 //

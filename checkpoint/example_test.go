@@ -55,3 +55,42 @@ func ExampleSave() {
 		log.Fatal(err) // a *checkpoint.MismatchError lists every difference
 	}
 }
+
+// A non-strict load, as PyTorch's load_state_dict(strict=False): a body
+// saved in fp16 is loaded into an fp32 model whose head is new.
+func ExampleLoadWith() {
+	d, err := vk.Open(vk.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	dir, err := os.MkdirTemp("", "vkamp-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "pretrained.safetensors")
+	body := tensor.Cast(tensor.FromFloat32(d, []float32{0.5, 1.5, 2.5, 3.5}, 2, 2), tensor.Float16)
+	oldHead := tensor.FromFloat32(d, []float32{1, 2}, 2)
+	defer body.Release()
+	defer oldHead.Release()
+	if err := checkpoint.Save(path, []checkpoint.Named{{Name: "body.weight", T: body}, {Name: "head.weight", T: oldHead}}, nil); err != nil {
+		log.Fatal(err)
+	}
+
+	w := tensor.New(d, tensor.Float32, 2, 2)      // the body, in fp32
+	newHead := tensor.Zeros(d, tensor.Float32, 3) // a new head: not in the file
+	defer w.Release()
+	defer newHead.Release()
+	res, err := checkpoint.LoadWith(path, []checkpoint.Named{{Name: "body.weight", T: w}, {Name: "classifier.weight", T: newHead}},
+		checkpoint.LoadOptions{NonStrict: true, Convert: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := w.Float32s()
+	fmt.Println("body:", v)
+	fmt.Println("missing:", res.Missing, "unexpected:", res.Unexpected)
+	// Output:
+	// body: [0.5 1.5 2.5 3.5]
+	// missing: [classifier.weight] unexpected: [head.weight]
+}
