@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -94,6 +95,7 @@ type Trainer struct {
 	model  nn.Sequential
 	params []*nn.Param // trainable
 	state  []*nn.Param // params, then buffers (BatchNorm's running statistics): what a checkpoint holds
+	data   dataID      // what it trains on (dataOf)
 	opt    optimizer
 	sc     *scaler.Scaler
 	dp     *dist.DataParallel
@@ -423,8 +425,9 @@ func (t *Trainer) Save(dir string, extra map[string]json.RawMessage) error {
 	if err != nil {
 		return err
 	}
+	data := t.dataOf()
 	prog, _ := json.Marshal(progress{Epoch: t.epoch, Steps: t.steps, Pos: t.pos, PartialSum: t.partialSum, FP16: t.o.FP16,
-		BF16: t.o.BF16, DropoutStep: t.seeds.Step(), Model: t.o.Model})
+		BF16: t.o.BF16, DropoutStep: t.seeds.Step(), Model: t.o.Model, Data: &data})
 	sections := map[string]json.RawMessage{"scaler": sd, "progress": prog}
 	for k, v := range extra {
 		sections[k] = v
@@ -448,6 +451,11 @@ func (t *Trainer) Load(dir string) (map[string]json.RawMessage, error) {
 	}
 	if p.FP16 != t.o.FP16 || p.BF16 != t.o.BF16 {
 		return nil, fmt.Errorf("trainer: checkpoint of an fp16=%v bf16=%v run, resumed with fp16=%v bf16=%v", p.FP16, p.BF16, t.o.FP16, t.o.BF16)
+	}
+	if p.Data != nil { // checkpoints before it have none
+		if why := p.Data.differs(t.dataOf()); why != "" {
+			return nil, fmt.Errorf("trainer: checkpoint of another run's data: %s", why)
+		}
 	}
 	if p.Pos < 0 || p.Pos >= t.o.Train.N/t.o.Batch || p.Epoch < 0 || p.Steps < 0 {
 		return nil, fmt.Errorf("trainer: checkpoint progress out of range: %+v", p)
@@ -473,6 +481,8 @@ type progress struct {
 	// run draws the masks the uninterrupted one would have.
 	DropoutStep uint64 `json:"dropout_step"`
 	Model       string `json:"model,omitempty"` // "" before the CNN: the MLP
+	// Data is what the run trains on; nil in checkpoints before it.
+	Data *dataID `json:"data,omitempty"`
 }
 
 func (p progress) model() string {
@@ -500,3 +510,56 @@ func (t *Trainer) StepsDone() int { return t.steps }
 
 // StepInEpoch returns the step at which the current epoch resumes.
 func (t *Trainer) StepInEpoch() int { return t.pos }
+
+// dataID says what a run trains on, so that a resume on other data (another
+// set of the same size, another batch) is an error, not a run that goes on
+// with its epoch position meaning something else.
+type dataID struct {
+	Samples int    `json:"samples"`
+	Rows    int    `json:"rows"`
+	Cols    int    `json:"cols"`
+	Classes int    `json:"classes"` // the largest label + 1
+	Batch   int    `json:"batch"`
+	Sum     string `json:"sum"` // FNV-1a 64 of the labels and the images' float32 bits
+}
+
+// dataOf is the run's dataID, computed once.
+func (t *Trainer) dataOf() dataID {
+	if t.data.Sum != "" {
+		return t.data
+	}
+	tr := t.o.Train
+	h := fnv.New64a()
+	h.Write(tr.Labels)
+	b := make([]byte, 0, 4096)
+	for i, v := range tr.Images {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		if len(b) == cap(b) || i == len(tr.Images)-1 {
+			h.Write(b)
+			b = b[:0]
+		}
+	}
+	classes := 0
+	for _, l := range tr.Labels {
+		classes = max(classes, int(l)+1)
+	}
+	t.data = dataID{Samples: tr.N, Rows: tr.Rows, Cols: tr.Cols, Classes: classes, Batch: t.o.Batch, Sum: fmt.Sprintf("%016x", h.Sum64())}
+	return t.data
+}
+
+// differs names the first way d differs from the run's e, or "".
+func (d dataID) differs(e dataID) string {
+	switch {
+	case d.Samples != e.Samples:
+		return fmt.Sprintf("%d training samples in the checkpoint, %d now", d.Samples, e.Samples)
+	case d.Rows != e.Rows || d.Cols != e.Cols:
+		return fmt.Sprintf("%dx%d inputs in the checkpoint, %dx%d now", d.Rows, d.Cols, e.Rows, e.Cols)
+	case d.Classes != e.Classes:
+		return fmt.Sprintf("%d classes in the checkpoint, %d now", d.Classes, e.Classes)
+	case d.Batch != e.Batch:
+		return fmt.Sprintf("batch %d in the checkpoint, %d now", d.Batch, e.Batch)
+	case d.Sum != e.Sum:
+		return fmt.Sprintf("the training set's checksum was %s, it is %s now (other samples or labels)", d.Sum, e.Sum)
+	}
+	return ""
+}

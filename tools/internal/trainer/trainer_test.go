@@ -356,3 +356,40 @@ func TestCheckpointEvery(t *testing.T) {
 		t.Errorf("failing checkpoint: %v after %d steps, want %v after 3", err, failing.StepsDone(), boom)
 	}
 }
+
+// TestResumeOtherData: a checkpoint resumed on other data is an error
+// naming the difference (another batch, a set of another size, the same
+// size with other labels), where it used to train on with its epoch
+// position meaning other samples; the same data resumes.
+func TestResumeOtherData(t *testing.T) {
+	d := devtest.Open(t)
+	train, test := load(t)
+	o := trainer.Options{Device: d, Train: train.Subset(640), Test: test.Subset(100), FP16: true, Seed: 6}
+	first := newTrainer(t, o)
+	epoch(t, first)
+	dir := t.TempDir()
+	if err := first.Save(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	relabelled := *train.Subset(640)
+	relabelled.Labels = slices.Clone(relabelled.Labels)
+	relabelled.Labels[5] = (relabelled.Labels[5] + 1) % 10
+	for _, c := range []struct {
+		name string
+		edit func(*trainer.Options)
+		want string
+	}{
+		{"another batch", func(o *trainer.Options) { o.Batch = 32 }, "batch 64 in the checkpoint, 32 now"},
+		{"a larger set", func(o *trainer.Options) { o.Train = train.Subset(1280) }, "640 training samples in the checkpoint, 1280 now"},
+		{"other labels", func(o *trainer.Options) { o.Train = &relabelled }, "checksum"},
+	} {
+		oc := o
+		c.edit(&oc)
+		if _, err := newTrainer(t, oc).Load(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	if _, err := newTrainer(t, o).Load(dir); err != nil {
+		t.Errorf("the same data: %v", err)
+	}
+}
