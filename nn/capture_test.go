@@ -235,20 +235,22 @@ func TestReplayMisuse(t *testing.T) {
 	if rp.Graphs() != 0 {
 		t.Errorf("%d graphs kept from refused captures", rp.Graphs())
 	}
-	// Setting the learning rate inside a captured step is refused as well.
-	for i := range 2 {
+	// Setting the learning rate inside a step, before its ops use it, is a
+	// host write the traced work comes after, as recorded work would: the
+	// step runs at that rate, replayed or not.
+	for i := range 3 {
 		err := rp.Step("lr", func() error {
 			if err := r.opt.SetLR(0.001 * float64(i+1)); err != nil {
 				return err
 			}
 			return r.step(8)
 		})
-		if i == 1 && !errors.Is(err, vk.ErrCapturing) {
-			t.Errorf("SetLR inside the capture: %v, want ErrCapturing", err)
+		if err != nil {
+			t.Errorf("SetLR inside step %d: %v", i, err)
 		}
 	}
 	if err := r.opt.SetLR(0.01); err != nil {
-		t.Fatalf("SetLR after the refused capture: %v", err)
+		t.Fatalf("SetLR after the steps: %v", err)
 	}
 	// Releasing an input of a graph: the next step captures again.
 	ok := func() error { return r.step(8) }
@@ -268,8 +270,8 @@ func TestReplayMisuse(t *testing.T) {
 	}
 	// Its graph is dropped (it binds a freed tensor) and the step captured
 	// afresh, then replayed.
-	if rp.Recorded != recorded || rp.Captured != captured+1 || rp.Graphs() != 1 {
-		t.Errorf("after releasing a graph's input: %d recorded, %d captured, %d graphs; want 0, 1, 1", rp.Recorded-recorded, rp.Captured-captured, rp.Graphs())
+	if rp.Recorded != recorded || rp.Captured != captured+1 || rp.Graphs() != 2 {
+		t.Errorf("after releasing a graph's input: %d recorded, %d captured, %d graphs; want 0, 1, 2 (lr's and ok's)", rp.Recorded-recorded, rp.Captured-captured, rp.Graphs())
 	}
 }
 

@@ -39,10 +39,12 @@ import (
 //
 // A key's first step runs untraced, so that it may make what later steps
 // reuse (optimizer state, tables, pipelines) with host writes. From then
-// on host reads and writes inside the step function are refused (a traced
-// step's work has not run, and a host write would lose its order with it):
-// Step returns the refusal, wrapping vk.ErrCapturing, and nothing of that
-// step runs; so does an error the step function returns.
+// on a host read or write inside the step function of a tensor the step
+// already used is refused (the traced work has not run, and the host
+// access would lose its order with it): Step returns the refusal, wrapping
+// vk.ErrCapturing, and nothing of that step runs; so does an error the
+// step function returns. Other tensors may be read and written, from any
+// goroutine: the step's work comes after them, as when recorded.
 type Replayer struct {
 	d      *vk.Device
 	keys   map[string]*replayKey

@@ -541,8 +541,8 @@ func (b *Buffer) Write(off int64, data []byte) error {
 	if b.d.capture != nil {
 		return b.d.capture.refuse(fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing))
 	}
-	if b.d.trace != nil {
-		return b.d.trace.refuse(fmt.Errorf("vk: write buffer: %w: a host write inside a traced step would not be in order with its work", ErrCapturing))
+	if t := b.d.trace; t != nil && t.binds(b) {
+		return t.refuse(fmt.Errorf("vk: write buffer: %w: the traced step already used it, and its work has not run", ErrCapturing))
 	}
 	if len(data) == 0 {
 		return nil
@@ -573,8 +573,8 @@ func (b *Buffer) WriteWith(off, n int64, fill func(dst []byte)) error {
 	if b.d.capture != nil {
 		return b.d.capture.refuse(fmt.Errorf("vk: write buffer: %w: a host write would not be replayed", ErrCapturing))
 	}
-	if b.d.trace != nil {
-		return b.d.trace.refuse(fmt.Errorf("vk: write buffer: %w: a host write inside a traced step would not be in order with its work", ErrCapturing))
+	if t := b.d.trace; t != nil && t.binds(b) {
+		return t.refuse(fmt.Errorf("vk: write buffer: %w: the traced step already used it, and its work has not run", ErrCapturing))
 	}
 	if n == 0 {
 		return nil
@@ -610,8 +610,8 @@ func (b *Buffer) Read(off int64, data []byte) error {
 	if b.d.capture != nil {
 		return b.d.capture.refuse(fmt.Errorf("vk: read buffer: %w: captured work has not run", ErrCapturing))
 	}
-	if b.d.trace != nil {
-		return b.d.trace.refuse(fmt.Errorf("vk: read buffer: %w: traced work has not run", ErrCapturing))
+	if t := b.d.trace; t != nil && t.binds(b) {
+		return t.refuse(fmt.Errorf("vk: read buffer: %w: the traced step already used it, and its work has not run", ErrCapturing))
 	}
 	if len(data) == 0 {
 		return nil

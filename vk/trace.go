@@ -20,10 +20,10 @@ import (
 // time) and any other by its identity. The Replayer in package tensor
 // replays a step's graph only when the step's trace is the graph's.
 //
-// While tracing, host reads and writes of buffers return ErrCapturing
-// (their order with the traced work would be lost), and a buffer a traced
-// command uses that is freed is kept until the trace is recorded or
-// released. A trace is then recorded as the work it describes (Record),
+// While tracing, host reads and writes of a buffer that a traced command
+// already used return ErrCapturing (their order with the traced work would
+// be lost; others are allowed), and a buffer a traced command uses that is
+// freed is kept until the trace is recorded or released. A trace is then recorded as the work it describes (Record),
 // captured into a graph (Capture), or dropped (Release).
 type Trace struct {
 	d     *Device
@@ -364,6 +364,15 @@ func (t *Trace) fillCmd(b *Buffer, off, n int64, value uint32) {
 	c := traced{arg: len(t.bufs), nargs: 1, dstOff: off, n: n, value: value, fill: true}
 	t.buffer(b)
 	t.cmds = append(t.cmds, c)
+}
+
+// binds reports whether a traced command already used b's memory (b, its
+// root, or its whole block): a host read or write of it now would not be in
+// order with that command. Other buffers may be read and written while
+// tracing, from any goroutine (a loader uploading the next batch): the
+// traced work, recorded later, comes after them, as it would have.
+func (t *Trace) binds(b *Buffer) bool {
+	return b.root().traced == t.id || b.traced == t.id || (b.blk.whole != nil && b.blk.whole.traced == t.id)
 }
 
 // hold reports whether the trace keeps b, which is being freed: a traced
