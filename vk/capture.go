@@ -57,6 +57,11 @@ func (d *Device) Capturing() bool {
 func (d *Device) BeginCapture() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.beginCaptureLocked()
+}
+
+// beginCaptureLocked is BeginCapture with the device lock held.
+func (d *Device) beginCaptureLocked() error {
 	if err := d.usable(); err != nil {
 		return err
 	}
@@ -186,7 +191,21 @@ func (g *Graph) pin(tv *texelView) {
 // graph is closed and the first refusal returned.
 func (d *Device) EndCapture() (*Graph, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	g, err := d.endCaptureLocked()
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if g.err != nil {
+		g.Close()
+		return nil, g.err
+	}
+	return g, nil
+}
+
+// endCaptureLocked ends the capture with the device lock held; the caller
+// closes the graph if g.err says something was refused.
+func (d *Device) endCaptureLocked() (*Graph, error) {
 	g := d.capture
 	if g == nil {
 		return nil, fmt.Errorf("vk: end capture: %w: no capture is open", ErrInvalidArgument)
@@ -203,12 +222,6 @@ func (d *Device) EndCapture() (*Graph, error) {
 		return nil, d.fail(err)
 	}
 	d.graphs = append(d.graphs, g)
-	if g.err != nil {
-		d.mu.Unlock()
-		g.Close()
-		d.mu.Lock()
-		return nil, g.err
-	}
 	return g, nil
 }
 

@@ -309,6 +309,11 @@ func (d *Device) Wait() error {
 func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buffer) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.dispatchLocked(k, groups, push, args...)
+}
+
+// dispatchLocked is Dispatch with the device lock held.
+func (d *Device) dispatchLocked(k *Kernel, groups [3]uint32, push []byte, args ...*Buffer) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
@@ -398,6 +403,11 @@ func (d *Device) Dispatch(k *Kernel, groups [3]uint32, push []byte, args ...*Buf
 func (d *Device) Copy(dst *Buffer, dstOff int64, src *Buffer, srcOff int64, n int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.copyLocked(dst, dstOff, src, srcOff, n)
+}
+
+// copyLocked is Copy with the device lock held.
+func (d *Device) copyLocked(dst *Buffer, dstOff int64, src *Buffer, srcOff int64, n int64) error {
 	if err := src.usable(srcOff, n, "copy source"); err != nil {
 		return err
 	}
@@ -433,6 +443,11 @@ func (d *Device) Copy(dst *Buffer, dstOff int64, src *Buffer, srcOff int64, n in
 func (d *Device) Fill(b *Buffer, off, n int64, value uint32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.fillLocked(b, off, n, value)
+}
+
+// fillLocked is Fill with the device lock held.
+func (d *Device) fillLocked(b *Buffer, off, n int64, value uint32) error {
 	if err := b.usable(off, n, "fill"); err != nil {
 		return err
 	}

@@ -206,52 +206,71 @@ func (t *Trace) Record() error {
 	if t.done {
 		return fmt.Errorf("vk: record trace: %w: already recorded or released", ErrInvalidArgument)
 	}
-	var err error
-	for _, c := range t.cmds {
-		args := t.bufs[c.arg : c.arg+c.nargs]
-		switch {
-		case c.k != nil:
-			err = t.d.Dispatch(c.k, c.groups, t.push[c.at:c.at+c.npush], args...)
-		case c.fill:
-			err = t.d.Fill(args[0], c.dstOff, c.n, c.value)
-		default:
-			err = t.d.Copy(args[0], c.dstOff, args[1], c.srcOff, c.n)
-		}
-		if err != nil {
-			break
-		}
-	}
+	d := t.d
+	d.mu.Lock()
+	err := t.recordLocked()
+	d.mu.Unlock()
 	t.finish()
 	return err
 }
 
+// recordLocked records the traced commands with the device lock held, so
+// that no host access of another goroutine comes between them.
+func (t *Trace) recordLocked() error {
+	d := t.d
+	for _, c := range t.cmds {
+		args := t.bufs[c.arg : c.arg+c.nargs]
+		var err error
+		switch {
+		case c.k != nil:
+			err = d.dispatchLocked(c.k, c.groups, t.push[c.at:c.at+c.npush], args...)
+		case c.fill:
+			err = d.fillLocked(args[0], c.dstOff, c.n, c.value)
+		default:
+			err = d.copyLocked(args[0], c.dstOff, args[1], c.srcOff, c.n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Capture records the traced work into a new graph, as BeginCapture and
-// EndCapture around the traced code would have; the buffers freed during
+// EndCapture around the traced code would have, under one hold of the
+// device lock (a host access of another goroutine, such as a loader's
+// upload, waits instead of failing the capture); the buffers freed during
 // the trace become the graph's, freed when it closes.
 func (t *Trace) Capture() (*Graph, error) {
 	if t.done {
 		return nil, fmt.Errorf("vk: capture trace: %w: already recorded or released", ErrInvalidArgument)
 	}
 	d := t.d
-	if err := d.BeginCapture(); err != nil {
-		return nil, err
+	d.mu.Lock()
+	err := d.beginCaptureLocked()
+	var g *Graph
+	if err == nil {
+		err = t.recordLocked()
+		var cerr error
+		g, cerr = d.endCaptureLocked()
+		err = firstErr(err, cerr)
+		if err == nil && g.err != nil {
+			err = g.err
+		}
+		if err == nil {
+			g.held = append(g.held, t.held...)
+			t.held = nil
+		}
 	}
-	held := t.held
-	t.held = nil
-	err := t.Record()
-	g, cerr := d.EndCapture()
-	if err != nil || cerr != nil {
+	d.mu.Unlock()
+	if err != nil {
 		if g != nil {
 			g.Close()
 		}
-		for _, b := range held {
-			b.Free()
-		}
-		return nil, fmt.Errorf("vk: capture trace: %w", firstErr(err, cerr))
+		t.finish()
+		return nil, fmt.Errorf("vk: capture trace: %w", err)
 	}
-	d.mu.Lock()
-	g.held = append(g.held, held...)
-	d.mu.Unlock()
+	t.finish()
 	return g, nil
 }
 
