@@ -238,7 +238,6 @@ func TestLoaderSources(t *testing.T) {
 	}
 }
 
-
 // A loader of MNIST digits in batches of 64, shuffled each epoch, the next
 // batch prepared and uploaded in the background while a step runs.
 func ExampleLoader() {

@@ -219,7 +219,6 @@ func TestCaptureOpenAtClose(t *testing.T) {
 	}
 }
 
-
 // TestGraphStale: Stale says what Replay would find: a graph whose buffer
 // was freed, or that was closed, is stale; one whose buffers live is not,
 // whatever else was freed.
