@@ -85,9 +85,9 @@ const foundRing = 8
 // past, where Skipped.Value finds it by the count of shifts since.
 type optState struct {
 	stage   stage
-	found   *tensor.Tensor // [1]: this step's flag
-	past    *tensor.Tensor // [foundRing]: the flags of the last steps, newest first
-	shifts  atomic.Uint64  // shifts recorded; Skipped.Value reads it unlocked
+	found   *tensor.Tensor    // [1]: this step's flag
+	past    *tensor.Tensor    // [foundRing]: the flags of the last steps, newest first
+	shifts  atomic.Uint64     // shifts recorded; Skipped.Value reads it unlocked
 	checked bool              // an inf check ran since the last Update
 	table   tensor.BlockTable // how the unscale reaches the optimizer's gradients
 }
