@@ -22,7 +22,7 @@ import (
 func TestLoadWith(t *testing.T) {
 	d := devtest.Open(t)
 	path := filepath.Join(t.TempDir(), "ft.safetensors")
-	body := []float32{1, -2.5, 1e-3, 65504, -0.0, 3.140625}
+	body := []float32{1, -2.5, 1e-3, 65504, float32(math.Copysign(0, -1)), 3.140625}
 	head := []float32{1.00390625, math.Pi, -1e30, 7}
 	b16 := tensor.Cast(tensor.FromFloat32(d, body, 2, 3), tensor.Float16)
 	h32 := tensor.FromFloat32(d, head, 4)
