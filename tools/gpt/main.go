@@ -89,8 +89,9 @@ type config struct {
 	seed                                                                uint64
 	resume, json, profile, evalOnly                                     bool
 	replay                                                              bool // capture the training step once and replay it
-	// stopAt, in tests, stops the run at that iteration as Ctrl-C would.
-	stopAt int
+	// stopAt, in tests, stops the run at that iteration as Ctrl-C would;
+	// stopEvalAt inside the evaluation at that iteration.
+	stopAt, stopEvalAt int
 }
 
 func main() {

@@ -236,6 +236,45 @@ func TestResumeBitExact(t *testing.T) {
 	}
 }
 
+// TestResumeFromEvaluation: a run stopped inside an evaluation (as by
+// Ctrl-C while the evaluation at iteration 10 runs its batches) saves a
+// checkpoint that resumes with that evaluation and ends with the same
+// weights, optimizer moments, loss scale and history, bit for bit, as the
+// run that was never stopped.
+func TestResumeFromEvaluation(t *testing.T) {
+	devtest.Open(t)
+	dir := t.TempDir()
+	c := tiny()
+	c.iters = 20
+	c.checkpoint = filepath.Join(dir, "straight")
+	if err := run(context.Background(), c, io.Discard, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	c.checkpoint, c.stopEvalAt = filepath.Join(dir, "stopped"), 10
+	var log bytes.Buffer
+	if err := run(context.Background(), c, &log, &log, io.Discard); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the run stopped in its evaluation returned %v, want context.Canceled\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "at iteration 10: continue with -resume") || strings.Contains(log.String(), "iter 10:") {
+		t.Errorf("the stopped run's log (it must say where it stopped and report no evaluation at 10):\n%s", log.String())
+	}
+	c.stopEvalAt, c.resume = 0, true
+	if err := run(context.Background(), c, io.Discard, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"model.safetensors", "optimizer-0.safetensors"} {
+		if !bytes.Equal(latestFile(t, filepath.Join(dir, "straight"), f), latestFile(t, filepath.Join(dir, "stopped"), f)) {
+			t.Errorf("%s differs between the straight and the resumed run", f)
+		}
+	}
+	a, b := latestState(t, filepath.Join(dir, "straight")), latestState(t, filepath.Join(dir, "stopped"))
+	for _, k := range []string{"scaler", "history", "progress"} {
+		if !bytes.Equal(a[k], b[k]) {
+			t.Errorf("section %s differs:\n%s\n%s", k, a[k], b[k])
+		}
+	}
+}
+
 func latestDir(t *testing.T, dir string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "LATEST"))

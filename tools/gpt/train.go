@@ -176,7 +176,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 		fmt.Fprintf(log, "resumed from %s at iteration %d\n", c.checkpoint, t.iter)
 	}
 	if c.evalOnly { // nanoGPT's eval_only: rank 0 evaluates, nothing trains or is written
-		e, err := t.evaluate(true)
+		e, err := t.evaluate(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -328,7 +328,10 @@ func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
 				}
 				trainTime += time.Since(start)
 				n := t.iter - since
-				e, err := t.evaluate(false)
+				e, err := t.evaluate(ctx, false)
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return t.stop(err, log)
+				}
 				if err != nil {
 					return err
 				}
@@ -354,16 +357,7 @@ func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
 			err = context.Canceled
 		}
 		if err != nil {
-			if derr := t.drain(); derr != nil {
-				return derr
-			}
-			if serr := t.save(); serr != nil {
-				return serr
-			}
-			if c.checkpoint != "" {
-				fmt.Fprintf(log, "checkpoint written to %s at iteration %d: continue with -resume\n", c.checkpoint, t.iter)
-			}
-			return err
+			return t.stop(err, log)
 		}
 		if err := t.step(); err != nil {
 			return err
@@ -388,6 +382,21 @@ func (t *trainer) train(ctx context.Context, out, log, bars io.Writer) error {
 		bar.Describe(desc)
 		bar.Add(1)
 	}
+}
+
+// stop ends a run that a signal interrupted (err): the device drained, a
+// checkpoint saved where one is asked for, and err returned.
+func (t *trainer) stop(err error, log io.Writer) error {
+	if derr := t.drain(); derr != nil {
+		return derr
+	}
+	if serr := t.save(); serr != nil {
+		return serr
+	}
+	if t.c.checkpoint != "" {
+		fmt.Fprintf(log, "checkpoint written to %s at iteration %d: continue with -resume\n", t.c.checkpoint, t.iter)
+	}
+	return err
 }
 
 // step is one training iteration: the AMP loop of PyTorch, no host wait.
@@ -524,18 +533,38 @@ func (t *trainer) drain() error {
 // split, dropout off, as nanoGPT's estimate_loss. With spread it reads
 // every batch's loss (the host waits for each) to give the standard error
 // of the means too.
-func (t *trainer) evaluate(spread bool) (evaluation, error) {
-	c := t.c
+//
+// A signal (ctx done) stops it between batches: it then puts the batch
+// sampler back where the evaluation began, so that a checkpoint taken now
+// resumes with the evaluation the uninterrupted run made, and returns the
+// context's error.
+func (t *trainer) evaluate(ctx context.Context, spread bool) (evaluation, error) {
 	t.m.SetTraining(false)
 	defer t.m.SetTraining(true)
+	start, err := t.pcg.MarshalBinary()
+	if err != nil {
+		return evaluation{}, err
+	}
+	e, err := t.evaluateSplits(ctx, spread)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if uerr := t.pcg.UnmarshalBinary(start); uerr != nil {
+			return e, uerr
+		}
+	}
+	return e, err
+}
+
+// evaluateSplits is evaluate's work.
+func (t *trainer) evaluateSplits(ctx context.Context, spread bool) (evaluation, error) {
+	c := t.c
 	e := evaluation{Iter: t.iter, Scale: 1, LR: t.lr(min(t.iter, c.iters-1)), Skipped: len(t.hist.Skipped)}
 	for i, split := range [][]int32{t.data.train, t.data.val} {
 		var mean, se float64
 		var err error
 		if spread {
-			mean, se, err = t.splitLossSpread(split)
+			mean, se, err = t.splitLossSpread(ctx, split)
 		} else {
-			mean, err = t.splitLoss(split)
+			mean, err = t.splitLoss(ctx, split)
 		}
 		if err != nil {
 			return e, err
@@ -560,11 +589,20 @@ func (t *trainer) evaluate(spread bool) (evaluation, error) {
 }
 
 // splitLoss returns the mean loss of evalIters random batches of split,
-// summed on the device: one host wait.
-func (t *trainer) splitLoss(split []int32) (float64, error) {
+// summed on the device, the host waiting after every evalWait batches to
+// see whether a signal came (ctx's error, returned then).
+func (t *trainer) splitLoss(ctx context.Context, split []int32) (float64, error) {
 	sum := tensor.Zeros(t.d, tensor.Float32, 1)
 	defer sum.Release()
-	for range t.c.evalIters {
+	for k := range t.c.evalIters {
+		if k > 0 && k%evalWait == 0 {
+			if err := t.d.Wait(); err != nil {
+				return 0, err
+			}
+		}
+		if err := t.stopped(ctx, k); err != nil {
+			return 0, err
+		}
 		batch(split, t.c.block, t.rng, t.x, t.y)
 		if err := t.evalBatch(sum); err != nil {
 			return 0, err
@@ -576,9 +614,12 @@ func (t *trainer) splitLoss(split []int32) (float64, error) {
 
 // splitLossSpread is splitLoss, the same batches, reading each batch's
 // loss to return the standard error of the mean too.
-func (t *trainer) splitLossSpread(split []int32) (mean, se float64, err error) {
+func (t *trainer) splitLossSpread(ctx context.Context, split []int32) (mean, se float64, err error) {
 	losses := make([]float64, t.c.evalIters)
 	for k := range losses {
+		if err := t.stopped(ctx, k); err != nil {
+			return 0, 0, err
+		}
 		batch(split, t.c.block, t.rng, t.x, t.y)
 		sum := tensor.Zeros(t.d, tensor.Float32, 1)
 		berr := t.evalBatch(sum)
@@ -591,6 +632,28 @@ func (t *trainer) splitLossSpread(split []int32) (mean, se float64, err error) {
 	}
 	mean, se = meanSE(losses)
 	return mean, se, nil
+}
+
+// evalWait is how many evaluation batches the host records before it
+// waits for them and looks for a signal: an evaluation of the GPU recipe's
+// 200 batches a split on a software driver takes minutes.
+const evalWait = 4
+
+// stopped returns ctx's error, or context.Canceled at batch 1 of the
+// evaluation at c.stopEvalAt (tests), when a single-process run is to stop
+// inside an evaluation. Ranks of a data-parallel job evaluate on: they stop
+// together between steps.
+func (t *trainer) stopped(ctx context.Context, batch int) error {
+	if t.g != nil && t.g.Size() > 1 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t.c.stopEvalAt > 0 && t.iter == t.c.stopEvalAt && batch == 1 {
+		return context.Canceled
+	}
+	return nil
 }
 
 // meanSE returns the mean of xs and its standard error, the sample
