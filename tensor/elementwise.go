@@ -139,12 +139,25 @@ func binaryOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op s
 	}
 	s := binarySpec{In0DT: a.dtype.code(), In1DT: b.dtype.code(), OutDT: out.code()}
 	push, bind := kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, binaryBind{A: a.buf, B: b.buf, D: o.buf}
-	if texelsOn(o, a, b) {
+	if tk != nil && texelsOn(o, a, b) {
 		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
 		return o
 	}
 	launched(o, k(o.dev, ewiseGrid(o, a.dtype == Float32 && b.dtype == Float32 && out == Float32), S(s), push, B(bind)))
 	return o
+}
+
+// unaryPlain is unaryOp for a kernel without a texel form (no `// texel
+// form` line, as a kernel written for GPUs may be): its storage-buffer form
+// serves every device. binaryPlain is binaryOp's.
+func unaryPlain[S ~unarySpec, B ~unaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+	a *Tensor, alpha float32, out DType) *Tensor {
+	return unaryOp[S, B, S, B](op, k, nil, a, alpha, out)
+}
+
+func binaryPlain[S ~binarySpec, B ~binaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
+	a, b *Tensor, alpha float32, out DType) *Tensor {
+	return binaryOp[S, B, S, B](op, k, nil, a, b, alpha, out)
 }
 
 func unaryOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op string,
@@ -159,7 +172,7 @@ func unaryOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op string
 	}
 	s := unarySpec{In0DT: a.dtype.code(), OutDT: out.code()}
 	push, bind := kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, unaryBind{A: a.buf, D: o.buf}
-	if texelsOn(o, a) {
+	if tk != nil && texelsOn(o, a) {
 		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
 		return o
 	}

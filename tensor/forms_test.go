@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -101,6 +103,29 @@ func TestFormsOnlyHere(t *testing.T) {
 			code, _, _ := strings.Cut(line, "//")
 			if probe.MatchString(code) {
 				t.Errorf("%s:%d asks about the device outside the forms table: %s", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// TestPlainForms runs ReLU and its backward through kernels given no texel
+// form (unaryPlain, binaryPlain: what a kernel written for GPUs gets) and
+// checks the bits against the ops as they run, which on lavapipe take the
+// texel forms: the plain form serves wherever no other is registered.
+func TestPlainForms(t *testing.T) {
+	d := devtest.Open(t)
+	vals := []float32{-3, -0.5, 0, 0.25, 1.5, 65504, -65504, 1e-8}
+	for _, dt := range []DType{Float32, Float16, BFloat16} {
+		x := Cast(FromFloat32(d, vals, len(vals)), dt)
+		dy := Cast(FromFloat32(d, []float32{1, 2, 3, 4, 5, 6, 7, 8}, len(vals)), dt)
+		for name, pair := range map[string][2]*Tensor{
+			"ReLU":         {unaryPlain("ReLU", kernels.Relu, x, 0, dt), ReLU(x, dt)},
+			"ReLUBackward": {binaryPlain("ReLUBackward", kernels.ReluBackward, dy, x, 0, dt), ReLUBackward(dy, x, dt)},
+		} {
+			a, errA := pair[0].Bytes()
+			b, errB := pair[1].Bytes()
+			if errA != nil || errB != nil || !bytes.Equal(a, b) {
+				t.Errorf("%s %v: plain form %v, op %v (%v, %v)", name, dt, a, b, errA, errB)
 			}
 		}
 	}

@@ -195,10 +195,7 @@ func variantsOf(base string, src []byte) ([]variant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", base, err)
 	}
-	texel := texelRE.Match(src)
-	if elementwiseRE.Match(src) && !texel && !definesTexelsRE.Match(src) {
-		return nil, fmt.Errorf("%s: an elementwise kernel (unary.glsl, binary.glsl) without a `// texel form` line: CPU drivers would run its storage-buffer form", base)
-	}
+	texel := texelRE.Match(src) // optional: without it the storage-buffer form serves every device
 	var vs []variant
 	for _, tx := range []bool{false, true} {
 		if tx && !texel {
@@ -230,12 +227,6 @@ var targetRE = regexp.MustCompile(`(?m)^\s*//\s*target:\s*(vulkan1\.[123])\s*$`)
 // hold both forms, so an op gets its CPU form from this one line.
 var texelRE = regexp.MustCompile(`(?m)^\s*//\s*texel form\s*$`)
 
-// elementwiseRE finds the kernels that must have a texel form, and
-// definesTexelsRE those that are one already (cast_tex.comp).
-var (
-	elementwiseRE   = regexp.MustCompile(`(?m)^\s*#include\s+"(unary|binary)\.glsl"`)
-	definesTexelsRE = regexp.MustCompile(`(?m)^\s*#define\s+TEXELS\b`)
-)
 
 // parseTiers reads the `// tiers: ...` line from the first 40 lines. Without
 // one the kernel is tier-agnostic: a single Packed variant, no tier define.
