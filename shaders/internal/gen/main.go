@@ -227,7 +227,6 @@ var targetRE = regexp.MustCompile(`(?m)^\s*//\s*target:\s*(vulkan1\.[123])\s*$`)
 // hold both forms, so an op gets its CPU form from this one line.
 var texelRE = regexp.MustCompile(`(?m)^\s*//\s*texel form\s*$`)
 
-
 // parseTiers reads the `// tiers: ...` line from the first 40 lines. Without
 // one the kernel is tier-agnostic: a single Packed variant, no tier define.
 func parseTiers(src []byte) (tiers []int, tiered bool, err error) {
