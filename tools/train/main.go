@@ -253,7 +253,7 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 		}
 		cancel()
 	}
-	hist := report.Run{Name: precisionName(precision)}
+	hist := report.Run{Name: precisionName(precision), StepsPerEpoch: train.N / c.batch}
 	var bar *progress.Bar
 	var pending []trainer.Step
 	inRow := 0 // steps skipped in a row, up to the last one read
@@ -292,6 +292,8 @@ func trainRun(ctx context.Context, c config, d *vk.Device, g dist.Group, train, 
 					bar.Add(1)
 					return
 				}
+				hist.LossSteps = append(hist.LossSteps, step)
+				hist.StepLoss = append(hist.StepLoss, s.Loss)
 				if fp16 {
 					hist.ScaleSteps = append(hist.ScaleSteps, step)
 					hist.Scale = append(hist.Scale, s.Scale)
