@@ -130,7 +130,7 @@ func trainStep(d *vk.Device, model nn.Sequential, opt optimizer, sc *scaler.Scal
 	defer scope.Release()
 	xb := scope.Track(tensor.FromFloat32(d, x, len(y), 784))
 	yb := scope.Track(tensor.FromInt32(d, y, len(y)))
-	o := nn.Options{Autocast: autocast}
+	o := nn.Options{Autocast: nn.AutocastTo(autocast, tensor.Float16)}
 	if overlap {
 		o.GradReady = dp.GradReady
 	}

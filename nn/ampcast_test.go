@@ -31,7 +31,7 @@ func TestAMPCastsLeftOut(t *testing.T) {
 	for _, dt := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
 		t.Run(dt.String(), func(t *testing.T) {
 			p := tParam(t, d, "logits", vals, rows, cols)
-			g := nn.NewGraph(d, nn.Options{Autocast: true, AutocastDType: dt})
+			g := nn.NewGraph(d, nn.Options{Autocast: dt})
 			defer g.Release()
 			loss := g.CrossEntropyLoss(g.Cast(g.Param(p), dt), y, nn.Mean)
 			if err := g.Backward(loss, tensor.Full(d, tensor.Float32, 1024, 1)); err != nil {

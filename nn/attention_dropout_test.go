@@ -7,6 +7,7 @@ import (
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -17,7 +18,7 @@ func attnLoss(t *testing.T, d *vk.Device, qkv, w []float32, fused, amp bool, p f
 	t.Helper()
 	const batch, tt, c, heads = 2, 8, 16, 2
 	x := tParam(t, d, "qkv", qkv, batch*tt, 3*c)
-	g := nn.NewGraph(d, nn.Options{Autocast: amp, Seeds: nn.NewSeedSource(5)})
+	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(amp, tensor.Float16), Seeds: nn.NewSeedSource(5)})
 	defer g.Release()
 	var y *nn.Var
 	if fused {

@@ -23,7 +23,7 @@ func TestAutocastBF16(t *testing.T) {
 	x := tInput(t, d, tRand(15, 3, 2, f32), 3, 5)
 
 	t.Run("MatchesCastInputs", func(t *testing.T) {
-		on := nn.NewGraph(d, nn.Options{Autocast: true, AutocastDType: bf16})
+		on := nn.NewGraph(d, nn.Options{Autocast: bf16})
 		defer on.Release()
 		got := on.Linear(on.Input(x), on.Param(w), on.Param(b))
 		off := nn.NewGraph(d, nn.Options{})
@@ -39,7 +39,7 @@ func TestAutocastBF16(t *testing.T) {
 	})
 
 	t.Run("NestedDTypes", func(t *testing.T) {
-		g := nn.NewGraph(d, nn.Options{Autocast: true})
+		g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 		defer g.Release()
 		lin := func() tensor.DType { return g.Linear(g.Input(x), g.Param(w), g.Param(b)).DType() }
 		if dt := lin(); dt != f16 {
@@ -107,7 +107,7 @@ func TestAutocastBF16(t *testing.T) {
 			return out
 		}
 		ref := losses(nn.Options{})
-		got := losses(nn.Options{Autocast: true, AutocastDType: bf16})
+		got := losses(nn.Options{Autocast: bf16})
 		if !(got[len(got)-1] < 0.5*got[0]) {
 			t.Errorf("bf16 autocast: loss %v -> %v, want it at least halved", got[0], got[len(got)-1])
 		}

@@ -95,7 +95,7 @@ func autocastMatchesCastInputs(t *testing.T, d *vk.Device) {
 			}
 			return vs
 		}
-		on := nn.NewGraph(d, nn.Options{Autocast: true})
+		on := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 		got := c.run(on, vars(on))
 		off := nn.NewGraph(d, nn.Options{})
 		vs := vars(off)
@@ -177,7 +177,7 @@ func autocastNesting(t *testing.T, d *vk.Device) {
 	b := tInput(t, d, tRand(12, 2, 1, f32), 3, 4)
 	mm := func(g *nn.Graph) tensor.DType { return g.MatMul(g.Input(a), g.Input(b), false, false).DType() }
 
-	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 	defer g.Release()
 	outer := g.Autocast()
 	if dt := mm(g); dt != f16 {
@@ -236,7 +236,7 @@ func autocastWeightCache(t *testing.T, d *vk.Device) {
 			t.Fatal(err)
 		}
 		before := d.Stats().LiveBuffers
-		g := nn.NewGraph(d, nn.Options{Autocast: autocast})
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(autocast, tensor.Float16)})
 		var h *nn.Var
 		if autocast {
 			h = g.Linear(g.Linear(g.Input(x), g.Param(w), nil), g.Param(w), nil)
@@ -298,7 +298,7 @@ func autocastMemoryFlat(t *testing.T, d *vk.Device) {
 		if err := opt.ZeroGrad(); err != nil {
 			t.Fatal(err)
 		}
-		g := nn.NewGraph(d, nn.Options{Autocast: true, Seeds: seeds})
+		g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16, Seeds: seeds})
 		loss := g.CrossEntropyLoss(model.Forward(g, g.Input(x)), labels, nn.Mean)
 		if err := g.Backward(loss, s.Seed(loss.Value())); err != nil {
 			t.Fatal(err)
@@ -338,4 +338,34 @@ func autocastMemoryFlat(t *testing.T, d *vk.Device) {
 		t.Errorf("loss went from %g to %g: the loop does not train", first, last)
 	}
 	t.Logf("%d steps: loss %g -> %g; %d live buffers, %d device bytes, %d dispatches", steps, first, last, end.LiveBuffers, end.DeviceBytes, end.Dispatches)
+}
+
+// TestAutocastOption: Options.Autocast is the region's dtype and its zero
+// value is off: a Linear under the zero value computes in fp32, under
+// Float16 or BFloat16 in that dtype, under AutocastTo(false, ...) in fp32;
+// another dtype panics with a *tensor.DTypeError.
+func TestAutocastOption(t *testing.T) {
+	d := devtest.Open(t)
+	l := nn.NewLinear(d, "fc", 4, 3, rand.New(rand.NewPCG(1, 2)))
+	defer nn.Close(l)
+	x := tInput(t, d, make([]float32, 8), 2, 4)
+	for _, c := range []struct {
+		name string
+		o    nn.Options
+		want tensor.DType
+	}{
+		{"zero value", nn.Options{}, tensor.Float32},
+		{"Float16", nn.Options{Autocast: tensor.Float16}, tensor.Float16},
+		{"BFloat16", nn.Options{Autocast: tensor.BFloat16}, tensor.BFloat16},
+		{"AutocastTo(false)", nn.Options{Autocast: nn.AutocastTo(false, tensor.Float16)}, tensor.Float32},
+		{"AutocastTo(true)", nn.Options{Autocast: nn.AutocastTo(true, tensor.BFloat16)}, tensor.BFloat16},
+	} {
+		g := nn.NewGraph(d, c.o)
+		if got := l.Forward(g, g.Input(x)).DType(); got != c.want {
+			t.Errorf("%s: a Linear computes in %s, want %s", c.name, got, c.want)
+		}
+		g.Release()
+	}
+	msg := tPanics(t, "Int32 autocast", func() { nn.NewGraph(d, nn.Options{Autocast: tensor.Int32}) })
+	tContains(t, "Int32 autocast", msg, "int32")
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
 )
 
 var _ nn.Seeder = (*scaler.Scaler)(nil)
@@ -26,7 +27,7 @@ func TestVarBackward(t *testing.T) {
 		if err := w.ZeroGrad(); err != nil {
 			t.Fatal(err)
 		}
-		g := nn.NewGraph(d, nn.Options{Autocast: true})
+		g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 		defer g.Release()
 		loss := g.Sum(g.Linear(g.Input(x), g.Param(w), nil))
 		if err := f(g, loss); err != nil {

@@ -120,7 +120,7 @@ func (r *capRun) load(t *testing.T, i, n, poison int) {
 
 // step is the training step, reading nothing back.
 func (r *capRun) step(n int) error {
-	g := nn.NewGraph(r.d, nn.Options{Autocast: r.amp})
+	g := nn.NewGraph(r.d, nn.Options{Autocast: nn.AutocastTo(r.amp, tensor.Float16)})
 	defer g.Release()
 	loss := g.CrossEntropyLoss(r.model.Forward(g, g.Input(r.x[n])), r.y[n], nn.Mean)
 	if err := r.opt.ZeroGrad(); err != nil {

@@ -63,7 +63,7 @@ func TestMNISTNet(t *testing.T) {
 	for _, autocast := range []bool{false, true} {
 		net, _ := mnistNet(t, d, rand.New(rand.NewPCG(3, 4)))
 		x := tInput(t, d, tRand(2*12*12, 5, 1, f32), 2, 1, 12, 12)
-		g := nn.NewGraph(d, nn.Options{Autocast: autocast, Seeds: nn.NewSeedSource(1)})
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(autocast, tensor.Float16), Seeds: nn.NewSeedSource(1)})
 		y := net.Forward(g, g.Input(x))
 		if s := y.Shape(); len(s) != 2 || s[0] != 2 || s[1] != 10 {
 			t.Fatalf("autocast %v: output %v, want [2 10]", autocast, s)

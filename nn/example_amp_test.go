@@ -125,7 +125,7 @@ func recipeTypical(d *vk.Device, useAMP bool) (*recipeResult, error) {
 	for range epochs {
 		for _, b := range data {
 			opt.ZeroGrad()
-			g := nn.NewGraph(d, nn.Options{Autocast: useAMP}) // with autocast(...):
+			g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(useAMP, tensor.Float16)}) // with autocast(...):
 			output := model.Forward(g, g.Input(b.input))
 			loss := g.MSELoss(output, g.Input(b.target), nn.Mean)
 			loss.Scaled(sc).Backward() // scaler.scale(loss).backward()
@@ -175,7 +175,7 @@ func recipeClipping(d *vk.Device, useAMP bool) (*recipeResult, error) {
 	for range epochs {
 		for _, b := range data {
 			opt.ZeroGrad()
-			g := nn.NewGraph(d, nn.Options{Autocast: useAMP})
+			g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(useAMP, tensor.Float16)})
 			output := model.Forward(g, g.Input(b.input))
 			loss := g.MSELoss(output, g.Input(b.target), nn.Mean)
 			loss.Scaled(sc).Backward()
@@ -239,7 +239,7 @@ func recipeAccumulation(d *vk.Device, useAMP bool) (*recipeResult, error) {
 
 	for range epochs {
 		for i, b := range data {
-			g := nn.NewGraph(d, nn.Options{Autocast: useAMP})
+			g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(useAMP, tensor.Float16)})
 			output := model.Forward(g, g.Input(b.input))
 			loss := g.MSELoss(output, g.Input(b.target), nn.Mean)
 			loss = g.Scale(loss, 1/float32(itersToAccumulate))
@@ -311,7 +311,7 @@ func recipeMultiple(d *vk.Device, useAMP bool) (*recipeResult, error) {
 		for _, b := range data {
 			optimizer0.ZeroGrad()
 			optimizer1.ZeroGrad()
-			g := nn.NewGraph(d, nn.Options{Autocast: useAMP, RetainGraph: true}) // both backwards share the graph
+			g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(useAMP, tensor.Float16), RetainGraph: true}) // both backwards share the graph
 			output0 := model0.Forward(g, g.Input(b.input))
 			output1 := model1.Forward(g, g.Input(b.input))
 			loss0 := g.MSELoss(g.Add(g.Scale(output0, 2), g.Scale(output1, 3)), g.Input(b.target), nn.Mean)
@@ -402,7 +402,7 @@ func recipeCustom(d *vk.Device, useAMP bool) (*recipeResult, error) {
 	for range epochs {
 		for _, b := range data {
 			opt.ZeroGrad()
-			g := nn.NewGraph(d, nn.Options{Autocast: useAMP})
+			g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(useAMP, tensor.Float16)})
 			output := g.Apply(mymm, g.Input(b.input), g.Param(w)) // mymm(input1, input2)
 			loss := g.Apply(myFloat32Func, output, g.Input(b.target))
 			loss.Scaled(sc).Backward()
@@ -412,7 +412,7 @@ func recipeCustom(d *vk.Device, useAMP bool) (*recipeResult, error) {
 		}
 	}
 
-	g := nn.NewGraph(d, nn.Options{Autocast: useAMP, NoGrad: true}) // the dtypes autocast gives
+	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(useAMP, tensor.Float16), NoGrad: true}) // the dtypes autocast gives
 	output := g.Apply(mymm, g.Input(data[0].input), g.Param(w))
 	r.dtypes = []tensor.DType{output.DType(), g.Apply(myFloat32Func, output, g.Input(data[0].target)).DType()}
 	g.Release()

@@ -32,7 +32,7 @@ func ExampleClipGradNorm() {
 	defer x.Release()
 	defer y.Release()
 
-	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 	defer g.Release()
 	loss := g.MSELoss(model.Forward(g, g.Input(x)), g.Input(y), nn.Mean)
 	opt.ZeroGrad()

@@ -36,7 +36,7 @@ func ExampleGraph_Grad_gradientPenalty() {
 	var losses []float64
 	for range 30 { // for input, target in data:
 		opt.ZeroGrad()
-		g := nn.NewGraph(d, nn.Options{Autocast: true})
+		g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 		output := model.Forward(g, g.Input(input))
 		loss := g.MSELoss(output, g.Input(target), nn.Mean)
 		scaledGradParams, _ := g.Grad(loss, sc.Seed(loss.Value()), paramVars(g, model), true)

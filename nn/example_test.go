@@ -36,7 +36,7 @@ func canonical(d *vk.Device, amp bool) ([]float32, error) {
 	defer y.Release()
 	var losses []float32
 	for range 5 {
-		g := nn.NewGraph(d, nn.Options{Autocast: amp})
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(amp, tensor.Float16)})
 		loss := g.MSELoss(model.Forward(g, g.Input(x)), g.Input(y), nn.Mean)
 		if err := opt.ZeroGrad(); err != nil {
 			return nil, err
@@ -87,7 +87,7 @@ func Example() {
 	x := tensor.FromFloat32(d, random(rng, 16*10), 16, 10)
 	y := tensor.FromFloat32(d, random(rng, 16), 16, 1)
 	for epoch := range 5 {
-		g := nn.NewGraph(d, nn.Options{Autocast: true}) // fp16 matmuls, fp32 loss
+		g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16}) // fp16 matmuls, fp32 loss
 		loss := g.MSELoss(model.Forward(g, g.Input(x)), g.Input(y), nn.Mean)
 		opt.ZeroGrad()
 		g.Backward(loss, sc.Seed(loss.Value())) // as scaler.scale(loss).backward()

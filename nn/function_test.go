@@ -315,7 +315,7 @@ func TestFunctionCastInputs(t *testing.T) {
 			},
 			CastInputs: c.policy,
 		}
-		g := nn.NewGraph(d, nn.Options{Autocast: c.autocast, AutocastDType: c.region})
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(c.autocast, c.region)})
 		y := g.Apply(f, g.Param(p), g.Input(h16), g.Input(idx))
 		if err := g.Backward(g.Sum(y), nil); err != nil {
 			t.Fatal(err)

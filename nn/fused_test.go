@@ -79,7 +79,7 @@ func TestFusedUnscale(t *testing.T) {
 			// returns the scale it ran with and whether it was skipped.
 			step := func(r run, unscale bool) (float64, bool) {
 				t.Helper()
-				g := nn.NewGraph(d, nn.Options{Autocast: true})
+				g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 				defer g.Release()
 				l := g.CrossEntropyLoss(r.m.Forward(g, g.Input(in)), labels, nn.Mean)
 				if err := r.opt.ZeroGrad(); err != nil {

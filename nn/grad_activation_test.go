@@ -162,7 +162,7 @@ func TestSoftplusMishFar(t *testing.T) {
 		for _, dt := range []tensor.DType{f32, f16} {
 			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
 				p := tParam(t, d, "x", c.x, len(c.x))
-				g := nn.NewGraph(d, nn.Options{Autocast: dt == f16})
+				g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(dt == f16, tensor.Float16)})
 				defer g.Release()
 				v := g.Param(p)
 				if dt == f16 {
@@ -226,7 +226,7 @@ func TestActivationKinks(t *testing.T) {
 		for _, dt := range []tensor.DType{f32, f16} {
 			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
 				p := tParam(t, d, "x", c.x, len(c.x))
-				g := nn.NewGraph(d, nn.Options{Autocast: dt == f16})
+				g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(dt == f16, tensor.Float16)})
 				defer g.Release()
 				v := g.Param(p)
 				if dt == f16 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/tensor"
 )
 
 // A two-layer tanh MLP with an MSE loss, in float64 on the host: the
@@ -129,7 +130,7 @@ func TestGradientPenalty(t *testing.T) {
 		x := tInput(t, d, tF32(m.x), m.n, m.in)
 		target := tInput(t, d, tF32(m.t), m.n, m.out)
 
-		g := nn.NewGraph(d, nn.Options{Autocast: autocast})
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(autocast, tensor.Float16)})
 		vs := make([]*nn.Var, len(params))
 		for i, p := range params {
 			vs[i] = g.Param(p)
@@ -235,7 +236,7 @@ func tF32(v []float64) []float32 {
 func TestWithNoGrad(t *testing.T) {
 	d := devtest.Open(t)
 	w := tParam(t, d, "w", []float32{2}, 1)
-	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 	defer g.Release()
 	var inside *nn.Var
 	g.WithNoGrad(func() {
@@ -307,8 +308,8 @@ func TestNoGradFreesAtOnce(t *testing.T) {
 		return tRead(t, l.Value())
 	}
 	for _, autocast := range []bool{false, true} {
-		want := run(nn.Options{Autocast: autocast}, func(string, int) {})
-		got := run(nn.Options{Autocast: autocast, NoGrad: true}, func(what string, before int) {
+		want := run(nn.Options{Autocast: nn.AutocastTo(autocast, tensor.Float16)}, func(string, int) {})
+		got := run(nn.Options{Autocast: nn.AutocastTo(autocast, tensor.Float16), NoGrad: true}, func(what string, before int) {
 			extra := 1 // the op's output
 			if what == "linear" && autocast {
 				extra = 2 // and the weight's cast, which the autocast cache keeps

@@ -266,7 +266,7 @@ func checkGradCase(t *testing.T, d *vk.Device, c gradCase, dt tensor.DType) {
 		in64[i] = to64(vals[i])
 		params[i] = tParam(t, d, fmt.Sprintf("in%d", i), vals[i], s...)
 	}
-	g := nn.NewGraph(d, nn.Options{Autocast: dt == f16, Seeds: nn.NewSeedSource(11)})
+	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(dt == f16, tensor.Float16), Seeds: nn.NewSeedSource(11)})
 	defer g.Release()
 	vars := make([]*nn.Var, len(params))
 	for i, p := range params {

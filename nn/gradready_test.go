@@ -7,6 +7,7 @@ import (
 	"github.com/vkamp/vkamp/internal/devtest"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/scaler"
+	"github.com/vkamp/vkamp/tensor"
 )
 
 // TestGradReady: Options.GradReady is called once per trainable parameter
@@ -35,7 +36,7 @@ func TestGradReady(t *testing.T) {
 		}
 		var names []string
 		atCall := map[string][]float32{}
-		g := nn.NewGraph(d, nn.Options{Autocast: autocast, GradReady: func(p *nn.Param) {
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(autocast, tensor.Float16), GradReady: func(p *nn.Param) {
 			names = append(names, p.Name)
 			atCall[p.Name] = tRead(t, p.Grad)
 		}})

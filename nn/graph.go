@@ -140,15 +140,14 @@ type attrs struct {
 
 // Options configure a Graph.
 type Options struct {
-	// Autocast runs the ops of the lists in amp in AutocastDType, or in
-	// their own dtype when false.
-	Autocast bool
-	// AutocastDType is autocast's lower-precision dtype: tensor.Float16
-	// (the zero value, Float32, also means Float16) or tensor.BFloat16.
-	// bf16 has fp32's range, so it trains without a loss scaler, as
-	// PyTorch's torch.autocast(dtype=torch.bfloat16) does; a scaler still
-	// works with it.
-	AutocastDType tensor.DType
+	// Autocast turns autocast on in a lower-precision dtype, as
+	// torch.autocast(dtype=...) does: the ops of the lists in amp run in
+	// tensor.Float16 or tensor.BFloat16 (bf16 has fp32's range, so it trains
+	// without a loss scaler, as PyTorch's torch.autocast(dtype=
+	// torch.bfloat16) does; a scaler still works with it). The zero value,
+	// Float32, leaves it off. AutocastTo makes it from PyTorch's (enabled,
+	// dtype) pair.
+	Autocast tensor.DType
 	// NoGrad records nothing for backward, as torch.no_grad, and each op
 	// releases what it made besides its output (saved state, temporaries,
 	// input casts) as it returns: an inference pass holds its ops' outputs
@@ -190,13 +189,23 @@ type Options struct {
 	GradReady func(p *Param)
 }
 
-// NewGraph starts recording on d.
-func NewGraph(d *vk.Device, o Options) *Graph {
-	dt := o.AutocastDType
-	if dt == tensor.Float32 {
-		dt = tensor.Float16
+// AutocastTo is Options.Autocast from PyTorch's pair: dt where enabled,
+// else Float32 (off), as torch.autocast(dtype=dt, enabled=enabled).
+func AutocastTo(enabled bool, dt tensor.DType) tensor.DType {
+	if enabled {
+		return dt
 	}
-	g := &Graph{dev: d, amp: amp.New(o.Autocast, dt), noGrad: o.NoGrad, seeds: o.Seeds, devSeed: o.DeviceSeed, retain: o.RetainGraph, ready: o.GradReady}
+	return tensor.Float32
+}
+
+// NewGraph starts recording on d. An Autocast dtype other than Float32,
+// Float16 or BFloat16 panics with a *tensor.DTypeError.
+func NewGraph(d *vk.Device, o Options) *Graph {
+	on, dt := o.Autocast != tensor.Float32, o.Autocast
+	if !on {
+		dt = tensor.Float16 // what a nested WithAutocast(true, ...) region runs in
+	}
+	g := &Graph{dev: d, amp: amp.New(on, dt), noGrad: o.NoGrad, seeds: o.Seeds, devSeed: o.DeviceSeed, retain: o.RetainGraph, ready: o.GradReady}
 	g.nodes = g.nodeBuf[:0]
 	return g
 }

@@ -42,7 +42,7 @@ func TestAdamKeepHalfWeights(t *testing.T) {
 			// step runs one step of r and returns its loss and the weight
 			// casts its graph made.
 			step := func(r run, skipped bool) (float32, int) {
-				g := nn.NewGraph(d, nn.Options{Autocast: true, AutocastDType: dt})
+				g := nn.NewGraph(d, nn.Options{Autocast: dt})
 				defer g.Release()
 				l := g.CrossEntropyLoss(r.m.Forward(g, g.Input(in)), labels, nn.Mean)
 				casts := g.Autocast().CachedCasts()

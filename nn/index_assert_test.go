@@ -101,7 +101,7 @@ func (m *indexNet) step(t *testing.T, idx []int32) (*nn.Graph, *nn.Var) {
 	d := m.labels.Device()
 	ix := tensor.FromInt32(d, idx, m.shape...)
 	t.Cleanup(ix.Release)
-	g := nn.NewGraph(d, nn.Options{Autocast: m.sc != nil})
+	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(m.sc != nil, tensor.Float16)})
 	w := g.Param(m.table)
 	if m.dt != tensor.Float32 {
 		w = g.Cast(w, m.dt)

@@ -19,7 +19,7 @@ func TestLayoutMisuse(t *testing.T) {
 	zt := tInput(t, d, tRand(24, 3, 1, f32), 2, 3, 4)
 	ix := tLabels(t, d, 0, 1)
 
-	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 	defer g.Release()
 	x, y, z := g.Input(xt), g.Input(yt), g.Input(zt)
 	shape := func(what string, f func(), parts ...string) {

@@ -82,7 +82,7 @@ func misuseOpsOnReleased(t *testing.T, d *vk.Device) {
 	xt := tInput(t, d, tRand(6, 4, 1, f32), 2, 3)
 	labels := tInput(t, d, []float32{0, 2}, 2)
 
-	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 	x, w, bias, ga := g.Input(xt), g.Param(p), g.Param(b), g.Param(gamma)
 	g.Release()
 	cases := []struct {
@@ -141,7 +141,7 @@ func misuseBackwardTwice(t *testing.T, d *vk.Device) {
 func misuseTwoGoroutines(t *testing.T, d *vk.Device) {
 	p := tParam(t, d, "x", []float32{0.5, 1, -1, 2, 3, -4}, 2, 3)
 	c := tInput(t, d, []float32{1, -2, 0.5, 4, -0.25, 3}, 2, 3)
-	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 	defer g.Release()
 
 	var (

@@ -544,7 +544,7 @@ func optimScalerSkipsOverflow(t *testing.T, d *vk.Device) {
 	t.Cleanup(func() { s.Close() })
 	x := tInput(t, d, tRand(8, 2, 1, f32), 2, 4)
 	before := snapshot(t, opt, []*nn.Param{w})
-	g := nn.NewGraph(d, nn.Options{Autocast: true})
+	g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 	defer g.Release()
 	loss := g.Sum(g.Linear(g.Input(x), g.Param(w), nil))
 	if err := g.Backward(loss, s.Seed(loss.Value())); err != nil {

@@ -59,7 +59,7 @@ func (m *targetNet) step(t *testing.T, labels []int32) (*nn.Graph, *nn.Var) {
 	t.Helper()
 	d := m.x.Device()
 	y := tLabels(t, d, labels...)
-	g := nn.NewGraph(d, nn.Options{Autocast: m.sc != nil})
+	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(m.sc != nil, tensor.Float16)})
 	loss := g.CrossEntropyLoss(m.model.Forward(g, g.Input(m.x)), y, nn.Mean)
 	require.NoError(t, m.opt.ZeroGrad())
 	if m.sc == nil {

@@ -39,7 +39,7 @@ func Example() {
 			y[i] = (x[i] + 1) % 3
 		}
 		xb, yb := tensor.FromInt32(d, x, len(x)), tensor.FromInt32(d, y, len(y))
-		g := nn.NewGraph(d, nn.Options{Autocast: true})
+		g := nn.NewGraph(d, nn.Options{Autocast: tensor.Float16})
 		loss, _ := m.Loss(g, xb, yb, batch)
 		opt.ZeroGrad()
 		g.Backward(loss, sc.Seed(loss.Value()))
@@ -53,7 +53,7 @@ func Example() {
 		xb.Release()
 		yb.Release()
 	}
-	out, err := m.Generate([]int32{1}, 9, gpt.GenerateOptions{Temperature: 0, Autocast: true}, rng)
+	out, err := m.Generate([]int32{1}, 9, gpt.GenerateOptions{Temperature: 0, Autocast: tensor.Float16}, rng)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -170,7 +170,7 @@ func TestForwardAgainstHost(t *testing.T) {
 		autocast bool
 		tol      float64
 	}{{false, 1e-4}, {true, 2e-2}} {
-		g := nn.NewGraph(d, nn.Options{NoGrad: true, Autocast: tc.autocast})
+		g := nn.NewGraph(d, nn.Options{NoGrad: true, Autocast: nn.AutocastTo(tc.autocast, tensor.Float16)})
 		got, err := m.Forward(g, idx, batch).Value().Float32s()
 		g.Release()
 		if err != nil {

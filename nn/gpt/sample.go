@@ -69,10 +69,9 @@ func Sample(logits []float32, temperature float64, topK int, rng *rand.Rand) int
 type GenerateOptions struct {
 	Temperature float64 // logits / Temperature; 0 is greedy [sample.py: 0.8]
 	TopK        int     // keep the TopK most likely tokens; 0 keeps all [sample.py: 200]
-	Autocast    bool    // run the forward passes under autocast
-	// AutocastDType is autocast's dtype: Float16 (the zero value, Float32,
-	// also means Float16) or BFloat16.
-	AutocastDType tensor.DType
+	// Autocast runs the forward passes under autocast in this dtype
+	// (nn.Options.Autocast): Float16 or BFloat16; Float32 (zero) is off.
+	Autocast tensor.DType
 	// Context, if set, stops the generation between tokens once it is
 	// done: Generate returns the tokens so far and the context's error.
 	Context context.Context
@@ -97,7 +96,7 @@ func (m *Model) Generate(prompt []int32, n int, o GenerateOptions, rng *rand.Ran
 			return out, o.Context.Err()
 		}
 		c := ctx[max(0, len(ctx)-m.Config.BlockSize):]
-		row, err := m.lastLogits(c, nn.Options{NoGrad: true, Autocast: o.Autocast, AutocastDType: o.AutocastDType})
+		row, err := m.lastLogits(c, nn.Options{NoGrad: true, Autocast: o.Autocast})
 		if err != nil {
 			return out, err
 		}

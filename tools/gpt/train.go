@@ -206,8 +206,8 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	}
 	if c.sample > 0 {
 		prompt := data.encode(c.prompt)
-		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: c.precision != "f32",
-			AutocastDType: autocastDType(c.precision), Context: ctx}, rand.New(rand.NewPCG(c.seed, 2)))
+		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: autocastDType(c.precision),
+			Context: ctx}, rand.New(rand.NewPCG(c.seed, 2)))
 		if err != nil {
 			if ctx.Err() != nil { // SIGINT or SIGTERM while sampling: what came so far, then stop
 				fmt.Fprintf(log, "sample (interrupted after %d tokens):\n%s%s\n", len(gen), c.prompt, data.decode(gen))
@@ -225,10 +225,7 @@ func precisionName(precision string) string {
 
 // autocastDType is the autocast dtype of a precision flag (f32: none).
 func autocastDType(precision string) tensor.DType {
-	if precision == "bf16" {
-		return tensor.BFloat16
-	}
-	return tensor.Float16
+	return map[string]tensor.DType{"f16": tensor.Float16, "bf16": tensor.BFloat16}[precision] // f32: Float32, off
 }
 
 func newTrainer(c config, d *vk.Device, g dist.Group, data *corpus) (*trainer, error) {
@@ -430,7 +427,7 @@ func (t *trainer) record() error {
 	d, io := t.d, t.io
 	var scope tensor.Scope
 	defer scope.Release()
-	opts := nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), Seeds: t.seeds, DeviceSeed: io.seed}
+	opts := nn.Options{Autocast: autocastDType(t.c.precision), Seeds: t.seeds, DeviceSeed: io.seed}
 	if t.dp.Group().Size() > 1 {
 		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
 	}
@@ -679,7 +676,7 @@ func (t *trainer) evalBatch(sum *tensor.Tensor) error {
 	defer scope.Release()
 	xb := scope.Track(tensor.FromInt32(t.d, t.x, len(t.x)))
 	yb := scope.Track(tensor.FromInt32(t.d, t.y, len(t.y)))
-	g := nn.NewGraph(t.d, nn.Options{Autocast: t.c.precision != "f32", AutocastDType: autocastDType(t.c.precision), NoGrad: true})
+	g := nn.NewGraph(t.d, nn.Options{Autocast: autocastDType(t.c.precision), NoGrad: true})
 	defer g.Release()
 	loss, _ := t.m.Loss(g, xb, yb, t.c.batch)
 	return tensor.AxpyUnless(1, loss.Value(), sum, t.zero)

@@ -97,7 +97,7 @@ func (m *replayMLP) load(i int) error {
 
 // step is the trainer's AMP step on the persistent inputs, reading nothing.
 func (m *replayMLP) step() error {
-	g := nn.NewGraph(m.d, nn.Options{Autocast: true})
+	g := nn.NewGraph(m.d, nn.Options{Autocast: tensor.Float16})
 	defer g.Release()
 	loss := g.CrossEntropyLoss(m.model.Forward(g, g.Input(m.x)), m.y, nn.Mean)
 	if err := m.opt.ZeroGrad(); err != nil {

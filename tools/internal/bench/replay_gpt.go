@@ -94,7 +94,7 @@ func (g *replayGPT) load(i int) error {
 // step is tools/gpt's iteration: autocast forward, scaled backward,
 // unscale, clip, step, scale update; it reads nothing.
 func (g *replayGPT) step() error {
-	gr := nn.NewGraph(g.d, nn.Options{Autocast: true, DeviceSeed: g.seed})
+	gr := nn.NewGraph(g.d, nn.Options{Autocast: tensor.Float16, DeviceSeed: g.seed})
 	defer gr.Release()
 	loss, _ := g.m.Loss(gr, g.x, g.y, g.batch)
 	if err := g.opt.ZeroGrad(); err != nil {

@@ -185,7 +185,7 @@ func readLabels(b []byte) error {
 func (e *env) misuse(seq func(m *tiny, backward func()) error) error {
 	m := newTiny(e.t, e.d, 5, true)
 	backward := func() {
-		g := nn.NewGraph(e.d, nn.Options{Autocast: true})
+		g := nn.NewGraph(e.d, nn.Options{Autocast: tensor.Float16})
 		e.t.Cleanup(g.Release)
 		loss := g.MSELoss(m.model.Forward(g, g.Input(m.x)), g.Input(m.y), nn.Mean)
 		if err := m.opt.ZeroGrad(); err != nil {

@@ -238,7 +238,7 @@ func badInputs() []badInput {
 			return nil
 		}},
 		{"Linear input width", shapePanic, nil, []string{"MatMul", "[2 5]", "[4 8]"}, func(e *env) error {
-			g := nn.NewGraph(e.d, nn.Options{Autocast: true})
+			g := nn.NewGraph(e.d, nn.Options{Autocast: tensor.Float16})
 			defer g.Release()
 			e.model.Forward(g, g.Input(e.z(2, 5)))
 			return nil

@@ -89,7 +89,7 @@ func (j *job) run(d *vk.Device, id, steps int, report func(lossReport)) error {
 	for i := range steps {
 		x := tensor.FromFloat32(d, random(rng, batch*j.in), batch, j.in)
 		y := tensor.FromFloat32(d, random(rng, batch*j.out), batch, j.out)
-		g := nn.NewGraph(d, nn.Options{Autocast: j.autocast})
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(j.autocast, tensor.Float16)})
 		loss := g.MSELoss(j.model.Forward(g, g.Input(x)), g.Input(y), nn.Mean)
 		err := j.opt.ZeroGrad()
 		if err == nil {

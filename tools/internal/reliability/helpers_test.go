@@ -115,7 +115,7 @@ func newTiny(t testing.TB, d *vk.Device, seed uint64, amp bool) *tiny {
 // which the caller releases, and the loss.
 func (m *tiny) step() (*nn.Graph, *nn.Var, scaler.Skipped, error) {
 	d := m.x.Device()
-	g := nn.NewGraph(d, nn.Options{Autocast: m.amp})
+	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(m.amp, tensor.Float16)})
 	loss := g.MSELoss(m.model.Forward(g, g.Input(m.x)), g.Input(m.y), nn.Mean)
 	if err := m.opt.ZeroGrad(); err != nil {
 		return g, loss, scaler.Skipped{}, err

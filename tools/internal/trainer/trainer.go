@@ -168,10 +168,13 @@ func (t *Trainer) inputDType() tensor.DType {
 
 // autocastDType is the run's autocast dtype.
 func autocastDType(o Options) tensor.DType {
-	if o.BF16 {
+	switch {
+	case o.BF16:
 		return tensor.BFloat16
+	case o.FP16:
+		return tensor.Float16
 	}
-	return tensor.Float16
+	return tensor.Float32 // off
 }
 
 // Close releases everything on the device.
@@ -337,7 +340,7 @@ func (t *Trainer) record() error {
 		defer xb.Release()
 	}
 	yb := t.io.y
-	opts := nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), Seeds: t.seeds, DeviceSeed: t.io.seed}
+	opts := nn.Options{Autocast: autocastDType(o), Seeds: t.seeds, DeviceSeed: t.io.seed}
 	if o.AfterBackward == nil && t.dp.Group().Size() > 1 {
 		opts.GradReady = t.dp.GradReady // buckets all-reduced during backward
 	}
@@ -395,7 +398,7 @@ func (t *Trainer) Evaluate() (float64, error) {
 	for lo := 0; lo < o.Test.N; lo += batch {
 		n := min(batch, o.Test.N-lo)
 		xb := tensor.FromFloat32(d, o.Test.Images[lo*px:(lo+n)*px], t.inputShape(n)...)
-		g := nn.NewGraph(d, nn.Options{Autocast: o.FP16 || o.BF16, AutocastDType: autocastDType(o), NoGrad: true})
+		g := nn.NewGraph(d, nn.Options{Autocast: autocastDType(o), NoGrad: true})
 		logits, err := t.model.Forward(g, g.Input(xb)).Value().Float32s()
 		g.Release()
 		xb.Release()
