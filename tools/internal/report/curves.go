@@ -130,6 +130,26 @@ func Smooth(v []float64, span int) []float64 {
 	return out
 }
 
+// rawAndSmooth returns the line of ys over xs, pale, and of its moving
+// average over smoothSpan points, dark in c, and that span.
+func rawAndSmooth(xs, ys []float64, c color.RGBA) (raw, smooth *plotter.Line, span int, err error) {
+	span = smoothSpan(len(ys))
+	sm := Smooth(ys, span)
+	rp, sp := make(plotter.XYs, len(ys)), make(plotter.XYs, len(ys))
+	for j := range ys {
+		rp[j], sp[j] = plotter.XY{X: xs[j], Y: ys[j]}, plotter.XY{X: xs[j], Y: sm[j]}
+	}
+	if raw, err = plotter.NewLine(rp); err != nil {
+		return nil, nil, 0, fmt.Errorf("report: %w", err)
+	}
+	if smooth, err = plotter.NewLine(sp); err != nil {
+		return nil, nil, 0, fmt.Errorf("report: %w", err)
+	}
+	raw.Color, raw.Width = pale(c), vg.Points(0.75)
+	smooth.Color, smooth.Width = c, vg.Points(1.5)
+	return raw, smooth, span, nil
+}
+
 // smoothSpan is the moving average's span for n points: a 25th of the
 // run, at least 5.
 func smoothSpan(n int) int { return max(5, n/25) }
@@ -148,23 +168,16 @@ func lossPlot(runs []Curve) (*plot.Plot, []legendEntry, error) {
 			return nil, nil, fmt.Errorf("report: run %q: iterations and losses differ in length", r.Name)
 		}
 		if len(r.Loss) > 0 {
-			raw, smooth := make(plotter.XYs, len(r.Loss)), make(plotter.XYs, len(r.Loss))
-			span = smoothSpan(len(r.Loss))
-			sm := Smooth(r.Loss, span)
-			for j := range r.Loss {
-				raw[j] = plotter.XY{X: float64(r.Iter[j]), Y: r.Loss[j]}
-				smooth[j] = plotter.XY{X: float64(r.Iter[j]), Y: sm[j]}
+			xs := make([]float64, len(r.Iter))
+			for j, it := range r.Iter {
+				xs[j] = float64(it)
 			}
-			lr, err := plotter.NewLine(raw)
+			var lr, ls *plotter.Line
+			var err error
+			lr, ls, span, err = rawAndSmooth(xs, r.Loss, c)
 			if err != nil {
-				return nil, nil, fmt.Errorf("report: %w", err)
+				return nil, nil, err
 			}
-			lr.Color, lr.Width = pale(c), vg.Points(0.75)
-			ls, err := plotter.NewLine(smooth)
-			if err != nil {
-				return nil, nil, fmt.Errorf("report: %w", err)
-			}
-			ls.Color, ls.Width = c, vg.Points(1.5)
 			p.Add(lr, ls)
 			leg = append(leg, legendEntry{r.Name + ": training loss, each iteration", []plot.Thumbnailer{lr}},
 				legendEntry{fmt.Sprintf("%s: training loss, moving average (%d iterations)", r.Name, span), []plot.Thumbnailer{ls}})

@@ -80,24 +80,14 @@ func epochLossPlot(runs []Run) (*plot.Plot, []legendEntry, error) {
 		if len(r.LossSteps) != len(r.StepLoss) {
 			return nil, nil, fmt.Errorf("report: run %q: loss steps and losses differ in length", r.Name)
 		}
-		c := runColors[i%len(runColors)]
-		span := smoothSpan(len(r.StepLoss))
-		sm := Smooth(r.StepLoss, span)
-		raw, smooth := make(plotter.XYs, len(r.StepLoss)), make(plotter.XYs, len(r.StepLoss))
+		xs := make([]float64, len(r.LossSteps))
 		for j, s := range r.LossSteps {
-			x := float64(s) / float64(r.StepsPerEpoch)
-			raw[j], smooth[j] = plotter.XY{X: x, Y: r.StepLoss[j]}, plotter.XY{X: x, Y: sm[j]}
+			xs[j] = float64(s) / float64(r.StepsPerEpoch)
 		}
-		lr, err := plotter.NewLine(raw)
+		lr, ls, span, err := rawAndSmooth(xs, r.StepLoss, runColors[i%len(runColors)])
 		if err != nil {
-			return nil, nil, fmt.Errorf("report: %w", err)
+			return nil, nil, err
 		}
-		lr.Color, lr.Width = pale(c), vg.Points(0.75)
-		ls, err := plotter.NewLine(smooth)
-		if err != nil {
-			return nil, nil, fmt.Errorf("report: %w", err)
-		}
-		ls.Color, ls.Width = c, vg.Points(1.5)
 		p.Add(lr, ls)
 		leg = append(leg, legendEntry{fmt.Sprintf("%s: loss of the steps read (%d)", r.Name, len(r.StepLoss)), []plot.Thumbnailer{lr}},
 			legendEntry{fmt.Sprintf("%s: their moving average (%d reads)", r.Name, span), []plot.Thumbnailer{ls}})
