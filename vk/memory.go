@@ -67,6 +67,7 @@ type Buffer struct {
 	born       uint64  // Device.allocs when it was made (a trace's temporaries are those born in it)
 	traced     uint64  // the id of the last trace that bound it (its root's, for a slice)
 	tempID     uint64  // its number among that trace's temporaries
+	heldIn     uint64  // the id of the trace that holds it, freed while traced
 }
 
 // root is the buffer that owns b's memory; it carries the use tracking of

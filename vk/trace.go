@@ -57,8 +57,6 @@ type traced struct {
 
 var traceSeed = maphash.MakeSeed()
 
-var debugTrace = false
-
 // BeginTrace starts a trace. It fails while a capture or another trace is
 // open.
 func (d *Device) BeginTrace() error {
@@ -106,13 +104,9 @@ func (d *Device) EndTrace() (*Trace, error) {
 // is still alive at its end: an output of the traced code, which only
 // recording the trace writes (a graph writes its own); the lock is held.
 func (t *Trace) outlived() bool {
-	held := map[*Buffer]bool{}
-	for _, b := range t.held {
-		held[b] = true
-	}
 	for _, b := range t.bufs {
 		r := b.root()
-		if !b.wholeBlock && r.born > t.born && !r.freed && !held[r] {
+		if !b.wholeBlock && r.born > t.born && !r.freed && r.heldIn != t.id {
 			return true
 		}
 	}
@@ -182,9 +176,6 @@ func (t *Trace) Difference(u *Trace) string {
 			part = "the push constants"
 		case a[0] != tagDispatch && !slices.Equal(a[:4], b[:4]):
 			part = "offsets, sizes or the fill value"
-		}
-		if debugTrace {
-			part += fmt.Sprintf(" %v vs %v", a, b)
 		}
 		return fmt.Sprintf("command %d (%s): %s", i, name, part)
 	}
@@ -400,6 +391,7 @@ func (t *Trace) hold(b *Buffer) bool {
 	if b.root().traced != t.id {
 		return false
 	}
+	b.heldIn = t.id
 	t.held = append(t.held, b)
 	return true
 }
