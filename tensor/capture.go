@@ -50,7 +50,8 @@ type Replayer struct {
 	keys   map[string]*replayKey
 	graphs int // kept, over all keys
 	// Counts of steps run each way; Diverted counts the steps of Recorded
-	// whose key had a graph that the step's work did not match.
+	// that no graph could serve: their key had graphs their work did not
+	// match, or they keep a tensor they made.
 	Recorded, Captured, Replayed, Diverted int
 	// LastDiverted says why the last diverted step did not match its key's
 	// first graph: the first command that differs and what differs in it.
@@ -114,7 +115,7 @@ func (r *Replayer) Step(key string, step func() error) error {
 		if e.sum != sum || !e.tr.Same(t) {
 			continue
 		}
-		if e.g.Stale() { // cannot happen while the trace binds live buffers; kept as a guard
+		if e.g.Stale() { // a temporary it holds was freed since: dropped below, captured afresh
 			break
 		}
 		t.Release()
