@@ -115,7 +115,7 @@ func (r *Replayer) Step(key string, step func() error) error {
 		if e.sum != sum || !e.tr.Same(t) {
 			continue
 		}
-		if e.g.Stale() { // a temporary it holds was freed since: dropped below, captured afresh
+		if e.g.Stale() { // cannot happen while the trace binds live buffers; kept as a guard
 			break
 		}
 		t.Release()
