@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,14 +26,15 @@ type corpus struct {
 const maxCorpus = 1 << 30
 
 // loadCorpus reads a UTF-8 text file of at most maxCorpus bytes; a longer
-// one (or an endless one, /dev/zero) is an error after that many.
-func loadCorpus(path string) (*corpus, error) {
+// one (or an endless one, /dev/zero) is an error after that many. A signal
+// (ctx done) stops the read between chunks and returns ctx's error.
+func loadCorpus(ctx context.Context, path string) (*corpus, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCorpus+1))
+	b, err := io.ReadAll(ctxReader{ctx, io.LimitReader(f, maxCorpus+1)})
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
@@ -43,6 +45,19 @@ func loadCorpus(path string) (*corpus, error) {
 		return nil, fmt.Errorf("data: %s is not UTF-8 text", path)
 	}
 	return newCorpus(string(b))
+}
+
+// ctxReader reads r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 func newCorpus(text string) (*corpus, error) {

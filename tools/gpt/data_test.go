@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
 func TestCorpus(t *testing.T) {
-	c, err := loadCorpus("../../testdata/tinyshakespeare/input.txt")
+	c, err := loadCorpus(context.Background(), "../../testdata/tinyshakespeare/input.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,3 +67,28 @@ func TestBatch(t *testing.T) {
 		t.Error("a context longer than the validation split passed the check")
 	}
 }
+
+// TestLoadCorpusSignal: a signal while the corpus is read stops the read
+// (an endless input too) with the context's error.
+func TestLoadCorpusSignal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := loadCorpus(ctx, "../../testdata/tinyshakespeare/input.txt"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a load after the signal: %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	n := 0
+	r := ctxReader{ctx, readerFunc(func(p []byte) (int, error) {
+		if n++; n == 3 {
+			cancel() // the signal comes while reading
+		}
+		return len(p), nil // endless
+	})}
+	if _, err := io.ReadAll(r); !errors.Is(err, context.Canceled) || n != 3 {
+		t.Errorf("an endless read: %v after %d reads, want context.Canceled after 3", err, n)
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

@@ -124,7 +124,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	data, err := loadCorpus(c.data)
+	data, err := loadCorpus(ctx, c.data)
 	if err != nil {
 		return err
 	}
