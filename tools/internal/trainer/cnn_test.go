@@ -21,7 +21,7 @@ func TestCNN(t *testing.T) {
 	for _, fp16 := range []bool{true, false} {
 		tr := newTrainer(t, trainer.Options{Device: d, Train: train.Subset(256), Test: test.Subset(200), Model: "cnn",
 			Batch: 16, FP16: fp16, Seed: 3})
-		before, err := tr.Evaluate()
+		before, err := tr.Evaluate(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

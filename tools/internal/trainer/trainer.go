@@ -265,13 +265,17 @@ func (t *Trainer) Epoch(ctx context.Context) (Epoch, error) {
 	if err != nil {
 		return Epoch{}, err
 	}
+	own := total
 	mean := []float32{total} // of this rank's shards: the mean over the ranks is the global batches'
 	if err := dist.AllReduceAvg(o.Group, mean); err != nil {
 		return Epoch{}, err
 	}
 	total = mean[0]
-	acc, err := t.Evaluate()
+	acc, err := t.Evaluate(ctx)
 	if err != nil {
+		if ctx.Err() != nil { // every step done: a later Epoch only evaluates
+			t.pos, t.partialSum = steps, own
+		}
 		return Epoch{}, err
 	}
 	scale, err := t.sc.ScaleValue()
@@ -386,8 +390,10 @@ func (t *Trainer) record() error {
 }
 
 // Evaluate returns the accuracy on the test set, in batches, with no graph
-// recorded for backward.
-func (t *Trainer) Evaluate() (float64, error) {
+// recorded for backward. When ctx is done it stops between batches and
+// returns ctx's error (in a single-process run: ranks of a data-parallel
+// one evaluate on, and stop together between steps).
+func (t *Trainer) Evaluate(ctx context.Context) (float64, error) {
 	o := t.o
 	d := o.Device
 	const batch = 500
@@ -396,6 +402,9 @@ func (t *Trainer) Evaluate() (float64, error) {
 	setTraining(t.model, false)
 	defer setTraining(t.model, true)
 	for lo := 0; lo < o.Test.N; lo += batch {
+		if err := ctx.Err(); err != nil && o.Group.Size() == 1 {
+			return 0, err
+		}
 		n := min(batch, o.Test.N-lo)
 		xb := tensor.FromFloat32(d, o.Test.Images[lo*px:(lo+n)*px], t.inputShape(n)...)
 		g := nn.NewGraph(d, nn.Options{Autocast: autocastDType(o), NoGrad: true})
@@ -460,7 +469,8 @@ func (t *Trainer) Load(dir string) (map[string]json.RawMessage, error) {
 			return nil, fmt.Errorf("trainer: checkpoint of another run's data: %s", why)
 		}
 	}
-	if p.Pos < 0 || p.Pos >= t.o.Train.N/t.o.Batch || p.Epoch < 0 || p.Steps < 0 {
+	// Pos may be the epoch's step count: its steps done, its evaluation not.
+	if p.Pos < 0 || p.Pos > t.o.Train.N/t.o.Batch || p.Epoch < 0 || p.Steps < 0 {
 		return nil, fmt.Errorf("trainer: checkpoint progress out of range: %+v", p)
 	}
 	if t.o.FP16 {

@@ -393,3 +393,46 @@ func TestResumeOtherData(t *testing.T) {
 		t.Errorf("the same data: %v", err)
 	}
 }
+
+// TestResumeInEvaluation: an epoch stopped in its evaluation (every step
+// done) saves a checkpoint whose resumed epoch only evaluates, and reports
+// the uninterrupted epoch's loss and accuracy with its weights, bit for bit.
+func TestResumeInEvaluation(t *testing.T) {
+	d := devtest.Open(t)
+	train, test := load(t)
+	o := trainer.Options{Device: d, Train: train.Subset(640), Test: test.Subset(1000), FP16: true, Seed: 6}
+	straight := newTrainer(t, o)
+	epoch(t, straight)
+	want := epoch(t, straight)
+	wantW := readAll(t, straight.Params())
+
+	dir := t.TempDir()
+	first := newTrainer(t, o)
+	epoch(t, first)
+	ctx, cancel := context.WithCancel(context.Background())
+	first.SetOnStep(func(s trainer.Step) {
+		if s.Index == s.Steps-1 {
+			cancel() // after the last step: the evaluation sees it
+		}
+	})
+	if _, err := first.Epoch(ctx); err != context.Canceled {
+		t.Fatalf("the epoch stopped in its evaluation: %v", err)
+	}
+	if err := first.Save(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	resumed := newTrainer(t, o)
+	if _, err := resumed.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	got := epoch(t, resumed)
+	if got.Samples != 0 || got.TrainLoss != want.TrainLoss || got.TestAccuracy != want.TestAccuracy || got.Epoch != want.Epoch {
+		t.Errorf("resumed epoch %+v, uninterrupted %+v", got, want)
+	}
+	gotW := readAll(t, resumed.Params())
+	for i := range wantW {
+		if !slices.Equal(gotW[i], wantW[i]) {
+			t.Errorf("parameter %d differs from the uninterrupted run's", i)
+		}
+	}
+}
