@@ -1,6 +1,7 @@
 package scaler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -94,14 +95,12 @@ type optState struct {
 
 // Scaler scales losses and unscales gradients. Create it with New.
 type Scaler struct {
-	mu        sync.Mutex
-	disabled  bool
-	growth    float64
-	backoff   float64
-	interval  int
-	minScale  float64
-	maxScale  float64
-	initScale float64
+	mu       sync.Mutex
+	disabled bool
+	// upd is the one description of the scale's update, checked by
+	// checkUpdate wherever it changes (New, LoadStateDict, the setters)
+	// and handed to the device as it is at each Update.
+	upd tensor.ScaleUpdate
 
 	ls   *tensor.LossScale // scale, tracker, inf flag and overflow count; on the device from the first Scale
 	opts map[Optimizer]*optState
@@ -109,43 +108,30 @@ type Scaler struct {
 
 // New returns a scaler, or an error for invalid options.
 func New(o Options) (*Scaler, error) {
-	s := &Scaler{
-		disabled: o.Disabled, initScale: 65536, growth: 2, backoff: 0.5, interval: 2000,
-		minScale: o.MinScale, maxScale: o.MaxScale, opts: map[Optimizer]*optState{},
-	}
-	if o.InitScale != 0 {
-		s.initScale = o.InitScale
-	}
-	if o.GrowthFactor != 0 {
-		s.growth = o.GrowthFactor
-	}
-	if o.BackoffFactor != 0 {
-		s.backoff = o.BackoffFactor
-	}
-	if o.GrowthInterval != 0 {
-		s.interval = o.GrowthInterval
-	}
-	if err := positive("InitScale", s.initScale); err != nil {
+	init := cmp.Or(o.InitScale, 65536)
+	if err := positive("InitScale", init); err != nil {
 		return nil, err
 	}
-
-	if err := s.checkGrowth(s.growth); err != nil {
-		return nil, err
+	if !finite(o.MinScale) || o.MinScale < 0 || !finite(o.MaxScale) || o.MaxScale < 0 ||
+		(o.MaxScale > 0 && o.MaxScale < o.MinScale) || o.MinScale > math.MaxFloat32 || o.MaxScale > math.MaxFloat32 {
+		return nil, fmt.Errorf("%w: MinScale %g and MaxScale %g must be finite, >= 0, and Max >= Min", ErrOptions, o.MinScale, o.MaxScale)
 	}
-	if err := s.checkBackoff(s.backoff); err != nil {
+	s := &Scaler{disabled: o.Disabled, opts: map[Optimizer]*optState{}, upd: tensor.ScaleUpdate{
+		Growth: cmp.Or(o.GrowthFactor, 2), Backoff: cmp.Or(o.BackoffFactor, 0.5), Interval: cmp.Or(o.GrowthInterval, 2000),
+		MinScale: float32(o.MinScale), MaxScale: float32(o.MaxScale)}}
+	if err := checkUpdate(s.upd); err != nil {
 		return nil, err
-	}
-	if err := checkInterval(s.interval); err != nil {
-		return nil, err
-	}
-	if !finite(s.minScale) || s.minScale < 0 || !finite(s.maxScale) || s.maxScale < 0 ||
-		(s.maxScale > 0 && s.maxScale < s.minScale) || s.minScale > math.MaxFloat32 || s.maxScale > math.MaxFloat32 {
-		return nil, fmt.Errorf("%w: MinScale %g and MaxScale %g must be finite, >= 0, and Max >= Min", ErrOptions, s.minScale, s.maxScale)
 	}
 	if !s.disabled {
-		s.ls = tensor.NewLossScale(s.initScale, 0)
+		s.ls = tensor.NewLossScale(init, 0)
 	}
 	return s, nil
+}
+
+// checkUpdate checks an update description's growth factor, backoff factor
+// and interval (New checks the floor and cap, which never change after).
+func checkUpdate(u tensor.ScaleUpdate) error {
+	return errors.Join(checkGrowth(u.Growth), checkBackoff(u.Backoff), checkInterval(u.Interval))
 }
 
 // minNormalScale is fp32's smallest normal: a loaded scale below it has
@@ -163,14 +149,14 @@ func positive(name string, v float64) error {
 	return nil
 }
 
-func (s *Scaler) checkGrowth(f float64) error {
+func checkGrowth(f float64) error {
 	if !finite(f) || f <= 1 || f > math.MaxFloat32 {
 		return fmt.Errorf("%w: growth factor %g must be > 1 and finite", ErrOptions, f)
 	}
 	return nil
 }
 
-func (s *Scaler) checkBackoff(f float64) error {
+func checkBackoff(f float64) error {
 	// Below 2^-800 the kernel's exact product is not modelled; any factor
 	// under 2^-277 already takes every float scale to 0.
 	if !finite(f) || f < 0x1p-800 || f >= 1 {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/vkamp/vkamp/tensor"
 )
 
 // stateDict has PyTorch's GradScaler.state_dict keys, so a checkpoint's
@@ -29,8 +31,9 @@ func (s *Scaler) StateDict() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	interval, tr := float64(s.interval), float64(tracker)
-	return json.Marshal(stateDict{Scale: &scale, GrowthFactor: &s.growth, BackoffFactor: &s.backoff,
+	growth, backoff := s.upd.Growth, s.upd.Backoff
+	interval, tr := float64(s.upd.Interval), float64(tracker)
+	return json.Marshal(stateDict{Scale: &scale, GrowthFactor: &growth, BackoffFactor: &backoff,
 		GrowthInterval: &interval, GrowthTracker: &tr})
 }
 
@@ -64,15 +67,14 @@ func (s *Scaler) LoadStateDict(data []byte) error {
 	if *sd.Scale < minNormalScale {
 		return fmt.Errorf("%w: scale %g has collapsed (below 2^-126, it cannot grow again): every step would be skipped; start the scaler afresh", ErrBadState, *sd.Scale)
 	}
-	if err := s.checkGrowth(*sd.GrowthFactor); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadState, err)
-	}
-	if err := s.checkBackoff(*sd.BackoffFactor); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadState, err)
-	}
 	interval, tracker := *sd.GrowthInterval, *sd.GrowthTracker
-	if interval != math.Trunc(interval) || checkInterval(int(interval)) != nil {
+	if interval != math.Trunc(interval) || interval < 1 || interval > math.MaxInt32 {
 		return fmt.Errorf("%w: growth_interval %g", ErrBadState, interval)
+	}
+	upd := s.upd
+	upd.Growth, upd.Backoff, upd.Interval = *sd.GrowthFactor, *sd.BackoffFactor, int(interval)
+	if err := checkUpdate(upd); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadState, err)
 	}
 	if tracker != math.Trunc(tracker) || tracker < 0 || tracker > math.MaxInt32 {
 		return fmt.Errorf("%w: _growth_tracker %g", ErrBadState, tracker)
@@ -82,7 +84,7 @@ func (s *Scaler) LoadStateDict(data []byte) error {
 	if err := s.ls.Load(*sd.Scale, int(tracker)); err != nil { // keeps the overflow count
 		return fmt.Errorf("scaler: load state: %w", err)
 	}
-	s.growth, s.backoff, s.interval = *sd.GrowthFactor, *sd.BackoffFactor, int(interval)
+	s.upd = upd
 	return nil
 }
 
@@ -111,45 +113,41 @@ func (s *Scaler) GrowthTracker() (int, error) {
 }
 
 // GrowthFactor returns the growth factor.
-func (s *Scaler) GrowthFactor() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.growth }
+func (s *Scaler) GrowthFactor() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.upd.Growth }
 
 // BackoffFactor returns the backoff factor.
-func (s *Scaler) BackoffFactor() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.backoff }
+func (s *Scaler) BackoffFactor() float64 { s.mu.Lock(); defer s.mu.Unlock(); return s.upd.Backoff }
 
 // GrowthInterval returns the growth interval.
-func (s *Scaler) GrowthInterval() int { s.mu.Lock(); defer s.mu.Unlock(); return s.interval }
+func (s *Scaler) GrowthInterval() int { s.mu.Lock(); defer s.mu.Unlock(); return s.upd.Interval }
 
 // SetGrowthFactor sets the growth factor (> 1), used from the next Update.
 func (s *Scaler) SetGrowthFactor(f float64) error {
-	if err := s.checkGrowth(f); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.growth = f
-	return nil
+	return s.setUpdate(func(u *tensor.ScaleUpdate) { u.Growth = f })
 }
 
 // SetBackoffFactor sets the backoff factor (in (0, 1)), used from the next Update.
 func (s *Scaler) SetBackoffFactor(f float64) error {
-	if err := s.checkBackoff(f); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.backoff = f
-	return nil
+	return s.setUpdate(func(u *tensor.ScaleUpdate) { u.Backoff = f })
 }
 
 // SetGrowthInterval sets the growth interval, used from the next Update.
 // Lowering it below the current tracker stops growth, as in PyTorch, until
 // an overflow resets the tracker.
 func (s *Scaler) SetGrowthInterval(n int) error {
-	if err := checkInterval(n); err != nil {
-		return err
-	}
+	return s.setUpdate(func(u *tensor.ScaleUpdate) { u.Interval = n })
+}
+
+// setUpdate applies edit to the update description if the result passes
+// checkUpdate, and returns its error otherwise.
+func (s *Scaler) setUpdate(edit func(*tensor.ScaleUpdate)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.interval = n
+	u := s.upd
+	edit(&u)
+	if err := checkUpdate(u); err != nil {
+		return err
+	}
+	s.upd = u
 	return nil
 }

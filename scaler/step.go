@@ -215,8 +215,7 @@ func (s *Scaler) Update() error {
 	if !checked {
 		return fmt.Errorf("%w prior to Update", ErrNoInfChecks)
 	}
-	err := s.ls.Update(tensor.ScaleUpdate{Growth: s.growth, Backoff: s.backoff, Interval: s.interval,
-		MinScale: float32(s.minScale), MaxScale: float32(s.maxScale)})
+	err := s.ls.Update(s.upd)
 	if err != nil {
 		return fmt.Errorf("scaler: update: %w", err)
 	}
