@@ -116,16 +116,7 @@ func (m *indexNet) step(t *testing.T, idx []int32) (*nn.Graph, *nn.Var) {
 		}
 	}
 	loss := g.CrossEntropyLoss(logits, m.labels, nn.Mean)
-	require.NoError(t, m.opt.ZeroGrad())
-	if m.sc == nil {
-		require.NoError(t, g.Backward(loss, nil))
-		require.NoError(t, m.opt.Step())
-		return g, loss
-	}
-	require.NoError(t, g.Backward(loss, m.sc.Seed(loss.Value())))
-	_, err := m.sc.Step(m.opt)
-	require.NoError(t, err)
-	require.NoError(t, m.sc.Update())
+	tTrainStep(t, g, loss, m.opt, m.sc)
 	return g, loss
 }
 

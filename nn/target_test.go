@@ -61,16 +61,7 @@ func (m *targetNet) step(t *testing.T, labels []int32) (*nn.Graph, *nn.Var) {
 	y := tLabels(t, d, labels...)
 	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(m.sc != nil, tensor.Float16)})
 	loss := g.CrossEntropyLoss(m.model.Forward(g, g.Input(m.x)), y, nn.Mean)
-	require.NoError(t, m.opt.ZeroGrad())
-	if m.sc == nil {
-		require.NoError(t, g.Backward(loss, nil))
-		require.NoError(t, m.opt.Step())
-		return g, loss
-	}
-	require.NoError(t, g.Backward(loss, m.sc.Seed(loss.Value())))
-	_, err := m.sc.Step(m.opt)
-	require.NoError(t, err)
-	require.NoError(t, m.sc.Update())
+	tTrainStep(t, g, loss, m.opt, m.sc)
 	return g, loss
 }
 
@@ -168,4 +159,24 @@ func TestBadTargetHoldsPlainSteps(t *testing.T) {
 	steps, err := m.opt.Steps()
 	require.NoError(t, err)
 	require.Equal(t, 0, steps)
+}
+
+// tTrainStep records a training step's backward of loss and opt's step:
+// plain without a scaler, else scaled and stepped through sc, as
+// PyTorch's AMP loop does. It reads nothing.
+func tTrainStep(t *testing.T, g *nn.Graph, loss *nn.Var, opt interface {
+	scaler.Optimizer
+	ZeroGrad() error
+}, sc *scaler.Scaler) {
+	t.Helper()
+	require.NoError(t, opt.ZeroGrad())
+	if sc == nil {
+		require.NoError(t, g.Backward(loss, nil))
+		require.NoError(t, opt.Step())
+		return
+	}
+	require.NoError(t, g.Backward(loss, sc.Seed(loss.Value())))
+	_, err := sc.Step(opt)
+	require.NoError(t, err)
+	require.NoError(t, sc.Update())
 }
