@@ -10,6 +10,7 @@ import (
 	"github.com/vkamp/vkamp/internal/ref"
 	"github.com/vkamp/vkamp/nn"
 	"github.com/vkamp/vkamp/tensor"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // Checks of the composed activations (ops_activation.go) against float64
@@ -161,13 +162,8 @@ func TestSoftplusMishFar(t *testing.T) {
 	} {
 		for _, dt := range []tensor.DType{f32, f16} {
 			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
-				p := tParam(t, d, "x", c.x, len(c.x))
-				g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(dt == f16, tensor.Float16)})
+				p, g, v := actInput(t, d, c.x, dt)
 				defer g.Release()
-				v := g.Param(p)
-				if dt == f16 {
-					v = g.Cast(v, f16)
-				}
 				y := c.op(g, v)
 				if err := g.Backward(g.Sum(y), nil); err != nil {
 					t.Fatal(err)
@@ -225,13 +221,8 @@ func TestActivationKinks(t *testing.T) {
 	} {
 		for _, dt := range []tensor.DType{f32, f16} {
 			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
-				p := tParam(t, d, "x", c.x, len(c.x))
-				g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(dt == f16, tensor.Float16)})
+				p, g, v := actInput(t, d, c.x, dt)
 				defer g.Release()
-				v := g.Param(p)
-				if dt == f16 {
-					v = g.Cast(v, f16)
-				}
 				y := c.op(g, v)
 				if y.DType() != dt {
 					t.Fatalf("output is %s, want %s", y.DType(), dt)
@@ -370,4 +361,17 @@ func TestActivationDoubleRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// actInput is a parameter of the values x and a graph, under fp16 autocast
+// for dt Float16, whose var of it is x in dtype dt.
+func actInput(t *testing.T, d *vk.Device, x []float32, dt tensor.DType) (*nn.Param, *nn.Graph, *nn.Var) {
+	t.Helper()
+	p := tParam(t, d, "x", x, len(x))
+	g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(dt == f16, tensor.Float16)})
+	v := g.Param(p)
+	if dt == f16 {
+		v = g.Cast(v, f16)
+	}
+	return p, g, v
 }
