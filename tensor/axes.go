@@ -61,8 +61,8 @@ func SumTo(x *Tensor, shape ...int) *Tensor {
 }
 
 var (
-	minRows = withRowsTex(asKernel(kernels.MinRows), asKernel(kernels.MinRowsTex))
-	minCols = withColsTex(asColsKernel(kernels.MinCols), asColsKernel(kernels.MinColsTex))
+	minRows = withRowsTex(asRows(kernels.MinRowsForms))
+	minCols = withColsTex(asCols(kernels.MinColsForms))
 )
 
 // reducedAxes returns which axes of a tensor of shape the axes name,

@@ -143,14 +143,13 @@ func broadcastShape(op string, ts ...*Tensor) []int {
 // broadcastOp is binaryOp for two inputs that may broadcast: same shapes
 // take the plain kernel and its texel form (both nil for an op without
 // them), others the broadcasting kernel.
-func broadcastOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind, S2 ~binarySpec, B2 ~binaryBind](op string,
-	plain func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
-	tex func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
+func broadcastOp[S ~binarySpec, B ~binaryBind, S2 ~binarySpec, B2 ~binaryBind](op string,
+	plain kernels.Forms[S, kernels.EwisePush, B],
 	bcast func(*vk.Device, [3]uint32, S2, kernels.BroadcastPush, B2) error,
 	a, b *Tensor, out DType) *Tensor {
 	sameDevice(op, a, b)
-	if plain != nil && slices.Equal(a.shape, b.shape) {
-		return binaryOp(op, plain, tex, a, b, 0, out)
+	if plain.Plain != nil && slices.Equal(a.shape, b.shape) {
+		return binaryOp(op, plain, a, b, 0, out)
 	}
 	shape := broadcastShape(op, a, b)
 	checkFloating(op, out, a, b)
@@ -164,20 +163,20 @@ func broadcastOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind, S
 	return o
 }
 
-// noPlain is the plain kernel, and its texel form, of an op that has only
-// the broadcasting one.
-var noPlain func(*vk.Device, [3]uint32, kernels.BcastDivSpec, kernels.EwisePush, kernels.BcastDivBind) error
+// noPlain is the same-shape kernel family of an op that has only the
+// broadcasting kernel.
+var noPlain kernels.Forms[kernels.BcastDivSpec, kernels.EwisePush, kernels.BcastDivBind]
 
 // Div returns a / b, broadcasting, with IEEE division's specials (x/0 is
 // ±inf, 0/0 NaN).
 func Div(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Div", noPlain, noPlain, kernels.BcastDiv, a, b, out)
+	return broadcastOp("Div", noPlain, kernels.BcastDiv, a, b, out)
 }
 
 // Equal returns 1 where a == b and 0 elsewhere, broadcasting, in the
 // floating dtype out. NaN equals nothing, itself included.
 func Equal(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Equal", noPlain, noPlain, kernels.BcastEq, a, b, out)
+	return broadcastOp("Equal", noPlain, kernels.BcastEq, a, b, out)
 }
 
 // checkInt32 panics with a DTypeError naming op when t is not Int32.

@@ -15,28 +15,28 @@ import (
 
 // Add returns a + b, broadcasting a and b (see BroadcastShape).
 func Add(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Add", kernels.Add, kernels.AddTex, kernels.BcastAdd, a, b, out)
+	return broadcastOp("Add", kernels.AddForms, kernels.BcastAdd, a, b, out)
 }
 
 // Sub returns a - b, broadcasting a and b (see BroadcastShape).
 func Sub(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Sub", kernels.Sub, kernels.SubTex, kernels.BcastSub, a, b, out)
+	return broadcastOp("Sub", kernels.SubForms, kernels.BcastSub, a, b, out)
 }
 
 // Mul returns the elementwise product a * b, broadcasting a and b.
 func Mul(a, b *Tensor, out DType) *Tensor {
-	return broadcastOp("Mul", kernels.Mul, kernels.MulTex, kernels.BcastMul, a, b, out)
+	return broadcastOp("Mul", kernels.MulForms, kernels.BcastMul, a, b, out)
 }
 
 // Axpy returns alpha*x + y. x and y must have the same shape.
 func Axpy(alpha float32, x, y *Tensor, out DType) *Tensor {
-	return binaryOp("Axpy", kernels.Axpy, kernels.AxpyTex, x, y, alpha, out)
+	return binaryOp("Axpy", kernels.AxpyForms, x, y, alpha, out)
 }
 
 // ReLUBackward returns the gradient of ReLU at x given the output gradient
 // dy: dy where x > 0, else 0, and NaN where x is NaN.
 func ReLUBackward(dy, x *Tensor, out DType) *Tensor {
-	return binaryOp("ReLUBackward", kernels.ReluBackward, kernels.ReluBackwardTex, dy, x, 0, out)
+	return binaryOp("ReLUBackward", kernels.ReluBackwardForms, dy, x, 0, out)
 }
 
 // GELUBackward returns dy * GELU'(x) = dy * (Phi(x) + x phi(x)), the
@@ -44,27 +44,27 @@ func ReLUBackward(dy, x *Tensor, out DType) *Tensor {
 // drivers a 16-bit x looks the kernel's derivative up in a table the
 // device keeps (tables.go).
 func GELUBackward(dy, x *Tensor, out DType) *Tensor {
-	return tabledGradOp("GELUBackward", kernels.GeluBackward, kernels.GeluBackwardTex, dy, x, out)
+	return tabledGradOp("GELUBackward", kernels.GeluBackwardForms, dy, x, out)
 }
 
 // GELUTanhBackward returns dy * GELU'(x), the derivative of the tanh form,
 // looked up as GELUBackward's.
 func GELUTanhBackward(dy, x *Tensor, out DType) *Tensor {
-	return tabledGradOp("GELUTanhBackward", kernels.GeluTanhBackward, kernels.GeluTanhBackwardTex, dy, x, out)
+	return tabledGradOp("GELUTanhBackward", kernels.GeluTanhBackwardForms, dy, x, out)
 }
 
 // Scale returns s*a.
 func Scale(a *Tensor, s float32, out DType) *Tensor {
-	return unaryOp("Scale", kernels.Scale, kernels.ScaleTex, a, s, out)
+	return unaryOp("Scale", kernels.ScaleForms, a, s, out)
 }
 
 // ReLU returns max(x, 0); NaN stays NaN.
 func ReLU(x *Tensor, out DType) *Tensor {
-	return unaryOp("ReLU", kernels.Relu, kernels.ReluTex, x, 0, out)
+	return unaryOp("ReLU", kernels.ReluForms, x, 0, out)
 }
 
 // Exp returns e^x.
-func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.Exp, kernels.ExpTex, x, 0, out) }
+func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.ExpForms, x, 0, out) }
 
 // GELU returns x*Phi(x) = 0.5x(1 + erf(x/sqrt(2))), the exact Gaussian
 // error linear unit (torch.nn.functional.gelu's default), Phi the standard
@@ -75,13 +75,13 @@ func Exp(x *Tensor, out DType) *Tensor { return unaryOp("Exp", kernels.Exp, kern
 // would have cancelled to nothing. On CPU drivers 16-bit dtypes look the
 // kernel's results up in a table the device keeps (tables.go).
 func GELU(x *Tensor, out DType) *Tensor {
-	return tabledOp("GELU", kernels.Gelu, kernels.GeluTex, x, out)
+	return tabledOp("GELU", kernels.GeluForms, x, out)
 }
 
 // GELUTanh returns 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the tanh
 // approximation of GELU (gelu(x, approximate='tanh')), looked up as GELU's.
 func GELUTanh(x *Tensor, out DType) *Tensor {
-	return tabledOp("GELUTanh", kernels.GeluTanh, kernels.GeluTanhTex, x, out)
+	return tabledOp("GELUTanh", kernels.GeluTanhForms, x, out)
 }
 
 // AddBias returns x + bias with bias, of shape [N], added to every row of x,
@@ -109,8 +109,9 @@ func AddBias(x, bias *Tensor, out DType) *Tensor {
 
 // The binary and unary kernels (shaders/include/binary.glsl, unary.glsl)
 // share one interface, so each generated launcher's spec and bindings
-// convert from these. Each op passes its kernel and the kernel's texel
-// form (its `// texel form` line), which CPU drivers run (texels.go).
+// convert from these. Each op passes its kernel family, kernels.XForms:
+// the kernel and its texel form (its `// texel form` line), which CPU
+// drivers run (texels.go), paired by the generator.
 type (
 	binarySpec = struct {
 		LocalSizeX          uint32
@@ -124,9 +125,7 @@ type (
 	unaryBind = struct{ A, D *vk.Buffer }
 )
 
-func binaryOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op string,
-	k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
-	tk func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
+func binaryOp[S ~binarySpec, B ~binaryBind](op string, k kernels.Forms[S, kernels.EwisePush, B],
 	a, b *Tensor, alpha float32, out DType) *Tensor {
 	sameDevice(op, a, b)
 	if !slices.Equal(a.shape, b.shape) {
@@ -139,11 +138,11 @@ func binaryOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op s
 	}
 	s := binarySpec{In0DT: a.dtype.code(), In1DT: b.dtype.code(), OutDT: out.code()}
 	push, bind := kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, binaryBind{A: a.buf, B: b.buf, D: o.buf}
-	if tk != nil && texelsOn(o, a, b) {
-		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
+	if k.Texel != nil && texelsOn(o, a, b) {
+		launched(o, k.Texel(o.dev, octs(o), S(s), push, B(bind)))
 		return o
 	}
-	launched(o, k(o.dev, ewiseGrid(o, a.dtype == Float32 && b.dtype == Float32 && out == Float32), S(s), push, B(bind)))
+	launched(o, k.Plain(o.dev, ewiseGrid(o, a.dtype == Float32 && b.dtype == Float32 && out == Float32), S(s), push, B(bind)))
 	return o
 }
 
@@ -152,17 +151,15 @@ func binaryOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op s
 // serves every device. binaryPlain is binaryOp's.
 func unaryPlain[S ~unarySpec, B ~unaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
 	a *Tensor, alpha float32, out DType) *Tensor {
-	return unaryOp[S, B, S, B](op, k, nil, a, alpha, out)
+	return unaryOp(op, kernels.Forms[S, kernels.EwisePush, B]{Plain: k}, a, alpha, out)
 }
 
 func binaryPlain[S ~binarySpec, B ~binaryBind](op string, k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
 	a, b *Tensor, alpha float32, out DType) *Tensor {
-	return binaryOp[S, B, S, B](op, k, nil, a, b, alpha, out)
+	return binaryOp(op, kernels.Forms[S, kernels.EwisePush, B]{Plain: k}, a, b, alpha, out)
 }
 
-func unaryOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op string,
-	k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
-	tk func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
+func unaryOp[S ~unarySpec, B ~unaryBind](op string, k kernels.Forms[S, kernels.EwisePush, B],
 	a *Tensor, alpha float32, out DType) *Tensor {
 	sameDevice(op, a)
 	checkFloating(op, out, a)
@@ -172,10 +169,10 @@ func unaryOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op string
 	}
 	s := unarySpec{In0DT: a.dtype.code(), OutDT: out.code()}
 	push, bind := kernels.EwisePush{N: uint32(a.n), Alpha: alpha}, unaryBind{A: a.buf, D: o.buf}
-	if tk != nil && texelsOn(o, a) {
-		launched(o, tk(o.dev, octs(o), TS(s), push, TB(bind)))
+	if k.Texel != nil && texelsOn(o, a) {
+		launched(o, k.Texel(o.dev, octs(o), S(s), push, B(bind)))
 		return o
 	}
-	launched(o, k(o.dev, ewiseGrid(o, a.dtype == Float32 && out == Float32), S(s), push, B(bind)))
+	launched(o, k.Plain(o.dev, ewiseGrid(o, a.dtype == Float32 && out == Float32), S(s), push, B(bind)))
 	return o
 }

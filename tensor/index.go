@@ -50,11 +50,11 @@ func selectRows(op string, code uint32, x, idx *Tensor, shape []int) *Tensor {
 		// against 1.1-1.4 ms in fp16, 0.53-0.90 against 1.1-1.5 ms in
 		// fp32 (kernel timestamps, a loaded machine, alternated).
 		n := out.n * x.dtype.Size() / 16
-		p := kernels.IndexSelectTexPush{N: uint32(n), Cols: uint32(tex), Rows: uint32(rows)}
+		p := kernels.IndexSelectPush{N: uint32(n), Cols: uint32(tex), Rows: uint32(rows)}
 		recordInto(op, func() error {
 			return withAssert(out.dev, func(rec *vk.Buffer) error {
-				return kernels.IndexSelectTex(out.dev, texGrid(out, n), kernels.IndexSelectTexSpec{In0DT: x.dtype.code(), AssertOp: code}, p,
-					kernels.IndexSelectTexBind{X: x.buf, Idx: idx.buf, D: out.buf, Assert: rec})
+				return kernels.IndexSelectForms.Texel(out.dev, texGrid(out, n), kernels.IndexSelectSpec{In0DT: x.dtype.code(), AssertOp: code}, p,
+					kernels.IndexSelectBind{X: x.buf, Idx: idx.buf, D: out.buf, Assert: rec})
 			})
 		}, out)
 		return out
@@ -62,7 +62,7 @@ func selectRows(op string, code uint32, x, idx *Tensor, shape []int) *Tensor {
 	p := kernels.IndexSelectPush{N: uint32(out.n), Cols: uint32(cols), Rows: uint32(rows)}
 	recordInto(op, func() error {
 		return withAssert(out.dev, func(rec *vk.Buffer) error {
-			return kernels.IndexSelect(out.dev, pairs(out), kernels.IndexSelectSpec{In0DT: x.dtype.code(), AssertOp: code}, p,
+			return kernels.IndexSelectForms.Plain(out.dev, pairs(out), kernels.IndexSelectSpec{In0DT: x.dtype.code(), AssertOp: code}, p,
 				kernels.IndexSelectBind{X: x.buf, Idx: idx.buf, D: out.buf, Assert: rec})
 		})
 	}, out)

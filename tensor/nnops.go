@@ -28,9 +28,9 @@ func Dropout(x *Tensor, p float32, seed uint32) *Tensor {
 		push := kernels.DropoutPush{N: uint32(x.n), Seed: seed, Threshold: threshold, Scale: 1 / (1 - p)}
 		bind := kernels.DropoutBind{X: x.buf, Out: out.buf}
 		if texelsOn(out, x) {
-			return kernels.DropoutTex(x.dev, octs(out), kernels.DropoutTexSpec(spec), kernels.DropoutTexPush(push), kernels.DropoutTexBind(bind))
+			return kernels.DropoutForms.Texel(x.dev, octs(out), spec, push, bind)
 		}
-		return kernels.Dropout(x.dev, pairGroups(x.dev, x.n), spec, push, bind)
+		return kernels.DropoutForms.Plain(x.dev, pairGroups(x.dev, x.n), spec, push, bind)
 	}, out)
 	return out
 }
@@ -56,9 +56,9 @@ func DropoutSeeded(x *Tensor, p float32, seed *Tensor, k uint32) *Tensor {
 		push := kernels.DropoutSeededPush{N: uint32(x.n), K: k, Threshold: threshold, Scale: 1 / (1 - p)}
 		bind := kernels.DropoutSeededBind{X: x.buf, Seed: seed.buf, Out: out.buf}
 		if texelsOn(out, x) {
-			return kernels.DropoutSeededTex(x.dev, octs(out), kernels.DropoutSeededTexSpec(spec), kernels.DropoutSeededTexPush(push), kernels.DropoutSeededTexBind(bind))
+			return kernels.DropoutSeededForms.Texel(x.dev, octs(out), spec, push, bind)
 		}
-		return kernels.DropoutSeeded(x.dev, pairGroups(x.dev, x.n), spec, push, bind)
+		return kernels.DropoutSeededForms.Plain(x.dev, pairGroups(x.dev, x.n), spec, push, bind)
 	}, out)
 	return out
 }

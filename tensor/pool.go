@@ -187,10 +187,10 @@ func (g poolGeom) poolBack(op string, mode uint32, dy, idx, dx *Tensor) {
 		// pooling (before pool2x2_backward_tex, tools/train -model cnn
 		// -train-samples 640 -profile) from 22-24 to 19-21 ms a launch.
 		// The general forward gained nothing from reading x as texels.
-		launched(dx, kernels.Pool2dBackwardTex(dx.dev, grid, kernels.Pool2dBackwardTexSpec(spec), p, kernels.Pool2dBackwardTexBind(bind)))
+		launched(dx, kernels.Pool2dBackwardForms.Texel(dx.dev, grid, spec, p, bind))
 		return
 	}
-	launched(dx, kernels.Pool2dBackward(dx.dev, grid, spec, p, bind))
+	launched(dx, kernels.Pool2dBackwardForms.Plain(dx.dev, grid, spec, p, bind))
 }
 
 // checkPoolGrad panics unless dy has the pooling's output shape.

@@ -207,27 +207,33 @@ type (
 )
 
 var (
-	sumRows        = withRowsTex(asKernel(kernels.SumRows), asKernel(kernels.SumRowsTex))
-	sumsqRows      = withRowsTex(asKernel(kernels.SumsqRows), asKernel(kernels.SumsqRowsTex))
-	maxRows        = withRowsTex(asKernel(kernels.MaxRows), asKernel(kernels.MaxRowsTex))
-	sumCols        = withColsTex(asColsKernel(kernels.SumCols), asColsKernel(kernels.SumColsTex))
-	maxCols        = withColsTex(asColsKernel(kernels.MaxCols), asColsKernel(kernels.MaxColsTex))
-	softmaxRows    = withSoftmaxTex(asKernel(kernels.Softmax), asKernel(kernels.SoftmaxTex))
-	logSoftmaxRows = withSoftmaxTex(asKernel(kernels.LogSoftmax), asKernel(kernels.LogSoftmaxTex))
+	sumRows        = withRowsTex(asRows(kernels.SumRowsForms))
+	sumsqRows      = withRowsTex(asRows(kernels.SumsqRowsForms))
+	maxRows        = withRowsTex(asRows(kernels.MaxRowsForms))
+	sumCols        = withColsTex(asCols(kernels.SumColsForms))
+	maxCols        = withColsTex(asCols(kernels.MaxColsForms))
+	softmaxRows    = withSoftmaxTex(asRows(kernels.SoftmaxForms))
+	logSoftmaxRows = withSoftmaxTex(asRows(kernels.LogSoftmaxForms))
 )
 
-// asKernel turns a generated launcher whose spec and bindings are an xSpec
-// and an xyBind into a plain function of those.
-func asKernel[S ~xSpec, P any, B ~xyBind](k func(*vk.Device, [3]uint32, S, P, B) error) func(*vk.Device, [3]uint32, xSpec, P, xyBind) error {
-	return func(d *vk.Device, g [3]uint32, s xSpec, p P, b xyBind) error { return k(d, g, S(s), p, B(b)) }
+// asRows turns a generated kernel family whose spec and bindings are an
+// xSpec and an xyBind into one of those.
+func asRows[S ~xSpec, P any, B ~xyBind](k kernels.Forms[S, P, B]) kernels.Forms[xSpec, P, xyBind] {
+	conv := func(k func(*vk.Device, [3]uint32, S, P, B) error) func(*vk.Device, [3]uint32, xSpec, P, xyBind) error {
+		return func(d *vk.Device, g [3]uint32, s xSpec, p P, b xyBind) error { return k(d, g, S(s), p, B(b)) }
+	}
+	return kernels.Forms[xSpec, P, xyBind]{Plain: conv(k.Plain), Texel: conv(k.Texel)}
 }
 
-// asColsKernel is asKernel for the column kernels, whose spec also holds
-// the output's dtype.
-func asColsKernel[S ~colsSpec, B ~xyBind](k func(*vk.Device, [3]uint32, S, kernels.ColsPush, B) error) colsKernel {
-	return func(d *vk.Device, g [3]uint32, s colsSpec, p kernels.ColsPush, b xyBind) error {
-		return k(d, g, S(s), p, B(b))
+// asCols is asRows for the column kernels, whose spec also holds the
+// output's dtype.
+func asCols[S ~colsSpec, B ~xyBind](k kernels.Forms[S, kernels.ColsPush, B]) kernels.Forms[colsSpec, kernels.ColsPush, xyBind] {
+	conv := func(k func(*vk.Device, [3]uint32, S, kernels.ColsPush, B) error) colsKernel {
+		return func(d *vk.Device, g [3]uint32, s colsSpec, p kernels.ColsPush, b xyBind) error {
+			return k(d, g, S(s), p, B(b))
+		}
 	}
+	return kernels.Forms[colsSpec, kernels.ColsPush, xyBind]{Plain: conv(k.Plain), Texel: conv(k.Texel)}
 }
 
 // reduceLocal is the workgroup size of tree reductions: the elementwise size

@@ -50,7 +50,8 @@ func texRowLoops(cols, passes int) int { return passes * (cols/8 + 14) }
 
 // withRowsTex is a rows kernel that takes tex, its texel form, where it
 // serves.
-func withRowsTex(plain, tex rowsKernel) rowsKernel {
+func withRowsTex(k kernels.Forms[xSpec, kernels.RowsPush, xyBind]) rowsKernel {
+	plain, tex := k.Plain, k.Texel
 	return func(d *vk.Device, g [3]uint32, s xSpec, p kernels.RowsPush, b xyBind) error {
 		if p.Seg == 1 && rowTexels(d, int(p.Cols), 1, b.X) { // a longer sum keeps its tree's accuracy
 			s.LocalSizeX = texLocal
@@ -63,7 +64,8 @@ func withRowsTex(plain, tex rowsKernel) rowsKernel {
 // withColsTex is withRowsTex for the column kernels (cols.glsl): their
 // texel form makes a block of 8 outputs per invocation where the rows are
 // whole blocks (inner a multiple of 8), in the same order, the same bits.
-func withColsTex(plain, tex colsKernel) colsKernel {
+func withColsTex(k kernels.Forms[colsSpec, kernels.ColsPush, xyBind]) colsKernel {
+	plain, tex := k.Plain, k.Texel
 	return func(d *vk.Device, g [3]uint32, s colsSpec, p kernels.ColsPush, b xyBind) error {
 		if !rowTexelsOff && p.Inner%8 == 0 && texelsServe(d, b.X) {
 			// Workgroups as large as the blocks allow with one for each of
@@ -82,7 +84,8 @@ func withColsTex(plain, tex colsKernel) colsKernel {
 }
 
 // withSoftmaxTex is withRowsTex for the softmax kernels (three passes).
-func withSoftmaxTex(plain, tex softmaxKernel) softmaxKernel {
+func withSoftmaxTex(k kernels.Forms[xSpec, kernels.SoftmaxPush, xyBind]) softmaxKernel {
+	plain, tex := k.Plain, k.Texel
 	return func(d *vk.Device, g [3]uint32, s xSpec, p kernels.SoftmaxPush, b xyBind) error {
 		if rowTexels(d, int(p.Cols), 3, b.X) {
 			s.LocalSizeX = texLocal
@@ -94,7 +97,8 @@ func withSoftmaxTex(plain, tex softmaxKernel) softmaxKernel {
 
 // withSoftmaxBackTex is withRowsTex for the softmax backward kernels (two
 // passes).
-func withSoftmaxBackTex(plain, tex softmaxBackKernel) softmaxBackKernel {
+func withSoftmaxBackTex(k kernels.Forms[softmaxBackSpec, kernels.SoftmaxPush, softmaxBackBind]) softmaxBackKernel {
+	plain, tex := k.Plain, k.Texel
 	return func(d *vk.Device, g [3]uint32, s softmaxBackSpec, p kernels.SoftmaxPush, b softmaxBackBind) error {
 		if rowTexels(d, int(p.Cols), 2, b.Y, b.Dy) {
 			s.LocalSizeX = texLocal

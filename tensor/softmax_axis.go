@@ -141,12 +141,16 @@ type (
 )
 
 var (
-	softmaxBackRows    = withSoftmaxBackTex(asBackKernel(kernels.SoftmaxBackward), asBackKernel(kernels.SoftmaxBackwardTex))
-	logSoftmaxBackRows = withSoftmaxBackTex(asBackKernel(kernels.LogSoftmaxBackward), asBackKernel(kernels.LogSoftmaxBackwardTex))
+	softmaxBackRows    = withSoftmaxBackTex(asBack(kernels.SoftmaxBackwardForms))
+	logSoftmaxBackRows = withSoftmaxBackTex(asBack(kernels.LogSoftmaxBackwardForms))
 )
 
-func asBackKernel[S ~softmaxBackSpec, B ~softmaxBackBind](k func(*vk.Device, [3]uint32, S, kernels.SoftmaxPush, B) error) softmaxBackKernel {
-	return func(d *vk.Device, g [3]uint32, s softmaxBackSpec, p kernels.SoftmaxPush, b softmaxBackBind) error {
-		return k(d, g, S(s), p, B(b))
+// asBack is asRows for the softmax backward kernels.
+func asBack[S ~softmaxBackSpec, B ~softmaxBackBind](k kernels.Forms[S, kernels.SoftmaxPush, B]) kernels.Forms[softmaxBackSpec, kernels.SoftmaxPush, softmaxBackBind] {
+	conv := func(k func(*vk.Device, [3]uint32, S, kernels.SoftmaxPush, B) error) softmaxBackKernel {
+		return func(d *vk.Device, g [3]uint32, s softmaxBackSpec, p kernels.SoftmaxPush, b softmaxBackBind) error {
+			return k(d, g, S(s), p, B(b))
+		}
 	}
+	return kernels.Forms[softmaxBackSpec, kernels.SoftmaxPush, softmaxBackBind]{Plain: conv(k.Plain), Texel: conv(k.Texel)}
 }

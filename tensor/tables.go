@@ -45,11 +45,9 @@ type opTable struct {
 // capture a table not yet made is not made (its upload would go into the
 // graph): the kernel serves, with the same bits, and the table is made at
 // the next call outside one.
-func tabledOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op string,
-	k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
-	tk func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
+func tabledOp[S ~unarySpec, B ~unaryBind](op string, k kernels.Forms[S, kernels.EwisePush, B],
 	x *Tensor, out DType) *Tensor {
-	compute := func(x *Tensor) *Tensor { return unaryOp(op, k, tk, x, 0, out) }
+	compute := func(x *Tensor) *Tensor { return unaryOp(op, k, x, 0, out) }
 	x.live(op)
 	if !tableServes(x) || out.Size() != 2 {
 		return compute(x)
@@ -70,11 +68,9 @@ func tabledOp[S ~unarySpec, B ~unaryBind, TS ~unarySpec, TB ~unaryBind](op strin
 // tabledGradOp is binaryOp for the backward of an op worth a table, dy *
 // f'(x): its table holds f'(x) in fp32, the kernel's with dy = 1, and
 // lut16_grad multiplies as the kernel does; captures as in tabledOp.
-func tabledGradOp[S ~binarySpec, B ~binaryBind, TS ~binarySpec, TB ~binaryBind](op string,
-	k func(*vk.Device, [3]uint32, S, kernels.EwisePush, B) error,
-	tk func(*vk.Device, [3]uint32, TS, kernels.EwisePush, TB) error,
+func tabledGradOp[S ~binarySpec, B ~binaryBind](op string, k kernels.Forms[S, kernels.EwisePush, B],
 	dy, x *Tensor, out DType) *Tensor {
-	compute := func(dy, x *Tensor, out DType) *Tensor { return binaryOp(op, k, tk, dy, x, 0, out) }
+	compute := func(dy, x *Tensor, out DType) *Tensor { return binaryOp(op, k, dy, x, 0, out) }
 	sameDevice(op, dy, x)
 	if !tableServes(x) || dy.err != nil || !texelsServe(dy.dev, dy.buf) || !slices.Equal(dy.shape, x.shape) {
 		return compute(dy, x, out)

@@ -8,29 +8,29 @@ import "github.com/vkamp/vkamp/tensor/internal/kernels"
 // any floating dtype, computes in fp32 and rounds once to out.
 
 // Neg returns -x.
-func Neg(x *Tensor, out DType) *Tensor { return unaryOp("Neg", kernels.Neg, kernels.NegTex, x, 0, out) }
+func Neg(x *Tensor, out DType) *Tensor { return unaryOp("Neg", kernels.NegForms, x, 0, out) }
 
 // Log returns the natural logarithm of x: NaN for x < 0, -inf for ±0.
-func Log(x *Tensor, out DType) *Tensor { return unaryOp("Log", kernels.Log, kernels.LogTex, x, 0, out) }
+func Log(x *Tensor, out DType) *Tensor { return unaryOp("Log", kernels.LogForms, x, 0, out) }
 
 // Sqrt returns the square root of x: NaN for x < 0, -0 for -0.
 func Sqrt(x *Tensor, out DType) *Tensor {
-	return unaryOp("Sqrt", kernels.Sqrt, kernels.SqrtTex, x, 0, out)
+	return unaryOp("Sqrt", kernels.SqrtForms, x, 0, out)
 }
 
 // Rsqrt returns 1/sqrt(x): +inf for +0, -inf for -0, NaN for x < 0.
 func Rsqrt(x *Tensor, out DType) *Tensor {
-	return unaryOp("Rsqrt", kernels.Rsqrt, kernels.RsqrtTex, x, 0, out)
+	return unaryOp("Rsqrt", kernels.RsqrtForms, x, 0, out)
 }
 
 // Tanh returns the hyperbolic tangent of x (±1 at ±inf).
 func Tanh(x *Tensor, out DType) *Tensor {
-	return unaryOp("Tanh", kernels.Tanh, kernels.TanhTex, x, 0, out)
+	return unaryOp("Tanh", kernels.TanhForms, x, 0, out)
 }
 
 // Sigmoid returns 1/(1 + e^-x), computed so that it never overflows.
 func Sigmoid(x *Tensor, out DType) *Tensor {
-	return unaryOp("Sigmoid", kernels.Sigmoid, kernels.SigmoidTex, x, 0, out)
+	return unaryOp("Sigmoid", kernels.SigmoidForms, x, 0, out)
 }
 
 // Pow returns x^p as PyTorch's pow(tensor, scalar): p of 2, 3, -1 and -2
@@ -38,5 +38,5 @@ func Sigmoid(x *Tensor, out DType) *Tensor {
 // C's pow gives +inf), other p as C's pow: x^0 = 1 and 1^p = 1 even for
 // NaN, a negative x to a non-integer p is NaN.
 func Pow(x *Tensor, p float32, out DType) *Tensor {
-	return unaryOp("Pow", kernels.Pow, kernels.PowTex, x, p, out)
+	return unaryOp("Pow", kernels.PowForms, x, p, out)
 }

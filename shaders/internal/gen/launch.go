@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,8 +99,13 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 	}
 	b.WriteString(")\n\n")
 	pushDone := map[string]string{} // type name -> layout, for shared blocks
+	paired, texelOf := pairs(fs)
 	for _, f := range fs {
 		ident := goName(f.name)
+		if p := paired[f.name]; p != nil {
+			renderTexel(&b, f, p)
+			continue
+		}
 		// Specialization constants.
 		fmt.Fprintf(&b, "// %sSpec holds the specialization constants of %s. A zero field\n// takes the shader's default.\n", ident, f.what)
 		fmt.Fprintf(&b, "type %sSpec struct {\n", ident)
@@ -135,7 +141,11 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 		// Bindings.
 		fmt.Fprintf(&b, "// %sBind names the bindings of %s.\ntype %sBind struct {\n", ident, f.what, ident)
 		for i, n := range f.binds {
-			fmt.Fprintf(&b, "%s *vk.Buffer // binding %d: %s\n", goName(n), i, accWords(f.acc[i]))
+			acc := accWords(f.acc[i])
+			if t := texelOf[f.name]; t != nil && accWords(t.acc[i]) != acc {
+				acc += "; " + accWords(t.acc[i]) + " in the texel form"
+			}
+			fmt.Fprintf(&b, "%s *vk.Buffer // binding %d: %s\n", goName(n), i, acc)
 		}
 		b.WriteString("}\n\n")
 		// The launcher.
@@ -145,27 +155,36 @@ func renderLaunchers(fs []*iface, dtypes [][3]string) ([]byte, error) {
 		}
 		fmt.Fprintf(&b, "// %s records %s on d over groups workgroups.\n", ident, f.what)
 		fmt.Fprintf(&b, "func %s(d *vk.Device, groups [3]uint32, s %sSpec%s, b %sBind) error {\n", ident, ident, pushArg, ident)
-		fmt.Fprintf(&b, "k := key{op: %q}\n", f.name)
-		for _, c := range f.spec {
-			v := wordExpr(c.kind, "s."+goName(c.name))
-			if c.kind == "uint" { // the field may be a DType
-				v = "uint32(" + v + ")"
-			}
-			fmt.Fprintf(&b, "k.put(%d, %s)\n", c.id, v)
+		renderBody(&b, f)
+		if t := texelOf[f.name]; t != nil {
+			renderForms(&b, f, t)
 		}
-		push := "nil"
-		if len(f.push) > 0 {
-			size := (f.push[len(f.push)-1].off + 4 + 3) &^ 3
-			fmt.Fprintf(&b, "var push [%d]byte\np.put(push[:])\n", size)
-			push = "push[:]"
-		}
-		var bufs []string
-		for _, n := range f.binds {
-			bufs = append(bufs, "b."+goName(n))
-		}
-		fmt.Fprintf(&b, "return run(d, k, groups, %s, %s)\n}\n\n", push, strings.Join(bufs, ", "))
 	}
 	return format.Source(b.Bytes())
+}
+
+// renderBody writes a launcher's body: the pipeline key, the push words and
+// the run.
+func renderBody(b *bytes.Buffer, f *iface) {
+	fmt.Fprintf(b, "k := key{op: %q}\n", f.name)
+	for _, c := range f.spec {
+		v := wordExpr(c.kind, "s."+goName(c.name))
+		if c.kind == "uint" { // the field may be a DType
+			v = "uint32(" + v + ")"
+		}
+		fmt.Fprintf(b, "k.put(%d, %s)\n", c.id, v)
+	}
+	push := "nil"
+	if len(f.push) > 0 {
+		size := (f.push[len(f.push)-1].off + 4 + 3) &^ 3
+		fmt.Fprintf(b, "var push [%d]byte\np.put(push[:])\n", size)
+		push = "push[:]"
+	}
+	var bufs []string
+	for _, n := range f.binds {
+		bufs = append(bufs, "b."+goName(n))
+	}
+	fmt.Fprintf(b, "return run(d, k, groups, %s, %s)\n}\n\n", push, strings.Join(bufs, ", "))
 }
 
 // wordExpr is the Go expression of the 32-bit word that holds v, a value
@@ -225,4 +244,48 @@ func writeLaunchers(dir, launch string, vs []variant, ks []kernel) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, launch), code, 0o644)
+}
+
+// pairs finds the texel forms that share their kernel's interface (the same
+// constants, push block and binding names): those are launched with the
+// kernel's own types and paired with it in a Forms value, so that an op
+// names its kernel family once. paired maps such a texel form's name to its
+// kernel, texelOf the kernel's name to its texel form.
+func pairs(fs []*iface) (paired, texelOf map[string]*iface) {
+	byName := map[string]*iface{}
+	for _, f := range fs {
+		byName[f.name] = f
+	}
+	paired, texelOf = map[string]*iface{}, map[string]*iface{}
+	for _, t := range fs {
+		base, ok := strings.CutSuffix(t.name, "_tex")
+		p := byName[base]
+		if !ok || p == nil || len(p.push) == 0 || fmt.Sprint(p.spec) != fmt.Sprint(t.spec) ||
+			fmt.Sprint(p.push) != fmt.Sprint(t.push) || p.pname != t.pname || !sameNames(p.binds, t.binds) {
+			continue
+		}
+		paired[t.name], texelOf[base] = p, t
+	}
+	return paired, texelOf
+}
+
+// sameNames reports whether a and b are the same Go names (a texel form's
+// binding may be spelled in lower case).
+func sameNames(a, b []string) bool {
+	return slices.EqualFunc(a, b, func(x, y string) bool { return goName(x) == goName(y) })
+}
+
+// renderTexel writes the launcher of t, the texel form of p, with p's types.
+func renderTexel(b *bytes.Buffer, t, p *iface) {
+	ident, pident := goName(t.name), goName(p.name)
+	fmt.Fprintf(b, "// %s records %s on d over groups workgroups.\n", ident, t.what)
+	fmt.Fprintf(b, "func %s(d *vk.Device, groups [3]uint32, s %sSpec, p %s, b %sBind) error {\n", ident, pident, pushTypeName(p), pident)
+	renderBody(b, t)
+}
+
+// renderForms writes the Forms value that pairs p with its texel form t.
+func renderForms(b *bytes.Buffer, p, t *iface) {
+	ident := goName(p.name)
+	fmt.Fprintf(b, "// %sForms are %s's forms: the kernel and its texel form.\n", ident, p.what)
+	fmt.Fprintf(b, "var %sForms = Forms[%sSpec, %s, %sBind]{Plain: %s, Texel: %s}\n\n", ident, ident, pushTypeName(p), ident, ident, goName(t.name))
 }

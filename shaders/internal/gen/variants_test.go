@@ -40,3 +40,39 @@ func TestTexelFormVariants(t *testing.T) {
 		t.Errorf("a kernel that is a texel form itself: %d variants, error %v", len(vs), err)
 	}
 }
+
+// TestTexelPairs checks the generated pairing: a texel form with its
+// kernel's interface (binding names in another case allowed) is launched
+// with the kernel's types and paired with it in a Forms value; one with
+// other bindings keeps types of its own and no pairing.
+func TestTexelPairs(t *testing.T) {
+	spec := []specConst{{id: 0, name: "LocalSizeX", kind: "uint", def: 64}, {id: 1, name: "IN0_DT", kind: "uint"}}
+	push := []member{{name: "n", kind: "uint", off: 0}}
+	k := func(name string, binds ...string) *iface {
+		acc := make([][]uint8, len(binds))
+		for i := range acc {
+			acc[i] = []uint8{1}
+		}
+		return &iface{name: name, what: name + ".comp", spec: spec, push: push, pname: "EwisePush", binds: binds, acc: acc}
+	}
+	code, err := renderLaunchers([]*iface{k("k", "A", "D"), k("k_tex", "a", "D"), k("m", "A", "D"), k("m_tex", "A", "D", "a_tex")},
+		[][3]string{{"F32", "0", "fp32"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(code)
+	for _, want := range []string{
+		"var KForms = Forms[KSpec, EwisePush, KBind]{Plain: K, Texel: KTex}",
+		"func KTex(d *vk.Device, groups [3]uint32, s KSpec, p EwisePush, b KBind) error",
+		"func MTex(d *vk.Device, groups [3]uint32, s MTexSpec, p EwisePush, b MTexBind) error",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("no %q in\n%s", want, src)
+		}
+	}
+	for _, not := range []string{"KTexSpec", "KTexBind", "MForms"} {
+		if strings.Contains(src, not) {
+			t.Errorf("%s generated", not)
+		}
+	}
+}

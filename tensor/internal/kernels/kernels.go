@@ -32,6 +32,14 @@ const DeterministicID = 31
 // 256 invocations, and larger groups gain nothing on GPUs for streaming work.
 const maxLocalSize = 256
 
+// Forms are one kernel family's launchers, paired by the generator: Plain,
+// the storage-buffer form, serves every device; Texel, the texel form of a
+// kernel with a `// texel form` line, serves where the device's forms table
+// says texels do. Both take the kernel's own types.
+type Forms[S, P, B any] struct {
+	Plain, Texel func(d *vk.Device, groups [3]uint32, s S, p P, b B) error
+}
+
 // key identifies a pipeline by kernel and specialization constants,
 // cheaply: launchers build one on every dispatch.
 type key struct {

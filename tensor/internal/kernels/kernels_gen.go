@@ -329,8 +329,8 @@ func (p *EwisePush) put(b []byte) {
 
 // AddBind names the bindings of add.comp.
 type AddBind struct {
-	A *vk.Buffer // binding 0: read
-	B *vk.Buffer // binding 1: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
 	D *vk.Buffer // binding 2: written
 }
 
@@ -345,6 +345,9 @@ func Add(d *vk.Device, groups [3]uint32, s AddSpec, p EwisePush, b AddBind) erro
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
+
+// AddForms are add.comp's forms: the kernel and its texel form.
+var AddForms = Forms[AddSpec, EwisePush, AddBind]{Plain: Add, Texel: AddTex}
 
 // AddBiasSpec holds the specialization constants of add_bias.comp. A zero field
 // takes the shader's default.
@@ -386,24 +389,8 @@ func AddBias(d *vk.Device, groups [3]uint32, s AddBiasSpec, p AddBiasPush, b Add
 	return run(d, k, groups, push[:], b.X, b.Bias, b.D)
 }
 
-// AddTexSpec holds the specialization constants of add.comp's texel form. A zero field
-// takes the shader's default.
-type AddTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// AddTexBind names the bindings of add.comp's texel form.
-type AddTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	B *vk.Buffer // binding 1: read as texels
-	D *vk.Buffer // binding 2: written
-}
-
 // AddTex records add.comp's texel form on d over groups workgroups.
-func AddTex(d *vk.Device, groups [3]uint32, s AddTexSpec, p EwisePush, b AddTexBind) error {
+func AddTex(d *vk.Device, groups [3]uint32, s AddSpec, p EwisePush, b AddBind) error {
 	k := key{op: "add_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -611,8 +598,8 @@ type AxpySpec struct {
 
 // AxpyBind names the bindings of axpy.comp.
 type AxpyBind struct {
-	A *vk.Buffer // binding 0: read
-	B *vk.Buffer // binding 1: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
 	D *vk.Buffer // binding 2: written
 }
 
@@ -628,24 +615,11 @@ func Axpy(d *vk.Device, groups [3]uint32, s AxpySpec, p EwisePush, b AxpyBind) e
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// AxpyTexSpec holds the specialization constants of axpy.comp's texel form. A zero field
-// takes the shader's default.
-type AxpyTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// AxpyTexBind names the bindings of axpy.comp's texel form.
-type AxpyTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	B *vk.Buffer // binding 1: read as texels
-	D *vk.Buffer // binding 2: written
-}
+// AxpyForms are axpy.comp's forms: the kernel and its texel form.
+var AxpyForms = Forms[AxpySpec, EwisePush, AxpyBind]{Plain: Axpy, Texel: AxpyTex}
 
 // AxpyTex records axpy.comp's texel form on d over groups workgroups.
-func AxpyTex(d *vk.Device, groups [3]uint32, s AxpyTexSpec, p EwisePush, b AxpyTexBind) error {
+func AxpyTex(d *vk.Device, groups [3]uint32, s AxpySpec, p EwisePush, b AxpyBind) error {
 	k := key{op: "axpy_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -1776,7 +1750,7 @@ func (p *DropoutPush) put(b []byte) {
 
 // DropoutBind names the bindings of dropout.comp.
 type DropoutBind struct {
-	X   *vk.Buffer // binding 0: read
+	X   *vk.Buffer // binding 0: read; read as texels in the texel form
 	Out *vk.Buffer // binding 1: written
 }
 
@@ -1790,6 +1764,9 @@ func Dropout(d *vk.Device, groups [3]uint32, s DropoutSpec, p DropoutPush, b Dro
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.Out)
 }
+
+// DropoutForms are dropout.comp's forms: the kernel and its texel form.
+var DropoutForms = Forms[DropoutSpec, DropoutPush, DropoutBind]{Plain: Dropout, Texel: DropoutTex}
 
 // DropoutSeededSpec holds the specialization constants of dropout_seeded.comp. A zero field
 // takes the shader's default.
@@ -1817,7 +1794,7 @@ func (p *DropoutSeededPush) put(b []byte) {
 
 // DropoutSeededBind names the bindings of dropout_seeded.comp.
 type DropoutSeededBind struct {
-	X    *vk.Buffer // binding 0: read
+	X    *vk.Buffer // binding 0: read; read as texels in the texel form
 	Seed *vk.Buffer // binding 1: read
 	Out  *vk.Buffer // binding 2: written
 }
@@ -1833,39 +1810,11 @@ func DropoutSeeded(d *vk.Device, groups [3]uint32, s DropoutSeededSpec, p Dropou
 	return run(d, k, groups, push[:], b.X, b.Seed, b.Out)
 }
 
-// DropoutSeededTexSpec holds the specialization constants of dropout_seeded.comp's texel form. A zero field
-// takes the shader's default.
-type DropoutSeededTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// DropoutSeededTexPush is the push-constant block Push (16 bytes), laid out as the
-// SPIR-V says.
-type DropoutSeededTexPush struct {
-	N         uint32  // offset 0
-	K         uint32  // offset 4
-	Threshold uint32  // offset 8
-	Scale     float32 // offset 12
-}
-
-func (p *DropoutSeededTexPush) put(b []byte) {
-	binary.LittleEndian.PutUint32(b[0:], p.N)
-	binary.LittleEndian.PutUint32(b[4:], p.K)
-	binary.LittleEndian.PutUint32(b[8:], p.Threshold)
-	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Scale))
-}
-
-// DropoutSeededTexBind names the bindings of dropout_seeded.comp's texel form.
-type DropoutSeededTexBind struct {
-	X    *vk.Buffer // binding 0: read as texels
-	Seed *vk.Buffer // binding 1: read
-	Out  *vk.Buffer // binding 2: written
-}
+// DropoutSeededForms are dropout_seeded.comp's forms: the kernel and its texel form.
+var DropoutSeededForms = Forms[DropoutSeededSpec, DropoutSeededPush, DropoutSeededBind]{Plain: DropoutSeeded, Texel: DropoutSeededTex}
 
 // DropoutSeededTex records dropout_seeded.comp's texel form on d over groups workgroups.
-func DropoutSeededTex(d *vk.Device, groups [3]uint32, s DropoutSeededTexSpec, p DropoutSeededTexPush, b DropoutSeededTexBind) error {
+func DropoutSeededTex(d *vk.Device, groups [3]uint32, s DropoutSeededSpec, p DropoutSeededPush, b DropoutSeededBind) error {
 	k := key{op: "dropout_seeded_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -1875,38 +1824,8 @@ func DropoutSeededTex(d *vk.Device, groups [3]uint32, s DropoutSeededTexSpec, p 
 	return run(d, k, groups, push[:], b.X, b.Seed, b.Out)
 }
 
-// DropoutTexSpec holds the specialization constants of dropout.comp's texel form. A zero field
-// takes the shader's default.
-type DropoutTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// DropoutTexPush is the push-constant block Push (16 bytes), laid out as the
-// SPIR-V says.
-type DropoutTexPush struct {
-	N         uint32  // offset 0
-	Seed      uint32  // offset 4
-	Threshold uint32  // offset 8
-	Scale     float32 // offset 12
-}
-
-func (p *DropoutTexPush) put(b []byte) {
-	binary.LittleEndian.PutUint32(b[0:], p.N)
-	binary.LittleEndian.PutUint32(b[4:], p.Seed)
-	binary.LittleEndian.PutUint32(b[8:], p.Threshold)
-	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(p.Scale))
-}
-
-// DropoutTexBind names the bindings of dropout.comp's texel form.
-type DropoutTexBind struct {
-	X   *vk.Buffer // binding 0: read as texels
-	Out *vk.Buffer // binding 1: written
-}
-
 // DropoutTex records dropout.comp's texel form on d over groups workgroups.
-func DropoutTex(d *vk.Device, groups [3]uint32, s DropoutTexSpec, p DropoutTexPush, b DropoutTexBind) error {
+func DropoutTex(d *vk.Device, groups [3]uint32, s DropoutSpec, p DropoutPush, b DropoutBind) error {
 	k := key{op: "dropout_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -1971,7 +1890,7 @@ type ExpSpec struct {
 
 // ExpBind names the bindings of exp.comp.
 type ExpBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -1986,22 +1905,11 @@ func Exp(d *vk.Device, groups [3]uint32, s ExpSpec, p EwisePush, b ExpBind) erro
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// ExpTexSpec holds the specialization constants of exp.comp's texel form. A zero field
-// takes the shader's default.
-type ExpTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// ExpTexBind names the bindings of exp.comp's texel form.
-type ExpTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
+// ExpForms are exp.comp's forms: the kernel and its texel form.
+var ExpForms = Forms[ExpSpec, EwisePush, ExpBind]{Plain: Exp, Texel: ExpTex}
 
 // ExpTex records exp.comp's texel form on d over groups workgroups.
-func ExpTex(d *vk.Device, groups [3]uint32, s ExpTexSpec, p EwisePush, b ExpTexBind) error {
+func ExpTex(d *vk.Device, groups [3]uint32, s ExpSpec, p EwisePush, b ExpBind) error {
 	k := key{op: "exp_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2199,7 +2107,7 @@ type GeluSpec struct {
 
 // GeluBind names the bindings of gelu.comp.
 type GeluBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -2214,6 +2122,9 @@ func Gelu(d *vk.Device, groups [3]uint32, s GeluSpec, p EwisePush, b GeluBind) e
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// GeluForms are gelu.comp's forms: the kernel and its texel form.
+var GeluForms = Forms[GeluSpec, EwisePush, GeluBind]{Plain: Gelu, Texel: GeluTex}
+
 // GeluBackwardSpec holds the specialization constants of gelu_backward.comp. A zero field
 // takes the shader's default.
 type GeluBackwardSpec struct {
@@ -2225,8 +2136,8 @@ type GeluBackwardSpec struct {
 
 // GeluBackwardBind names the bindings of gelu_backward.comp.
 type GeluBackwardBind struct {
-	A *vk.Buffer // binding 0: read
-	B *vk.Buffer // binding 1: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
 	D *vk.Buffer // binding 2: written
 }
 
@@ -2242,24 +2153,11 @@ func GeluBackward(d *vk.Device, groups [3]uint32, s GeluBackwardSpec, p EwisePus
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// GeluBackwardTexSpec holds the specialization constants of gelu_backward.comp's texel form. A zero field
-// takes the shader's default.
-type GeluBackwardTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// GeluBackwardTexBind names the bindings of gelu_backward.comp's texel form.
-type GeluBackwardTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	B *vk.Buffer // binding 1: read as texels
-	D *vk.Buffer // binding 2: written
-}
+// GeluBackwardForms are gelu_backward.comp's forms: the kernel and its texel form.
+var GeluBackwardForms = Forms[GeluBackwardSpec, EwisePush, GeluBackwardBind]{Plain: GeluBackward, Texel: GeluBackwardTex}
 
 // GeluBackwardTex records gelu_backward.comp's texel form on d over groups workgroups.
-func GeluBackwardTex(d *vk.Device, groups [3]uint32, s GeluBackwardTexSpec, p EwisePush, b GeluBackwardTexBind) error {
+func GeluBackwardTex(d *vk.Device, groups [3]uint32, s GeluBackwardSpec, p EwisePush, b GeluBackwardBind) error {
 	k := key{op: "gelu_backward_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2280,7 +2178,7 @@ type GeluTanhSpec struct {
 
 // GeluTanhBind names the bindings of gelu_tanh.comp.
 type GeluTanhBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -2295,6 +2193,9 @@ func GeluTanh(d *vk.Device, groups [3]uint32, s GeluTanhSpec, p EwisePush, b Gel
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// GeluTanhForms are gelu_tanh.comp's forms: the kernel and its texel form.
+var GeluTanhForms = Forms[GeluTanhSpec, EwisePush, GeluTanhBind]{Plain: GeluTanh, Texel: GeluTanhTex}
+
 // GeluTanhBackwardSpec holds the specialization constants of gelu_tanh_backward.comp. A zero field
 // takes the shader's default.
 type GeluTanhBackwardSpec struct {
@@ -2306,8 +2207,8 @@ type GeluTanhBackwardSpec struct {
 
 // GeluTanhBackwardBind names the bindings of gelu_tanh_backward.comp.
 type GeluTanhBackwardBind struct {
-	A *vk.Buffer // binding 0: read
-	B *vk.Buffer // binding 1: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
 	D *vk.Buffer // binding 2: written
 }
 
@@ -2323,24 +2224,11 @@ func GeluTanhBackward(d *vk.Device, groups [3]uint32, s GeluTanhBackwardSpec, p 
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// GeluTanhBackwardTexSpec holds the specialization constants of gelu_tanh_backward.comp's texel form. A zero field
-// takes the shader's default.
-type GeluTanhBackwardTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// GeluTanhBackwardTexBind names the bindings of gelu_tanh_backward.comp's texel form.
-type GeluTanhBackwardTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	B *vk.Buffer // binding 1: read as texels
-	D *vk.Buffer // binding 2: written
-}
+// GeluTanhBackwardForms are gelu_tanh_backward.comp's forms: the kernel and its texel form.
+var GeluTanhBackwardForms = Forms[GeluTanhBackwardSpec, EwisePush, GeluTanhBackwardBind]{Plain: GeluTanhBackward, Texel: GeluTanhBackwardTex}
 
 // GeluTanhBackwardTex records gelu_tanh_backward.comp's texel form on d over groups workgroups.
-func GeluTanhBackwardTex(d *vk.Device, groups [3]uint32, s GeluTanhBackwardTexSpec, p EwisePush, b GeluTanhBackwardTexBind) error {
+func GeluTanhBackwardTex(d *vk.Device, groups [3]uint32, s GeluTanhBackwardSpec, p EwisePush, b GeluTanhBackwardBind) error {
 	k := key{op: "gelu_tanh_backward_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2351,22 +2239,8 @@ func GeluTanhBackwardTex(d *vk.Device, groups [3]uint32, s GeluTanhBackwardTexSp
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// GeluTanhTexSpec holds the specialization constants of gelu_tanh.comp's texel form. A zero field
-// takes the shader's default.
-type GeluTanhTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// GeluTanhTexBind names the bindings of gelu_tanh.comp's texel form.
-type GeluTanhTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
-
 // GeluTanhTex records gelu_tanh.comp's texel form on d over groups workgroups.
-func GeluTanhTex(d *vk.Device, groups [3]uint32, s GeluTanhTexSpec, p EwisePush, b GeluTanhTexBind) error {
+func GeluTanhTex(d *vk.Device, groups [3]uint32, s GeluTanhSpec, p EwisePush, b GeluTanhBind) error {
 	k := key{op: "gelu_tanh_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2376,22 +2250,8 @@ func GeluTanhTex(d *vk.Device, groups [3]uint32, s GeluTanhTexSpec, p EwisePush,
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// GeluTexSpec holds the specialization constants of gelu.comp's texel form. A zero field
-// takes the shader's default.
-type GeluTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// GeluTexBind names the bindings of gelu.comp's texel form.
-type GeluTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
-
 // GeluTex records gelu.comp's texel form on d over groups workgroups.
-func GeluTex(d *vk.Device, groups [3]uint32, s GeluTexSpec, p EwisePush, b GeluTexBind) error {
+func GeluTex(d *vk.Device, groups [3]uint32, s GeluSpec, p EwisePush, b GeluBind) error {
 	k := key{op: "gelu_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2524,7 +2384,7 @@ func (p *IndexSelectPush) put(b []byte) {
 
 // IndexSelectBind names the bindings of index_select.comp.
 type IndexSelectBind struct {
-	X      *vk.Buffer // binding 0: read
+	X      *vk.Buffer // binding 0: read; read as texels in the texel form
 	Idx    *vk.Buffer // binding 1: read
 	D      *vk.Buffer // binding 2: written
 	Assert *vk.Buffer // binding 3: read and written
@@ -2541,38 +2401,11 @@ func IndexSelect(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelec
 	return run(d, k, groups, push[:], b.X, b.Idx, b.D, b.Assert)
 }
 
-// IndexSelectTexSpec holds the specialization constants of index_select_tex.comp. A zero field
-// takes the shader's default.
-type IndexSelectTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
-}
-
-// IndexSelectTexPush is the push-constant block Push (12 bytes), laid out as the
-// SPIR-V says.
-type IndexSelectTexPush struct {
-	N    uint32 // offset 0
-	Cols uint32 // offset 4
-	Rows uint32 // offset 8
-}
-
-func (p *IndexSelectTexPush) put(b []byte) {
-	binary.LittleEndian.PutUint32(b[0:], p.N)
-	binary.LittleEndian.PutUint32(b[4:], p.Cols)
-	binary.LittleEndian.PutUint32(b[8:], p.Rows)
-}
-
-// IndexSelectTexBind names the bindings of index_select_tex.comp.
-type IndexSelectTexBind struct {
-	X      *vk.Buffer // binding 0: read as texels
-	Idx    *vk.Buffer // binding 1: read
-	D      *vk.Buffer // binding 2: written
-	Assert *vk.Buffer // binding 3: read and written
-}
+// IndexSelectForms are index_select.comp's forms: the kernel and its texel form.
+var IndexSelectForms = Forms[IndexSelectSpec, IndexSelectPush, IndexSelectBind]{Plain: IndexSelect, Texel: IndexSelectTex}
 
 // IndexSelectTex records index_select_tex.comp on d over groups workgroups.
-func IndexSelectTex(d *vk.Device, groups [3]uint32, s IndexSelectTexSpec, p IndexSelectTexPush, b IndexSelectTexBind) error {
+func IndexSelectTex(d *vk.Device, groups [3]uint32, s IndexSelectSpec, p IndexSelectPush, b IndexSelectBind) error {
 	k := key{op: "index_select_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2750,7 +2583,7 @@ type LogSpec struct {
 
 // LogBind names the bindings of log.comp.
 type LogBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -2764,6 +2597,9 @@ func Log(d *vk.Device, groups [3]uint32, s LogSpec, p EwisePush, b LogBind) erro
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.D)
 }
+
+// LogForms are log.comp's forms: the kernel and its texel form.
+var LogForms = Forms[LogSpec, EwisePush, LogBind]{Plain: Log, Texel: LogTex}
 
 // LogSoftmaxSpec holds the specialization constants of log_softmax.comp. A zero field
 // takes the shader's default.
@@ -2788,7 +2624,7 @@ func (p *SoftmaxPush) put(b []byte) {
 
 // LogSoftmaxBind names the bindings of log_softmax.comp.
 type LogSoftmaxBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -2802,6 +2638,9 @@ func LogSoftmax(d *vk.Device, groups [3]uint32, s LogSoftmaxSpec, p SoftmaxPush,
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// LogSoftmaxForms are log_softmax.comp's forms: the kernel and its texel form.
+var LogSoftmaxForms = Forms[LogSoftmaxSpec, SoftmaxPush, LogSoftmaxBind]{Plain: LogSoftmax, Texel: LogSoftmaxTex}
+
 // LogSoftmaxBackwardSpec holds the specialization constants of log_softmax_backward.comp. A zero field
 // takes the shader's default.
 type LogSoftmaxBackwardSpec struct {
@@ -2812,8 +2651,8 @@ type LogSoftmaxBackwardSpec struct {
 
 // LogSoftmaxBackwardBind names the bindings of log_softmax_backward.comp.
 type LogSoftmaxBackwardBind struct {
-	Y  *vk.Buffer // binding 0: read
-	Dy *vk.Buffer // binding 1: read
+	Y  *vk.Buffer // binding 0: read; read as texels in the texel form
+	Dy *vk.Buffer // binding 1: read; read as texels in the texel form
 	Dx *vk.Buffer // binding 2: written
 }
 
@@ -2828,23 +2667,11 @@ func LogSoftmaxBackward(d *vk.Device, groups [3]uint32, s LogSoftmaxBackwardSpec
 	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
-// LogSoftmaxBackwardTexSpec holds the specialization constants of log_softmax_backward_tex.comp. A zero field
-// takes the shader's default.
-type LogSoftmaxBackwardTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-}
-
-// LogSoftmaxBackwardTexBind names the bindings of log_softmax_backward_tex.comp.
-type LogSoftmaxBackwardTexBind struct {
-	Y  *vk.Buffer // binding 0: read as texels
-	Dy *vk.Buffer // binding 1: read as texels
-	Dx *vk.Buffer // binding 2: written
-}
+// LogSoftmaxBackwardForms are log_softmax_backward.comp's forms: the kernel and its texel form.
+var LogSoftmaxBackwardForms = Forms[LogSoftmaxBackwardSpec, SoftmaxPush, LogSoftmaxBackwardBind]{Plain: LogSoftmaxBackward, Texel: LogSoftmaxBackwardTex}
 
 // LogSoftmaxBackwardTex records log_softmax_backward_tex.comp on d over groups workgroups.
-func LogSoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s LogSoftmaxBackwardTexSpec, p SoftmaxPush, b LogSoftmaxBackwardTexBind) error {
+func LogSoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s LogSoftmaxBackwardSpec, p SoftmaxPush, b LogSoftmaxBackwardBind) error {
 	k := key{op: "log_softmax_backward_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2854,21 +2681,8 @@ func LogSoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s LogSoftmaxBackwardT
 	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
-// LogSoftmaxTexSpec holds the specialization constants of log_softmax_tex.comp. A zero field
-// takes the shader's default.
-type LogSoftmaxTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-}
-
-// LogSoftmaxTexBind names the bindings of log_softmax_tex.comp.
-type LogSoftmaxTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
-
 // LogSoftmaxTex records log_softmax_tex.comp on d over groups workgroups.
-func LogSoftmaxTex(d *vk.Device, groups [3]uint32, s LogSoftmaxTexSpec, p SoftmaxPush, b LogSoftmaxTexBind) error {
+func LogSoftmaxTex(d *vk.Device, groups [3]uint32, s LogSoftmaxSpec, p SoftmaxPush, b LogSoftmaxBind) error {
 	k := key{op: "log_softmax_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -2877,22 +2691,8 @@ func LogSoftmaxTex(d *vk.Device, groups [3]uint32, s LogSoftmaxTexSpec, p Softma
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// LogTexSpec holds the specialization constants of log.comp's texel form. A zero field
-// takes the shader's default.
-type LogTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// LogTexBind names the bindings of log.comp's texel form.
-type LogTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
-
 // LogTex records log.comp's texel form on d over groups workgroups.
-func LogTex(d *vk.Device, groups [3]uint32, s LogTexSpec, p EwisePush, b LogTexBind) error {
+func LogTex(d *vk.Device, groups [3]uint32, s LogSpec, p EwisePush, b LogBind) error {
 	k := key{op: "log_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -3653,7 +3453,7 @@ func (p *ColsPush) put(b []byte) {
 
 // MaxColsBind names the bindings of max_cols.comp.
 type MaxColsBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -3668,22 +3468,11 @@ func MaxCols(d *vk.Device, groups [3]uint32, s MaxColsSpec, p ColsPush, b MaxCol
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// MaxColsTexSpec holds the specialization constants of max_cols.comp's texel form. A zero field
-// takes the shader's default.
-type MaxColsTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// MaxColsTexBind names the bindings of max_cols.comp's texel form.
-type MaxColsTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
+// MaxColsForms are max_cols.comp's forms: the kernel and its texel form.
+var MaxColsForms = Forms[MaxColsSpec, ColsPush, MaxColsBind]{Plain: MaxCols, Texel: MaxColsTex}
 
 // MaxColsTex records max_cols.comp's texel form on d over groups workgroups.
-func MaxColsTex(d *vk.Device, groups [3]uint32, s MaxColsTexSpec, p ColsPush, b MaxColsTexBind) error {
+func MaxColsTex(d *vk.Device, groups [3]uint32, s MaxColsSpec, p ColsPush, b MaxColsBind) error {
 	k := key{op: "max_cols_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -3720,7 +3509,7 @@ func (p *RowsPush) put(b []byte) {
 
 // MaxRowsBind names the bindings of max_rows.comp.
 type MaxRowsBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -3734,21 +3523,11 @@ func MaxRows(d *vk.Device, groups [3]uint32, s MaxRowsSpec, p RowsPush, b MaxRow
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// MaxRowsTexSpec holds the specialization constants of max_rows_tex.comp. A zero field
-// takes the shader's default.
-type MaxRowsTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-}
-
-// MaxRowsTexBind names the bindings of max_rows_tex.comp.
-type MaxRowsTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
+// MaxRowsForms are max_rows.comp's forms: the kernel and its texel form.
+var MaxRowsForms = Forms[MaxRowsSpec, RowsPush, MaxRowsBind]{Plain: MaxRows, Texel: MaxRowsTex}
 
 // MaxRowsTex records max_rows_tex.comp on d over groups workgroups.
-func MaxRowsTex(d *vk.Device, groups [3]uint32, s MaxRowsTexSpec, p RowsPush, b MaxRowsTexBind) error {
+func MaxRowsTex(d *vk.Device, groups [3]uint32, s MaxRowsSpec, p RowsPush, b MaxRowsBind) error {
 	k := key{op: "max_rows_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -3767,7 +3546,7 @@ type MinColsSpec struct {
 
 // MinColsBind names the bindings of min_cols.comp.
 type MinColsBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -3782,22 +3561,11 @@ func MinCols(d *vk.Device, groups [3]uint32, s MinColsSpec, p ColsPush, b MinCol
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// MinColsTexSpec holds the specialization constants of min_cols.comp's texel form. A zero field
-// takes the shader's default.
-type MinColsTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// MinColsTexBind names the bindings of min_cols.comp's texel form.
-type MinColsTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
+// MinColsForms are min_cols.comp's forms: the kernel and its texel form.
+var MinColsForms = Forms[MinColsSpec, ColsPush, MinColsBind]{Plain: MinCols, Texel: MinColsTex}
 
 // MinColsTex records min_cols.comp's texel form on d over groups workgroups.
-func MinColsTex(d *vk.Device, groups [3]uint32, s MinColsTexSpec, p ColsPush, b MinColsTexBind) error {
+func MinColsTex(d *vk.Device, groups [3]uint32, s MinColsSpec, p ColsPush, b MinColsBind) error {
 	k := key{op: "min_cols_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -3816,7 +3584,7 @@ type MinRowsSpec struct {
 
 // MinRowsBind names the bindings of min_rows.comp.
 type MinRowsBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -3830,21 +3598,11 @@ func MinRows(d *vk.Device, groups [3]uint32, s MinRowsSpec, p RowsPush, b MinRow
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// MinRowsTexSpec holds the specialization constants of min_rows_tex.comp. A zero field
-// takes the shader's default.
-type MinRowsTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-}
-
-// MinRowsTexBind names the bindings of min_rows_tex.comp.
-type MinRowsTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
+// MinRowsForms are min_rows.comp's forms: the kernel and its texel form.
+var MinRowsForms = Forms[MinRowsSpec, RowsPush, MinRowsBind]{Plain: MinRows, Texel: MinRowsTex}
 
 // MinRowsTex records min_rows_tex.comp on d over groups workgroups.
-func MinRowsTex(d *vk.Device, groups [3]uint32, s MinRowsTexSpec, p RowsPush, b MinRowsTexBind) error {
+func MinRowsTex(d *vk.Device, groups [3]uint32, s MinRowsSpec, p RowsPush, b MinRowsBind) error {
 	k := key{op: "min_rows_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -3864,8 +3622,8 @@ type MulSpec struct {
 
 // MulBind names the bindings of mul.comp.
 type MulBind struct {
-	A *vk.Buffer // binding 0: read
-	B *vk.Buffer // binding 1: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
 	D *vk.Buffer // binding 2: written
 }
 
@@ -3881,24 +3639,11 @@ func Mul(d *vk.Device, groups [3]uint32, s MulSpec, p EwisePush, b MulBind) erro
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// MulTexSpec holds the specialization constants of mul.comp's texel form. A zero field
-// takes the shader's default.
-type MulTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// MulTexBind names the bindings of mul.comp's texel form.
-type MulTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	B *vk.Buffer // binding 1: read as texels
-	D *vk.Buffer // binding 2: written
-}
+// MulForms are mul.comp's forms: the kernel and its texel form.
+var MulForms = Forms[MulSpec, EwisePush, MulBind]{Plain: Mul, Texel: MulTex}
 
 // MulTex records mul.comp's texel form on d over groups workgroups.
-func MulTex(d *vk.Device, groups [3]uint32, s MulTexSpec, p EwisePush, b MulTexBind) error {
+func MulTex(d *vk.Device, groups [3]uint32, s MulSpec, p EwisePush, b MulBind) error {
 	k := key{op: "mul_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -3919,7 +3664,7 @@ type NegSpec struct {
 
 // NegBind names the bindings of neg.comp.
 type NegBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -3934,22 +3679,11 @@ func Neg(d *vk.Device, groups [3]uint32, s NegSpec, p EwisePush, b NegBind) erro
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// NegTexSpec holds the specialization constants of neg.comp's texel form. A zero field
-// takes the shader's default.
-type NegTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// NegTexBind names the bindings of neg.comp's texel form.
-type NegTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
+// NegForms are neg.comp's forms: the kernel and its texel form.
+var NegForms = Forms[NegSpec, EwisePush, NegBind]{Plain: Neg, Texel: NegTex}
 
 // NegTex records neg.comp's texel form on d over groups workgroups.
-func NegTex(d *vk.Device, groups [3]uint32, s NegTexSpec, p EwisePush, b NegTexBind) error {
+func NegTex(d *vk.Device, groups [3]uint32, s NegSpec, p EwisePush, b NegBind) error {
 	k := key{op: "neg_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4121,8 +3855,8 @@ type Pool2dBackwardSpec struct {
 
 // Pool2dBackwardBind names the bindings of pool2d_backward.comp.
 type Pool2dBackwardBind struct {
-	Dy  *vk.Buffer // binding 0: read
-	Idx *vk.Buffer // binding 1: read
+	Dy  *vk.Buffer // binding 0: read; read as texels in the texel form
+	Idx *vk.Buffer // binding 1: read; read as texels in the texel form
 	D   *vk.Buffer // binding 2: written
 }
 
@@ -4139,25 +3873,11 @@ func Pool2dBackward(d *vk.Device, groups [3]uint32, s Pool2dBackwardSpec, p Pool
 	return run(d, k, groups, push[:], b.Dy, b.Idx, b.D)
 }
 
-// Pool2dBackwardTexSpec holds the specialization constants of pool2d_backward.comp's texel form. A zero field
-// takes the shader's default.
-type Pool2dBackwardTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-	Mode       uint32 // MODE: constant 4, default 0
-	Disjoint   bool   // DISJOINT: constant 5, default 0
-}
-
-// Pool2dBackwardTexBind names the bindings of pool2d_backward.comp's texel form.
-type Pool2dBackwardTexBind struct {
-	Dy  *vk.Buffer // binding 0: read as texels
-	Idx *vk.Buffer // binding 1: read as texels
-	D   *vk.Buffer // binding 2: written
-}
+// Pool2dBackwardForms are pool2d_backward.comp's forms: the kernel and its texel form.
+var Pool2dBackwardForms = Forms[Pool2dBackwardSpec, PoolPush, Pool2dBackwardBind]{Plain: Pool2dBackward, Texel: Pool2dBackwardTex}
 
 // Pool2dBackwardTex records pool2d_backward.comp's texel form on d over groups workgroups.
-func Pool2dBackwardTex(d *vk.Device, groups [3]uint32, s Pool2dBackwardTexSpec, p PoolPush, b Pool2dBackwardTexBind) error {
+func Pool2dBackwardTex(d *vk.Device, groups [3]uint32, s Pool2dBackwardSpec, p PoolPush, b Pool2dBackwardBind) error {
 	k := key{op: "pool2d_backward_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4235,7 +3955,7 @@ type PowSpec struct {
 
 // PowBind names the bindings of pow.comp.
 type PowBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -4250,22 +3970,11 @@ func Pow(d *vk.Device, groups [3]uint32, s PowSpec, p EwisePush, b PowBind) erro
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// PowTexSpec holds the specialization constants of pow.comp's texel form. A zero field
-// takes the shader's default.
-type PowTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// PowTexBind names the bindings of pow.comp's texel form.
-type PowTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
+// PowForms are pow.comp's forms: the kernel and its texel form.
+var PowForms = Forms[PowSpec, EwisePush, PowBind]{Plain: Pow, Texel: PowTex}
 
 // PowTex records pow.comp's texel form on d over groups workgroups.
-func PowTex(d *vk.Device, groups [3]uint32, s PowTexSpec, p EwisePush, b PowTexBind) error {
+func PowTex(d *vk.Device, groups [3]uint32, s PowSpec, p EwisePush, b PowBind) error {
 	k := key{op: "pow_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4315,7 +4024,7 @@ type ReluSpec struct {
 
 // ReluBind names the bindings of relu.comp.
 type ReluBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -4330,6 +4039,9 @@ func Relu(d *vk.Device, groups [3]uint32, s ReluSpec, p EwisePush, b ReluBind) e
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// ReluForms are relu.comp's forms: the kernel and its texel form.
+var ReluForms = Forms[ReluSpec, EwisePush, ReluBind]{Plain: Relu, Texel: ReluTex}
+
 // ReluBackwardSpec holds the specialization constants of relu_backward.comp. A zero field
 // takes the shader's default.
 type ReluBackwardSpec struct {
@@ -4341,8 +4053,8 @@ type ReluBackwardSpec struct {
 
 // ReluBackwardBind names the bindings of relu_backward.comp.
 type ReluBackwardBind struct {
-	A *vk.Buffer // binding 0: read
-	B *vk.Buffer // binding 1: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
 	D *vk.Buffer // binding 2: written
 }
 
@@ -4358,24 +4070,11 @@ func ReluBackward(d *vk.Device, groups [3]uint32, s ReluBackwardSpec, p EwisePus
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// ReluBackwardTexSpec holds the specialization constants of relu_backward.comp's texel form. A zero field
-// takes the shader's default.
-type ReluBackwardTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// ReluBackwardTexBind names the bindings of relu_backward.comp's texel form.
-type ReluBackwardTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	B *vk.Buffer // binding 1: read as texels
-	D *vk.Buffer // binding 2: written
-}
+// ReluBackwardForms are relu_backward.comp's forms: the kernel and its texel form.
+var ReluBackwardForms = Forms[ReluBackwardSpec, EwisePush, ReluBackwardBind]{Plain: ReluBackward, Texel: ReluBackwardTex}
 
 // ReluBackwardTex records relu_backward.comp's texel form on d over groups workgroups.
-func ReluBackwardTex(d *vk.Device, groups [3]uint32, s ReluBackwardTexSpec, p EwisePush, b ReluBackwardTexBind) error {
+func ReluBackwardTex(d *vk.Device, groups [3]uint32, s ReluBackwardSpec, p EwisePush, b ReluBackwardBind) error {
 	k := key{op: "relu_backward_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4386,22 +4085,8 @@ func ReluBackwardTex(d *vk.Device, groups [3]uint32, s ReluBackwardTexSpec, p Ew
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// ReluTexSpec holds the specialization constants of relu.comp's texel form. A zero field
-// takes the shader's default.
-type ReluTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// ReluTexBind names the bindings of relu.comp's texel form.
-type ReluTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
-
 // ReluTex records relu.comp's texel form on d over groups workgroups.
-func ReluTex(d *vk.Device, groups [3]uint32, s ReluTexSpec, p EwisePush, b ReluTexBind) error {
+func ReluTex(d *vk.Device, groups [3]uint32, s ReluSpec, p EwisePush, b ReluBind) error {
 	k := key{op: "relu_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4421,7 +4106,7 @@ type RsqrtSpec struct {
 
 // RsqrtBind names the bindings of rsqrt.comp.
 type RsqrtBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -4436,22 +4121,11 @@ func Rsqrt(d *vk.Device, groups [3]uint32, s RsqrtSpec, p EwisePush, b RsqrtBind
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// RsqrtTexSpec holds the specialization constants of rsqrt.comp's texel form. A zero field
-// takes the shader's default.
-type RsqrtTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// RsqrtTexBind names the bindings of rsqrt.comp's texel form.
-type RsqrtTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
+// RsqrtForms are rsqrt.comp's forms: the kernel and its texel form.
+var RsqrtForms = Forms[RsqrtSpec, EwisePush, RsqrtBind]{Plain: Rsqrt, Texel: RsqrtTex}
 
 // RsqrtTex records rsqrt.comp's texel form on d over groups workgroups.
-func RsqrtTex(d *vk.Device, groups [3]uint32, s RsqrtTexSpec, p EwisePush, b RsqrtTexBind) error {
+func RsqrtTex(d *vk.Device, groups [3]uint32, s RsqrtSpec, p EwisePush, b RsqrtBind) error {
 	k := key{op: "rsqrt_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4471,7 +4145,7 @@ type ScaleSpec struct {
 
 // ScaleBind names the bindings of scale.comp.
 type ScaleBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -4485,6 +4159,9 @@ func Scale(d *vk.Device, groups [3]uint32, s ScaleSpec, p EwisePush, b ScaleBind
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.D)
 }
+
+// ScaleForms are scale.comp's forms: the kernel and its texel form.
+var ScaleForms = Forms[ScaleSpec, EwisePush, ScaleBind]{Plain: Scale, Texel: ScaleTex}
 
 // ScaleBySpec holds the specialization constants of scale_by.comp. A zero field
 // takes the shader's default.
@@ -4522,22 +4199,8 @@ func ScaleBy(d *vk.Device, groups [3]uint32, s ScaleBySpec, p ScaleByPush, b Sca
 	return run(d, k, groups, push[:], b.Src, b.State, b.Dst)
 }
 
-// ScaleTexSpec holds the specialization constants of scale.comp's texel form. A zero field
-// takes the shader's default.
-type ScaleTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// ScaleTexBind names the bindings of scale.comp's texel form.
-type ScaleTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
-
 // ScaleTex records scale.comp's texel form on d over groups workgroups.
-func ScaleTex(d *vk.Device, groups [3]uint32, s ScaleTexSpec, p EwisePush, b ScaleTexBind) error {
+func ScaleTex(d *vk.Device, groups [3]uint32, s ScaleSpec, p EwisePush, b ScaleBind) error {
 	k := key{op: "scale_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4710,7 +4373,7 @@ type SigmoidSpec struct {
 
 // SigmoidBind names the bindings of sigmoid.comp.
 type SigmoidBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -4725,22 +4388,11 @@ func Sigmoid(d *vk.Device, groups [3]uint32, s SigmoidSpec, p EwisePush, b Sigmo
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// SigmoidTexSpec holds the specialization constants of sigmoid.comp's texel form. A zero field
-// takes the shader's default.
-type SigmoidTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// SigmoidTexBind names the bindings of sigmoid.comp's texel form.
-type SigmoidTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
+// SigmoidForms are sigmoid.comp's forms: the kernel and its texel form.
+var SigmoidForms = Forms[SigmoidSpec, EwisePush, SigmoidBind]{Plain: Sigmoid, Texel: SigmoidTex}
 
 // SigmoidTex records sigmoid.comp's texel form on d over groups workgroups.
-func SigmoidTex(d *vk.Device, groups [3]uint32, s SigmoidTexSpec, p EwisePush, b SigmoidTexBind) error {
+func SigmoidTex(d *vk.Device, groups [3]uint32, s SigmoidSpec, p EwisePush, b SigmoidBind) error {
 	k := key{op: "sigmoid_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4759,7 +4411,7 @@ type SoftmaxSpec struct {
 
 // SoftmaxBind names the bindings of softmax.comp.
 type SoftmaxBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -4773,6 +4425,9 @@ func Softmax(d *vk.Device, groups [3]uint32, s SoftmaxSpec, p SoftmaxPush, b Sof
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// SoftmaxForms are softmax.comp's forms: the kernel and its texel form.
+var SoftmaxForms = Forms[SoftmaxSpec, SoftmaxPush, SoftmaxBind]{Plain: Softmax, Texel: SoftmaxTex}
+
 // SoftmaxBackwardSpec holds the specialization constants of softmax_backward.comp. A zero field
 // takes the shader's default.
 type SoftmaxBackwardSpec struct {
@@ -4783,8 +4438,8 @@ type SoftmaxBackwardSpec struct {
 
 // SoftmaxBackwardBind names the bindings of softmax_backward.comp.
 type SoftmaxBackwardBind struct {
-	Y  *vk.Buffer // binding 0: read
-	Dy *vk.Buffer // binding 1: read
+	Y  *vk.Buffer // binding 0: read; read as texels in the texel form
+	Dy *vk.Buffer // binding 1: read; read as texels in the texel form
 	Dx *vk.Buffer // binding 2: written
 }
 
@@ -4799,23 +4454,11 @@ func SoftmaxBackward(d *vk.Device, groups [3]uint32, s SoftmaxBackwardSpec, p So
 	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
-// SoftmaxBackwardTexSpec holds the specialization constants of softmax_backward_tex.comp. A zero field
-// takes the shader's default.
-type SoftmaxBackwardTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-}
-
-// SoftmaxBackwardTexBind names the bindings of softmax_backward_tex.comp.
-type SoftmaxBackwardTexBind struct {
-	Y  *vk.Buffer // binding 0: read as texels
-	Dy *vk.Buffer // binding 1: read as texels
-	Dx *vk.Buffer // binding 2: written
-}
+// SoftmaxBackwardForms are softmax_backward.comp's forms: the kernel and its texel form.
+var SoftmaxBackwardForms = Forms[SoftmaxBackwardSpec, SoftmaxPush, SoftmaxBackwardBind]{Plain: SoftmaxBackward, Texel: SoftmaxBackwardTex}
 
 // SoftmaxBackwardTex records softmax_backward_tex.comp on d over groups workgroups.
-func SoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s SoftmaxBackwardTexSpec, p SoftmaxPush, b SoftmaxBackwardTexBind) error {
+func SoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s SoftmaxBackwardSpec, p SoftmaxPush, b SoftmaxBackwardBind) error {
 	k := key{op: "softmax_backward_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4825,21 +4468,8 @@ func SoftmaxBackwardTex(d *vk.Device, groups [3]uint32, s SoftmaxBackwardTexSpec
 	return run(d, k, groups, push[:], b.Y, b.Dy, b.Dx)
 }
 
-// SoftmaxTexSpec holds the specialization constants of softmax_tex.comp. A zero field
-// takes the shader's default.
-type SoftmaxTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-}
-
-// SoftmaxTexBind names the bindings of softmax_tex.comp.
-type SoftmaxTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
-
 // SoftmaxTex records softmax_tex.comp on d over groups workgroups.
-func SoftmaxTex(d *vk.Device, groups [3]uint32, s SoftmaxTexSpec, p SoftmaxPush, b SoftmaxTexBind) error {
+func SoftmaxTex(d *vk.Device, groups [3]uint32, s SoftmaxSpec, p SoftmaxPush, b SoftmaxBind) error {
 	k := key{op: "softmax_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4858,7 +4488,7 @@ type SqrtSpec struct {
 
 // SqrtBind names the bindings of sqrt.comp.
 type SqrtBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -4873,22 +4503,11 @@ func Sqrt(d *vk.Device, groups [3]uint32, s SqrtSpec, p EwisePush, b SqrtBind) e
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// SqrtTexSpec holds the specialization constants of sqrt.comp's texel form. A zero field
-// takes the shader's default.
-type SqrtTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// SqrtTexBind names the bindings of sqrt.comp's texel form.
-type SqrtTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
+// SqrtForms are sqrt.comp's forms: the kernel and its texel form.
+var SqrtForms = Forms[SqrtSpec, EwisePush, SqrtBind]{Plain: Sqrt, Texel: SqrtTex}
 
 // SqrtTex records sqrt.comp's texel form on d over groups workgroups.
-func SqrtTex(d *vk.Device, groups [3]uint32, s SqrtTexSpec, p EwisePush, b SqrtTexBind) error {
+func SqrtTex(d *vk.Device, groups [3]uint32, s SqrtSpec, p EwisePush, b SqrtBind) error {
 	k := key{op: "sqrt_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4926,8 +4545,8 @@ type SubSpec struct {
 
 // SubBind names the bindings of sub.comp.
 type SubBind struct {
-	A *vk.Buffer // binding 0: read
-	B *vk.Buffer // binding 1: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
 	D *vk.Buffer // binding 2: written
 }
 
@@ -4943,24 +4562,11 @@ func Sub(d *vk.Device, groups [3]uint32, s SubSpec, p EwisePush, b SubBind) erro
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
-// SubTexSpec holds the specialization constants of sub.comp's texel form. A zero field
-// takes the shader's default.
-type SubTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	In1DT      DType  // IN1_DT: constant 2, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// SubTexBind names the bindings of sub.comp's texel form.
-type SubTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	B *vk.Buffer // binding 1: read as texels
-	D *vk.Buffer // binding 2: written
-}
+// SubForms are sub.comp's forms: the kernel and its texel form.
+var SubForms = Forms[SubSpec, EwisePush, SubBind]{Plain: Sub, Texel: SubTex}
 
 // SubTex records sub.comp's texel form on d over groups workgroups.
-func SubTex(d *vk.Device, groups [3]uint32, s SubTexSpec, p EwisePush, b SubTexBind) error {
+func SubTex(d *vk.Device, groups [3]uint32, s SubSpec, p EwisePush, b SubBind) error {
 	k := key{op: "sub_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -4981,7 +4587,7 @@ type SumColsSpec struct {
 
 // SumColsBind names the bindings of sum_cols.comp.
 type SumColsBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -4996,22 +4602,11 @@ func SumCols(d *vk.Device, groups [3]uint32, s SumColsSpec, p ColsPush, b SumCol
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// SumColsTexSpec holds the specialization constants of sum_cols.comp's texel form. A zero field
-// takes the shader's default.
-type SumColsTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// SumColsTexBind names the bindings of sum_cols.comp's texel form.
-type SumColsTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
+// SumColsForms are sum_cols.comp's forms: the kernel and its texel form.
+var SumColsForms = Forms[SumColsSpec, ColsPush, SumColsBind]{Plain: SumCols, Texel: SumColsTex}
 
 // SumColsTex records sum_cols.comp's texel form on d over groups workgroups.
-func SumColsTex(d *vk.Device, groups [3]uint32, s SumColsTexSpec, p ColsPush, b SumColsTexBind) error {
+func SumColsTex(d *vk.Device, groups [3]uint32, s SumColsSpec, p ColsPush, b SumColsBind) error {
 	k := key{op: "sum_cols_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -5030,7 +4625,7 @@ type SumRowsSpec struct {
 
 // SumRowsBind names the bindings of sum_rows.comp.
 type SumRowsBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -5044,21 +4639,11 @@ func SumRows(d *vk.Device, groups [3]uint32, s SumRowsSpec, p RowsPush, b SumRow
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// SumRowsTexSpec holds the specialization constants of sum_rows_tex.comp. A zero field
-// takes the shader's default.
-type SumRowsTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-}
-
-// SumRowsTexBind names the bindings of sum_rows_tex.comp.
-type SumRowsTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
+// SumRowsForms are sum_rows.comp's forms: the kernel and its texel form.
+var SumRowsForms = Forms[SumRowsSpec, RowsPush, SumRowsBind]{Plain: SumRows, Texel: SumRowsTex}
 
 // SumRowsTex records sum_rows_tex.comp on d over groups workgroups.
-func SumRowsTex(d *vk.Device, groups [3]uint32, s SumRowsTexSpec, p RowsPush, b SumRowsTexBind) error {
+func SumRowsTex(d *vk.Device, groups [3]uint32, s SumRowsSpec, p RowsPush, b SumRowsBind) error {
 	k := key{op: "sum_rows_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -5076,7 +4661,7 @@ type SumsqRowsSpec struct {
 
 // SumsqRowsBind names the bindings of sumsq_rows.comp.
 type SumsqRowsBind struct {
-	X *vk.Buffer // binding 0: read
+	X *vk.Buffer // binding 0: read; read as texels in the texel form
 	Y *vk.Buffer // binding 1: written
 }
 
@@ -5090,21 +4675,11 @@ func SumsqRows(d *vk.Device, groups [3]uint32, s SumsqRowsSpec, p RowsPush, b Su
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
-// SumsqRowsTexSpec holds the specialization constants of sumsq_rows_tex.comp. A zero field
-// takes the shader's default.
-type SumsqRowsTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-}
-
-// SumsqRowsTexBind names the bindings of sumsq_rows_tex.comp.
-type SumsqRowsTexBind struct {
-	X *vk.Buffer // binding 0: read as texels
-	Y *vk.Buffer // binding 1: written
-}
+// SumsqRowsForms are sumsq_rows.comp's forms: the kernel and its texel form.
+var SumsqRowsForms = Forms[SumsqRowsSpec, RowsPush, SumsqRowsBind]{Plain: SumsqRows, Texel: SumsqRowsTex}
 
 // SumsqRowsTex records sumsq_rows_tex.comp on d over groups workgroups.
-func SumsqRowsTex(d *vk.Device, groups [3]uint32, s SumsqRowsTexSpec, p RowsPush, b SumsqRowsTexBind) error {
+func SumsqRowsTex(d *vk.Device, groups [3]uint32, s SumsqRowsSpec, p RowsPush, b SumsqRowsBind) error {
 	k := key{op: "sumsq_rows_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
@@ -5123,7 +4698,7 @@ type TanhSpec struct {
 
 // TanhBind names the bindings of tanh.comp.
 type TanhBind struct {
-	A *vk.Buffer // binding 0: read
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
 	D *vk.Buffer // binding 1: written
 }
 
@@ -5138,22 +4713,11 @@ func Tanh(d *vk.Device, groups [3]uint32, s TanhSpec, p EwisePush, b TanhBind) e
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
-// TanhTexSpec holds the specialization constants of tanh.comp's texel form. A zero field
-// takes the shader's default.
-type TanhTexSpec struct {
-	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
-	In0DT      DType  // IN0_DT: constant 1, default 0
-	OutDT      DType  // OUT_DT: constant 3, default 0
-}
-
-// TanhTexBind names the bindings of tanh.comp's texel form.
-type TanhTexBind struct {
-	A *vk.Buffer // binding 0: read as texels
-	D *vk.Buffer // binding 1: written
-}
+// TanhForms are tanh.comp's forms: the kernel and its texel form.
+var TanhForms = Forms[TanhSpec, EwisePush, TanhBind]{Plain: Tanh, Texel: TanhTex}
 
 // TanhTex records tanh.comp's texel form on d over groups workgroups.
-func TanhTex(d *vk.Device, groups [3]uint32, s TanhTexSpec, p EwisePush, b TanhTexBind) error {
+func TanhTex(d *vk.Device, groups [3]uint32, s TanhSpec, p EwisePush, b TanhBind) error {
 	k := key{op: "tanh_tex"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
