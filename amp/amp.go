@@ -93,6 +93,7 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpSqrt:       Keep,
 	tensor.OpTanh:       Keep,
 	tensor.OpSigmoid:    Keep,
+	tensor.OpSiLU:       Keep,
 	tensor.OpWhere:      Keep,
 	tensor.OpMaskedFill: Keep,
 	tensor.OpMeanAxes:   Keep,

@@ -55,6 +55,7 @@ func init() {
 		tensor.OpRsqrt:        rsqrtDouble,
 		tensor.OpTanh:         tanhDouble,
 		tensor.OpSigmoid:      sigmoidDouble,
+		tensor.OpSiLU:         siluDouble,
 		tensor.OpPow:          powDouble,
 		tensor.OpSum:          reduceDouble,
 		tensor.OpMean:         reduceDouble,
@@ -259,6 +260,13 @@ func tanhDouble(g *Graph, n *node, dy *Var) []*Var {
 func sigmoidDouble(g *Graph, n *node, dy *Var) []*Var {
 	y := n.out
 	return []*Var{g.Mul(dy, g.Mul(y, g.Sub(g.ones(1), y)))}
+}
+
+// d/dx silu x = s (1 + x (1 - s)), s = sigmoid x, in graph ops.
+func siluDouble(g *Graph, n *node, dy *Var) []*Var {
+	x := n.inputs[0]
+	s := g.Sigmoid(x)
+	return []*Var{g.Mul(dy, g.Mul(s, g.Add(g.ones(1), g.Mul(x, g.Sub(g.ones(1), s)))))}
 }
 
 // d/dx x^p = p x^(p-1); 0 for p == 0.

@@ -39,10 +39,6 @@ func (g *Graph) partExp(x *Var) *Var {
 	return g.record(tensor.OpExp, tensor.Exp(x.t, x.DType()), attrs{}, nil, x)
 }
 
-func (g *Graph) partSigmoid(x *Var) *Var {
-	return g.record(tensor.OpSigmoid, tensor.Sigmoid(x.t, x.DType()), attrs{}, nil, x)
-}
-
 func (g *Graph) partAdd(a, b *Var) *Var {
 	return g.record(tensor.OpAdd, tensor.Add(a.t, b.t, a.DType()), attrs{}, nil, a, b)
 }
@@ -75,14 +71,10 @@ func (g *Graph) nonneg(d *tensor.Tensor) *tensor.Tensor {
 }
 
 // SiLU returns x * sigmoid(x) (PyTorch's torch.nn.functional.silu), in x's
-// dtype: the product of the Sigmoid and Mul nodes, so under autocast in
-// fp16 the sigmoid is rounded to fp16 before the product, where PyTorch
-// rounds once.
+// dtype under autocast, rounded once.
 func (g *Graph) SiLU(x *Var) *Var {
 	defer g.use("SiLU").done()
-	floats("SiLU", x)
-	x = g.cast(x, g.dtypeFor(tensor.OpSigmoid, x))
-	return g.partMul(x, g.partSigmoid(x))
+	return g.unaryMath("SiLU", tensor.OpSiLU, x, tensor.SiLU, attrs{})
 }
 
 // LeakyReLU returns x where x > 0 and negativeSlope * x elsewhere

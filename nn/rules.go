@@ -44,6 +44,7 @@ func init() {
 		tensor.OpPow:          powBack,
 		tensor.OpTanh:         tanhBack,
 		tensor.OpSigmoid:      sigmoidBack,
+		tensor.OpSiLU:         siluBack,
 		tensor.OpWhere:        whereBack,
 		tensor.OpMaskedFill:   maskedFillBack,
 		tensor.OpSumAxes:      sumAxesBack,

@@ -127,6 +127,12 @@ func sigmoidBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{tensor.Mul(dy, s, n.inputs[0].DType())}
 }
 
+// d/dx silu x = s (1 + x (1 - s)), s = sigmoid x: one kernel.
+func siluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	x := n.inputs[0]
+	return []*tensor.Tensor{tensor.SiLUBackward(dy, x.t, x.DType())}
+}
+
 // d/dx x^p = p x^(p-1); 0 for p == 0 (PyTorch's rule, which avoids 0 *
 // inf at x = 0).
 func powBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {

@@ -63,6 +63,9 @@ var detOpHashes = map[string]string{
 	"Rsqrt":                   "933e419a5214f4c5185304dff10b5fd95fd0ba05c8d58fc3d6ed57b307af3a06",
 	"SGD":                     "673369d0a322ce871a26b9611f846682c722eab54e9aab3e141cc7e8043af3ee",
 	"Sigmoid":                 "e3f5a2ecacf763587a87a2e6342705a3172ed79420d70a61baa341074c2f008c",
+	"SiLU":                    "404882a275562bad32ca32d383ab069de92241059e2ae682a7169fa7fa228adf",
+	"SiLU/f16":                "bf620f505b38ef507fe5b9e664c0d8122d2349fdc1a420f952eaa1db2f399044",
+	"SiLUBackward":            "ec3e24907b043dbb6979497b801d1fc65055ef4c14d4b099a6a187dad8d7508d",
 	"SoftmaxBackward/3":       "f148a01b2c82108bffda6725d74e4bb7b66ad181debcbc189b9fc813c6df8a89",
 	"SoftmaxBackward/300":     "8750a5098bdfdc5cf700581e70a14424b9e9a6174d72059987e5c77b0c687b66",
 	"SoftmaxBackward/5000":    "38fbc512cc7465178f6f7c3bcf8e520eb3d72b53731c5bf3a2e324a08e83df99",
@@ -193,12 +196,15 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 	get("Rsqrt", tensor.Rsqrt(pos, f32))
 	get("Tanh", tensor.Tanh(sym, f32))
 	get("Sigmoid", tensor.Sigmoid(wide, f32))
+	get("SiLU", tensor.SiLU(wide, f32))
+	get("SiLU/f16", tensor.SiLU(sym, f16))
 	get("GELU", tensor.GELU(sym, f32))
 	get("GELU/f16", tensor.GELU(sym, f16))
 	get("GELUTanh", tensor.GELUTanh(sym, f32))
 	dy := up(detVals(6, n, 2, true))
 	get("GELUBackward", tensor.GELUBackward(dy, sym, f32))
 	get("GELUTanhBackward", tensor.GELUTanhBackward(dy, sym, f32))
+	get("SiLUBackward", tensor.SiLUBackward(dy, sym, f32))
 	mixed := up(detVals(7, n, 3, true))
 	for _, p := range []float32{2, 3, -1, -2, 0.5, -0.5, 2.5, -1.5, 1.0 / 3, 7} {
 		get("Pow/"+strconv.FormatFloat(float64(p), 'g', -1, 32), tensor.Pow(mixed, p, f32))

@@ -48,6 +48,9 @@ var ewOps = []ewOp{
 	{name: "GELUBackward", in: 4, k: ref.ExpRoundings, dev: tensor.GELUBackward, ref: ref.GELUBackward,
 		// GELU' = Phi(x) + x phi(x) crosses zero near x = -0.75: scale by the terms.
 		scales: geluGradScales},
+	{name: "SiLUBackward", in: 4, k: ref.ExpRoundings + 3, dev: tensor.SiLUBackward, ref: ref.SiLUBackward,
+		// SiLU' = s(1 + x(1-s)) crosses zero near x = -1.28: scale by the terms.
+		scales: geluGradScales},
 	{name: "GELUTanhBackward", in: 4, k: ref.ExpRoundings, dev: tensor.GELUTanhBackward, ref: ref.GELUTanhBackward,
 		// GELU' = s + 2x s(1-s)u' crosses zero near x = -0.75: scale by the terms.
 		scales: geluGradScales},

@@ -40,6 +40,7 @@ const (
 	OpPow          // x^p, p a scalar
 	OpTanh         // hyperbolic tangent
 	OpSigmoid      // 1/(1 + e^-x)
+	OpSiLU         // x * sigmoid(x)
 	OpWhere        // cond ? a : b, broadcasting
 	OpMaskedFill   // x with a value where a mask is set
 	OpSumAxes      // sum over a set of axes
@@ -99,6 +100,7 @@ var opNames = [numOps]string{
 	OpPow:          "pow",
 	OpTanh:         "tanh",
 	OpSigmoid:      "sigmoid",
+	OpSiLU:         "silu",
 	OpWhere:        "where",
 	OpMaskedFill:   "masked_fill",
 	OpSumAxes:      "sum_dim",

@@ -33,6 +33,14 @@ func Sigmoid(x *Tensor, out DType) *Tensor {
 	return unaryOp("Sigmoid", kernels.SigmoidForms, x, 0, out)
 }
 
+// SiLU returns x * sigmoid(x) (PyTorch's silu), rounded once to out.
+func SiLU(x *Tensor, out DType) *Tensor { return unaryOp("SiLU", kernels.SiluForms, x, 0, out) }
+
+// SiLUBackward returns dy * SiLU'(x) = dy * s(1 + x(1 - s)), s = sigmoid(x).
+func SiLUBackward(dy, x *Tensor, out DType) *Tensor {
+	return binaryOp("SiLUBackward", kernels.SiluBackwardForms, dy, x, 0, out)
+}
+
 // Pow returns x^p as PyTorch's pow(tensor, scalar): p of 2, 3, -1 and -2
 // by products, 0.5 and -0.5 as Sqrt and Rsqrt (so (-inf)^0.5 is NaN, where
 // C's pow gives +inf), other p as C's pow: x^0 = 1 and 1^p = 1 even for

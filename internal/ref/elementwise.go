@@ -107,6 +107,15 @@ func GELUBackward(dy, x []float32, out tensor.DType) []float64 {
 	return Map2(dy, x, out, func(dy, x float64) float64 { return dy * GeluGrad64(x) })
 }
 
+// SiLUBackward returns dy * SiLU'(x) = dy * s(1 + x(1 - s)), s = sigmoid(x),
+// PyTorch's formula (NaN at -inf).
+func SiLUBackward(dy, x []float32, out tensor.DType) []float64 {
+	return Map2(dy, x, out, func(dy, x float64) float64 {
+		s := Sigmoid64(x)
+		return dy * s * (1 + x*(1-s))
+	})
+}
+
 // GeluGrad64 is the derivative of the exact GELU: Phi(x) + x*phi(x). It is
 // NaN at -inf, where the formula gives inf*0.
 func GeluGrad64(x float64) float64 {

@@ -4402,6 +4402,88 @@ func SigmoidTex(d *vk.Device, groups [3]uint32, s SigmoidSpec, p EwisePush, b Si
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// SiluSpec holds the specialization constants of silu.comp. A zero field
+// takes the shader's default.
+type SiluSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SiluBind names the bindings of silu.comp.
+type SiluBind struct {
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	D *vk.Buffer // binding 1: written
+}
+
+// Silu records silu.comp on d over groups workgroups.
+func Silu(d *vk.Device, groups [3]uint32, s SiluSpec, p EwisePush, b SiluBind) error {
+	k := key{op: "silu"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// SiluForms are silu.comp's forms: the kernel and its texel form.
+var SiluForms = Forms[SiluSpec, EwisePush, SiluBind]{Plain: Silu, Texel: SiluTex}
+
+// SiluBackwardSpec holds the specialization constants of silu_backward.comp. A zero field
+// takes the shader's default.
+type SiluBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// SiluBackwardBind names the bindings of silu_backward.comp.
+type SiluBackwardBind struct {
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
+	D *vk.Buffer // binding 2: written
+}
+
+// SiluBackward records silu_backward.comp on d over groups workgroups.
+func SiluBackward(d *vk.Device, groups [3]uint32, s SiluBackwardSpec, p EwisePush, b SiluBackwardBind) error {
+	k := key{op: "silu_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// SiluBackwardForms are silu_backward.comp's forms: the kernel and its texel form.
+var SiluBackwardForms = Forms[SiluBackwardSpec, EwisePush, SiluBackwardBind]{Plain: SiluBackward, Texel: SiluBackwardTex}
+
+// SiluBackwardTex records silu_backward.comp's texel form on d over groups workgroups.
+func SiluBackwardTex(d *vk.Device, groups [3]uint32, s SiluBackwardSpec, p EwisePush, b SiluBackwardBind) error {
+	k := key{op: "silu_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// SiluTex records silu.comp's texel form on d over groups workgroups.
+func SiluTex(d *vk.Device, groups [3]uint32, s SiluSpec, p EwisePush, b SiluBind) error {
+	k := key{op: "silu_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // SoftmaxSpec holds the specialization constants of softmax.comp. A zero field
 // takes the shader's default.
 type SoftmaxSpec struct {
