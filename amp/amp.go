@@ -94,6 +94,7 @@ var policies = map[tensor.Op]Policy{
 	tensor.OpTanh:       Keep,
 	tensor.OpSigmoid:    Keep,
 	tensor.OpSiLU:       Keep,
+	tensor.OpMish:       Keep,
 	tensor.OpWhere:      Keep,
 	tensor.OpMaskedFill: Keep,
 	tensor.OpMeanAxes:   Keep,

@@ -29,6 +29,7 @@ func TestDoubleRules(t *testing.T) {
 			return g.Sum(g.Add(g.Log(x), g.Add(g.Sqrt(x), g.Rsqrt(x))))
 		}},
 		{"silu", [][]int{{2, 3}}, func(g *nn.Graph, p []*nn.Var) *nn.Var { return g.Sum(g.Mul(g.SiLU(p[0]), p[0])) }},
+		{"mish", [][]int{{2, 3}}, func(g *nn.Graph, p []*nn.Var) *nn.Var { return g.Sum(g.Mul(g.Mish(p[0]), p[0])) }},
 		{"sigmoid pow neg", [][]int{{2, 3}}, func(g *nn.Graph, p []*nn.Var) *nn.Var {
 			return g.Sum(g.Neg(g.Pow(g.Sigmoid(p[0]), 3)))
 		}},

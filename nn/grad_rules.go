@@ -56,6 +56,7 @@ func init() {
 		tensor.OpTanh:         tanhDouble,
 		tensor.OpSigmoid:      sigmoidDouble,
 		tensor.OpSiLU:         siluDouble,
+		tensor.OpMish:         mishDouble,
 		tensor.OpPow:          powDouble,
 		tensor.OpSum:          reduceDouble,
 		tensor.OpMean:         reduceDouble,
@@ -267,6 +268,16 @@ func siluDouble(g *Graph, n *node, dy *Var) []*Var {
 	x := n.inputs[0]
 	s := g.Sigmoid(x)
 	return []*Var{g.Mul(dy, g.Mul(s, g.Add(g.ones(1), g.Mul(x, g.Sub(g.ones(1), s)))))}
+}
+
+// d/dx mish x = t + x s (1 - t^2), s = sigmoid x, in graph ops, with t =
+// tanh(softplus x) written s (1 + r)/(1 + r^2), r = sigmoid(-x), as the
+// kernel computes it (differentiable again, and no overflow).
+func mishDouble(g *Graph, n *node, dy *Var) []*Var {
+	x := n.inputs[0]
+	s, r := g.Sigmoid(x), g.Sigmoid(g.Neg(x))
+	t := g.Div(g.Mul(s, g.Add(g.ones(1), r)), g.Add(g.ones(1), g.Mul(r, r)))
+	return []*Var{g.Mul(dy, g.Add(t, g.Mul(g.Mul(x, s), g.Sub(g.ones(1), g.Mul(t, t)))))}
 }
 
 // d/dx x^p = p x^(p-1); 0 for p == 0.

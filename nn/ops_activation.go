@@ -47,10 +47,6 @@ func (g *Graph) partSub(a, b *Var) *Var {
 	return g.record(tensor.OpSub, tensor.Sub(a.t, b.t, a.DType()), attrs{}, nil, a, b)
 }
 
-func (g *Graph) partMul(a, b *Var) *Var {
-	return g.record(tensor.OpMul, tensor.Mul(a.t, b.t, a.DType()), attrs{}, nil, a, b)
-}
-
 // partWhere records Where with cond, which the graph keeps.
 func (g *Graph) partWhere(cond *tensor.Tensor, a, b *Var) *Var {
 	return g.record(tensor.OpWhere, tensor.Where(cond, a.t, b.t, a.DType()), attrs{}, []*tensor.Tensor{cond}, a, b)
@@ -200,10 +196,6 @@ func (g *Graph) partLog(x *Var) *Var {
 	return g.record(tensor.OpLog, tensor.Log(x.t, x.DType()), attrs{}, nil, x)
 }
 
-func (g *Graph) partTanh(x *Var) *Var {
-	return g.record(tensor.OpTanh, tensor.Tanh(x.t, x.DType()), attrs{}, nil, x)
-}
-
 // Softplus returns log(1 + e^(beta x))/beta, and x where beta*x >
 // threshold (PyTorch's torch.nn.functional.softplus(x, beta, threshold);
 // its defaults are beta 1, threshold 20), in fp32 under autocast, as
@@ -246,16 +238,11 @@ func (g *Graph) softplus(x *Var, beta, threshold float32) *Var {
 }
 
 // Mish returns x * tanh(softplus(x)) (PyTorch's
-// torch.nn.functional.mish; softplus with beta 1 and threshold 20), in
-// x's dtype (PyTorch's mish is on no autocast list): a 16-bit x is cast
-// to fp32 for softplus and tanh, whose result is rounded to x's dtype
-// before the product, as PyTorch computes in fp32 and rounds once. The
-// gradient is PyTorch's (tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)). Not
-// twice differentiable (Softplus's Where).
+// torch.nn.functional.mish), in x's dtype under autocast (PyTorch's mish
+// is on no autocast list), computed in fp32 and rounded once. The gradient
+// is PyTorch's (tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)), and
+// differentiable again.
 func (g *Graph) Mish(x *Var) *Var {
 	defer g.use("Mish").done()
-	floats("Mish", x)
-	x = g.cast(x, g.dtypeFor(tensor.OpTanh, x))
-	t := g.partTanh(g.softplus(g.cast(x, tensor.Float32), 1, 20))
-	return g.partMul(x, g.cast(t, x.DType()))
+	return g.unaryMath("Mish", tensor.OpMish, x, tensor.Mish, attrs{})
 }

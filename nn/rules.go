@@ -45,6 +45,7 @@ func init() {
 		tensor.OpTanh:         tanhBack,
 		tensor.OpSigmoid:      sigmoidBack,
 		tensor.OpSiLU:         siluBack,
+		tensor.OpMish:         mishBack,
 		tensor.OpWhere:        whereBack,
 		tensor.OpMaskedFill:   maskedFillBack,
 		tensor.OpSumAxes:      sumAxesBack,

@@ -133,6 +133,13 @@ func siluBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{tensor.SiLUBackward(dy, x.t, x.DType())}
 }
 
+// d/dx mish x = t + x s (1 - t^2), t = tanh(softplus x), s = sigmoid x:
+// one kernel.
+func mishBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	x := n.inputs[0]
+	return []*tensor.Tensor{tensor.MishBackward(dy, x.t, x.DType())}
+}
+
 // d/dx x^p = p x^(p-1); 0 for p == 0 (PyTorch's rule, which avoids 0 *
 // inf at x = 0).
 func powBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {

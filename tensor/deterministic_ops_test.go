@@ -63,6 +63,9 @@ var detOpHashes = map[string]string{
 	"Rsqrt":                   "933e419a5214f4c5185304dff10b5fd95fd0ba05c8d58fc3d6ed57b307af3a06",
 	"SGD":                     "673369d0a322ce871a26b9611f846682c722eab54e9aab3e141cc7e8043af3ee",
 	"Sigmoid":                 "e3f5a2ecacf763587a87a2e6342705a3172ed79420d70a61baa341074c2f008c",
+	"Mish":                    "f0f89eba947ba83eb528ab27b0e0f82e1f89998a81e015b31099933c039576c2",
+	"Mish/f16":                "2ad7284eb5d2af60e5de42fbd46ccf05d434b4d33ec25154a51e4a20b0611bb9",
+	"MishBackward":            "510444818e197b9ff3cfcaf5fca0cc5b9121de235395eb62ab125085c9e7b2c0",
 	"SiLU":                    "404882a275562bad32ca32d383ab069de92241059e2ae682a7169fa7fa228adf",
 	"SiLU/f16":                "bf620f505b38ef507fe5b9e664c0d8122d2349fdc1a420f952eaa1db2f399044",
 	"SiLUBackward":            "ec3e24907b043dbb6979497b801d1fc65055ef4c14d4b099a6a187dad8d7508d",
@@ -198,6 +201,8 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 	get("Sigmoid", tensor.Sigmoid(wide, f32))
 	get("SiLU", tensor.SiLU(wide, f32))
 	get("SiLU/f16", tensor.SiLU(sym, f16))
+	get("Mish", tensor.Mish(wide, f32))
+	get("Mish/f16", tensor.Mish(sym, f16))
 	get("GELU", tensor.GELU(sym, f32))
 	get("GELU/f16", tensor.GELU(sym, f16))
 	get("GELUTanh", tensor.GELUTanh(sym, f32))
@@ -205,6 +210,7 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 	get("GELUBackward", tensor.GELUBackward(dy, sym, f32))
 	get("GELUTanhBackward", tensor.GELUTanhBackward(dy, sym, f32))
 	get("SiLUBackward", tensor.SiLUBackward(dy, sym, f32))
+	get("MishBackward", tensor.MishBackward(dy, sym, f32))
 	mixed := up(detVals(7, n, 3, true))
 	for _, p := range []float32{2, 3, -1, -2, 0.5, -0.5, 2.5, -1.5, 1.0 / 3, 7} {
 		get("Pow/"+strconv.FormatFloat(float64(p), 'g', -1, 32), tensor.Pow(mixed, p, f32))

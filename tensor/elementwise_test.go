@@ -51,6 +51,9 @@ var ewOps = []ewOp{
 	{name: "SiLUBackward", in: 4, k: ref.ExpRoundings + 3, dev: tensor.SiLUBackward, ref: ref.SiLUBackward,
 		// SiLU' = s(1 + x(1-s)) crosses zero near x = -1.28: scale by the terms.
 		scales: geluGradScales},
+	{name: "MishBackward", in: 4, k: ref.ExpRoundings + 6, dev: tensor.MishBackward, ref: ref.MishBackward,
+		// Mish' crosses zero near x = -1.19: scale by the terms.
+		scales: geluGradScales},
 	{name: "GELUTanhBackward", in: 4, k: ref.ExpRoundings, dev: tensor.GELUTanhBackward, ref: ref.GELUTanhBackward,
 		// GELU' = s + 2x s(1-s)u' crosses zero near x = -0.75: scale by the terms.
 		scales: geluGradScales},

@@ -41,6 +41,7 @@ const (
 	OpTanh         // hyperbolic tangent
 	OpSigmoid      // 1/(1 + e^-x)
 	OpSiLU         // x * sigmoid(x)
+	OpMish         // x * tanh(softplus(x))
 	OpWhere        // cond ? a : b, broadcasting
 	OpMaskedFill   // x with a value where a mask is set
 	OpSumAxes      // sum over a set of axes
@@ -101,6 +102,7 @@ var opNames = [numOps]string{
 	OpTanh:         "tanh",
 	OpSigmoid:      "sigmoid",
 	OpSiLU:         "silu",
+	OpMish:         "mish",
 	OpWhere:        "where",
 	OpMaskedFill:   "masked_fill",
 	OpSumAxes:      "sum_dim",

@@ -41,6 +41,15 @@ func SiLUBackward(dy, x *Tensor, out DType) *Tensor {
 	return binaryOp("SiLUBackward", kernels.SiluBackwardForms, dy, x, 0, out)
 }
 
+// Mish returns x * tanh(softplus(x)) (PyTorch's mish), rounded once to out.
+func Mish(x *Tensor, out DType) *Tensor { return unaryOp("Mish", kernels.MishForms, x, 0, out) }
+
+// MishBackward returns dy * Mish'(x) = dy * (t + x s(1 - t^2)), t =
+// tanh(softplus(x)), s = sigmoid(x).
+func MishBackward(dy, x *Tensor, out DType) *Tensor {
+	return binaryOp("MishBackward", kernels.MishBackwardForms, dy, x, 0, out)
+}
+
 // Pow returns x^p as PyTorch's pow(tensor, scalar): p of 2, 3, -1 and -2
 // by products, 0.5 and -0.5 as Sqrt and Rsqrt (so (-inf)^0.5 is NaN, where
 // C's pow gives +inf), other p as C's pow: x^0 = 1 and 1^p = 1 even for

@@ -27,6 +27,7 @@ var mathOps = []struct {
 	{"Tanh", 4, ref.ExpRoundings, tensor.Tanh, math.Tanh},
 	{"Sigmoid", 8, ref.ExpRoundings, tensor.Sigmoid, ref.Sigmoid64},
 	{"SiLU", 8, ref.ExpRoundings + 1, tensor.SiLU, func(x float64) float64 { return x * ref.Sigmoid64(x) }},
+	{"Mish", 8, ref.ExpRoundings + 4, tensor.Mish, ref.Mish64},
 }
 
 // powExps are the exponents of the Pow tests: PyTorch's special cases (2,

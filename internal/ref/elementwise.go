@@ -116,6 +116,18 @@ func SiLUBackward(dy, x []float32, out tensor.DType) []float64 {
 	})
 }
 
+// Mish64 is x tanh(log(1 + e^x)), PyTorch's mish (NaN at -inf).
+func Mish64(x float64) float64 { return x * math.Tanh(math.Log1p(math.Exp(x))) }
+
+// MishBackward returns dy * Mish'(x) = dy * (t + x s(1 - t^2)), t =
+// tanh(softplus(x)), s = sigmoid(x), PyTorch's formula (NaN at -inf).
+func MishBackward(dy, x []float32, out tensor.DType) []float64 {
+	return Map2(dy, x, out, func(dy, x float64) float64 {
+		t := math.Tanh(math.Log1p(math.Exp(x)))
+		return dy * (t + x*Sigmoid64(x)*(1-t*t))
+	})
+}
+
 // GeluGrad64 is the derivative of the exact GELU: Phi(x) + x*phi(x). It is
 // NaN at -inf, where the formula gives inf*0.
 func GeluGrad64(x float64) float64 {

@@ -3611,6 +3611,88 @@ func MinRowsTex(d *vk.Device, groups [3]uint32, s MinRowsSpec, p RowsPush, b Min
 	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
+// MishSpec holds the specialization constants of mish.comp. A zero field
+// takes the shader's default.
+type MishSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// MishBind names the bindings of mish.comp.
+type MishBind struct {
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	D *vk.Buffer // binding 1: written
+}
+
+// Mish records mish.comp on d over groups workgroups.
+func Mish(d *vk.Device, groups [3]uint32, s MishSpec, p EwisePush, b MishBind) error {
+	k := key{op: "mish"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// MishForms are mish.comp's forms: the kernel and its texel form.
+var MishForms = Forms[MishSpec, EwisePush, MishBind]{Plain: Mish, Texel: MishTex}
+
+// MishBackwardSpec holds the specialization constants of mish_backward.comp. A zero field
+// takes the shader's default.
+type MishBackwardSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	In1DT      DType  // IN1_DT: constant 2, default 0
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// MishBackwardBind names the bindings of mish_backward.comp.
+type MishBackwardBind struct {
+	A *vk.Buffer // binding 0: read; read as texels in the texel form
+	B *vk.Buffer // binding 1: read; read as texels in the texel form
+	D *vk.Buffer // binding 2: written
+}
+
+// MishBackward records mish_backward.comp on d over groups workgroups.
+func MishBackward(d *vk.Device, groups [3]uint32, s MishBackwardSpec, p EwisePush, b MishBackwardBind) error {
+	k := key{op: "mish_backward"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// MishBackwardForms are mish_backward.comp's forms: the kernel and its texel form.
+var MishBackwardForms = Forms[MishBackwardSpec, EwisePush, MishBackwardBind]{Plain: MishBackward, Texel: MishBackwardTex}
+
+// MishBackwardTex records mish_backward.comp's texel form on d over groups workgroups.
+func MishBackwardTex(d *vk.Device, groups [3]uint32, s MishBackwardSpec, p EwisePush, b MishBackwardBind) error {
+	k := key{op: "mish_backward_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(2, uint32(s.In1DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.B, b.D)
+}
+
+// MishTex records mish.comp's texel form on d over groups workgroups.
+func MishTex(d *vk.Device, groups [3]uint32, s MishSpec, p EwisePush, b MishBind) error {
+	k := key{op: "mish_tex"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(3, uint32(s.OutDT))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.A, b.D)
+}
+
 // MulSpec holds the specialization constants of mul.comp. A zero field
 // takes the shader's default.
 type MulSpec struct {
