@@ -47,6 +47,9 @@ type forms struct {
 	matmul, matmulSmall mmKind
 	// forced is the kind Options.Matmul or VKAMP_MATMUL forces, "" for none.
 	forced string
+	// plain: Options.PlainForms asked for the plain forms (the texel ones
+	// off), whatever the device.
+	plain bool
 }
 
 // rowOwnMax is the longest row one invocation owns where rowPerInvocation.
@@ -61,6 +64,9 @@ type formsKey struct{}
 func formsOf(d *vk.Device) *forms {
 	return d.Local(formsKey{}, func() any {
 		f := formsFor(d.Info(), d.Matmul())
+		if d.PlainForms() {
+			f.plainOnly()
+		}
 		return &f
 	}).(*forms)
 }
@@ -105,6 +111,15 @@ func formsFor(info vk.Info, matmul string) forms {
 		f.matmul = f.matmulSmall
 	}
 	return f
+}
+
+// plainOnly turns the texel forms off: the plain forms serve, and the
+// matmul rule takes what it takes where texels do not serve.
+func (f *forms) plainOnly() {
+	f.plain, f.texels, f.attnTex, f.optimVec4 = true, false, false, false
+	if f.matmul == mmTexel {
+		f.matmul = f.matmulSmall
+	}
 }
 
 // mesaMajor is the Mesa release of a Mesa driver, from its driverVersion

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,8 +75,12 @@ func TestFormsTable(t *testing.T) {
 func TestFormsOfDevice(t *testing.T) {
 	d := devtest.Open(t)
 	f := formsOf(d)
-	if *f != formsFor(d.Info(), d.Matmul()) {
-		t.Errorf("%s: row %+v, want %+v", d.Info().Name, *f, formsFor(d.Info(), d.Matmul()))
+	want := formsFor(d.Info(), d.Matmul())
+	if d.PlainForms() {
+		want.plainOnly()
+	}
+	if *f != want {
+		t.Errorf("%s: row %+v, want %+v", d.Info().Name, *f, want)
 	}
 	if formsOf(d) != f {
 		t.Error("the row is made again")
@@ -104,6 +109,50 @@ func TestFormsOnlyHere(t *testing.T) {
 			if probe.MatchString(code) {
 				t.Errorf("%s:%d asks about the device outside the forms table: %s", file, i+1, strings.TrimSpace(line))
 			}
+		}
+	}
+}
+
+// TestPlainFormsOption opens a second device told to run the plain forms
+// (vk.Options.PlainForms) and checks its row (no texel forms) and that a
+// kernel of each kind with a texel form gives the bits it gives on the
+// default device, which on lavapipe runs those forms: elementwise (with
+// the fp16 decode of DRIVER_HALVES), the table lookup, rows, columns,
+// softmax, layer norm, dropout, index select and a cast.
+func TestPlainFormsOption(t *testing.T) {
+	d := devtest.Open(t)
+	p := devtest.Open(t, vk.Options{PlainForms: true})
+	if f := formsOf(p); !f.plain || f.texels || f.attnTex || f.optimVec4 || f.matmul == mmTexel {
+		t.Errorf("plain forms asked for: row %+v", *f)
+	}
+	rnd := func(seed uint64, n int) []float32 {
+		r := rand.New(rand.NewPCG(seed, 1))
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	ops := func(d *vk.Device) map[string]*Tensor {
+		x := FromFloat32(d, rnd(3, 64*48), 64, 48)
+		y := FromFloat32(d, rnd(4, 64*48), 64, 48)
+		h, hy := Cast(x, Float16), Cast(y, Float16)
+		g, b := FromFloat32(d, rnd(5, 48), 48), FromFloat32(d, rnd(6, 48), 48)
+		idx := FromInt32(d, []int32{3, 0, 63, 7}, 4)
+		ln, _ := LayerNorm(x, g, b, 1e-5)
+		return map[string]*Tensor{
+			"Add f16": Add(h, hy, Float16), "Exp": Exp(x, Float32), "GELU f16": GELU(h, Float16),
+			"SumAxis rows": SumAxis(x, 1), "SumAxisAs cols f16": SumAxisAs(h, 0, Float16),
+			"Softmax": Softmax(x), "LayerNorm": ln,
+			"Dropout f16": Dropout(h, 0.5, 7), "IndexSelect f16": IndexSelect(h, idx), "Cast f16": Cast(h, Float32),
+		}
+	}
+	want, got := ops(d), ops(p)
+	for name, w := range want {
+		a, errA := w.Bytes()
+		b, errB := got[name].Bytes()
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: plain forms differ from the device's forms (errors %v, %v)", name, errA, errB)
 		}
 	}
 }

@@ -70,9 +70,11 @@ type Device struct {
 	times  map[string]*KernelTime
 	faults Faults
 
-	matmul  string // Options.Matmul or VKAMP_MATMUL: the forced matmul kind, "" for the rule
-	tuneOff bool   // Options.NoTune or VKAMP_TUNE=off
-	tuneDir string // Options.TuneDir or VKAMP_TUNE_DIR
+	matmul string // Options.Matmul or VKAMP_MATMUL: the forced matmul kind, "" for the rule
+	// plainForms: Options.PlainForms or VKAMP_PLAIN_FORMS.
+	plainForms bool
+	tuneOff    bool   // Options.NoTune or VKAMP_TUNE=off
+	tuneDir    string // Options.TuneDir or VKAMP_TUNE_DIR
 
 	localMu sync.Mutex
 	locals  map[any]any // Local's values
@@ -145,6 +147,7 @@ func Open(opts Options) (*Device, error) {
 		matmul:       cmp.Or(opts.Matmul, os.Getenv("VKAMP_MATMUL")),
 		tuneOff:      opts.NoTune || os.Getenv("VKAMP_TUNE") == "off",
 		tuneDir:      cmp.Or(opts.TuneDir, os.Getenv("VKAMP_TUNE_DIR")),
+		plainForms:   opts.PlainForms || envBool("VKAMP_PLAIN_FORMS"),
 		opts:         opts,
 		align:        max(info.MinStorageBufferAlign, info.MinTexelBufferAlign, 16),
 		blockSize:    defaultBlockSize,
@@ -258,6 +261,10 @@ func (d *Device) Tier() Tier { return d.tier }
 // Matmul is the matmul kernel kind the device was told to run (Options.Matmul
 // or VKAMP_MATMUL, checked by Open), or "" for tensor's rule.
 func (d *Device) Matmul() string { return d.matmul }
+
+// PlainForms reports whether the device was told to run every kernel
+// family's plain form (Options.PlainForms, VKAMP_PLAIN_FORMS).
+func (d *Device) PlainForms() bool { return d.plainForms }
 
 // Tuning says whether the matmul autotuner may run (Options.NoTune,
 // VKAMP_TUNE) and where it stores its results (Options.TuneDir,

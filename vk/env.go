@@ -26,6 +26,7 @@ var envVars = map[string]string{ // name: the values it accepts
 	"VKAMP_VALIDATION":         boolValues,
 	"VKAMP_NO_SYNC_VALIDATION": boolValues,
 	"VKAMP_DETERMINISTIC":      boolValues,
+	"VKAMP_PLAIN_FORMS":        boolValues,
 }
 
 const boolValues = "1, 0, true, false, yes, no, on or off"
@@ -76,7 +77,7 @@ func checkEnv() error {
 			if fi, err := os.Stat(value); err == nil && !fi.IsDir() {
 				errs = append(errs, envError(name, value, "not a directory (tuned tiles are stored in the directory it names, made if missing)"))
 			}
-		case "VKAMP_VALIDATION", "VKAMP_NO_SYNC_VALIDATION", "VKAMP_DETERMINISTIC":
+		case "VKAMP_VALIDATION", "VKAMP_NO_SYNC_VALIDATION", "VKAMP_DETERMINISTIC", "VKAMP_PLAIN_FORMS":
 			if _, ok := parseBool(value); !ok {
 				errs = append(errs, envError(name, value, "want %s", envVars[name]))
 			}

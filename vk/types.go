@@ -224,6 +224,12 @@ type Options struct {
 	// TuneDir is where tuned tiles are stored; empty means VKAMP_TUNE_DIR,
 	// else the user's cache directory.
 	TuneDir string
+	// PlainForms runs every kernel family's plain (storage-buffer) form, as
+	// a GPU does, where the forms table would pick a CPU driver's texel
+	// form: to measure those forms against the plain ones (tools/bench
+	// -forms) or to test the plain forms on a CPU driver. false means
+	// VKAMP_PLAIN_FORMS.
+	PlainForms bool
 }
 
 func (o *Options) waitTimeout() time.Duration {

@@ -19,6 +19,7 @@
 //	go run ./tools/bench -host-only [-step-n 100]             # host time per dispatch of an AMP step
 //	go run ./tools/bench -run 'dispatch/host-us|stream/adam'  # only the results whose names match
 //	go run ./tools/bench -autotune [-sizes 1024]   # store this device's fastest matmul tiles
+//	go run ./tools/bench -forms -run 'forms/'     # each streaming kernel's forms beside its plain form
 package main
 
 import (
@@ -58,6 +59,7 @@ func main() {
 	detOnly := flag.Bool("deterministic-only", false, "measure only the deterministic mode's cost")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	hostOnly := flag.Bool("host-only", false, "measure only the host time per dispatch (dispatch/...): the MNIST MLP's AMP step at batch 64, recorded and replayed, and the step of tools/gpt's CPU recipe, -step-n samples of each (a GPT sample is a whole step: a second or so on lavapipe)")
+	forms := flag.Bool("forms", false, "measure each streaming kernel in the device's forms beside its plain form (vk.Options.PlainForms) on the same device opened again, as forms/<kernel>")
 	run := flag.String("run", "", "measure and print only the results whose names match this regular expression (conv2d and deterministic ones run when it matches \"conv2d\" or \"deterministic\")")
 	flag.Parse()
 	sel, err := newSelection(*run)
@@ -145,7 +147,7 @@ func main() {
 			*detN = 256
 		}
 	}
-	runData, runHost := *data, false
+	runData, runHost, formsN := *data, false, *elements
 	if sel.re != nil { // skip what cannot match
 		if !sel.any(matmulNames(ns)) {
 			ns = nil
@@ -178,6 +180,9 @@ func main() {
 			err = host(d, *data, *stepN, emit)
 		}
 	}
+	if err == nil && *forms && sel.any(formsNames()) {
+		err = streamForms(d, *device, formsN, *minTime, sel.match, emit)
+	}
 	if err == nil && *conv {
 		err = bench.Conv(d, bench.MNISTConv2, *minTime, emit)
 	}
@@ -195,6 +200,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// streamForms opens the device again with the plain forms and measures
+// every streaming kernel in both (bench.StreamForms).
+func streamForms(d *vk.Device, device string, n int, minTime time.Duration, want func(string) bool, emit func(bench.Result)) error {
+	plain, err := vk.Open(vk.Options{Device: device, PlainForms: true})
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	return bench.StreamForms(d, plain, n, minTime, func(name string) bool { return want("forms/" + strings.TrimPrefix(name, "stream/")) }, emit)
+}
+
+// formsNames are StreamForms' result names.
+func formsNames() []string {
+	var out []string
+	for _, n := range bench.StreamNames[1:] {
+		out = append(out, "forms/"+strings.TrimPrefix(n, "stream/"))
+	}
+	return out
 }
 
 // ints parses a comma-separated list of sizes in [1, limit]; empty is none.

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vkamp/vkamp/internal/ref"
@@ -42,14 +43,82 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 	if n < 1 {
 		return fmt.Errorf("bench: stream: %d elements", n)
 	}
+	ops, n, done, err := streamOps(d, n, want)
+	defer done()
+	if err != nil {
+		return err
+	}
+	runs := make([]func() error, len(ops))
+	for i, o := range ops {
+		runs[i] = o.run
+	}
+	best, err := fastest(minTime, runs)
+	if err != nil {
+		return fmt.Errorf("bench: stream: %w", err)
+	}
+	info := d.Info()
+	results := streamResults(ops, best, n)
+	for _, r := range results {
+		r.Device, r.Driver, r.Tier = info.Name, info.DriverName, d.Tier().String()
+		emit(r)
+	}
+	return nil
+}
+
+// StreamForms measures each streaming kernel that want chooses (nil: all)
+// on d in the forms its forms table picks and on plain, the same device
+// opened with vk.Options.PlainForms, in turn, round after round as Stream
+// does: forms/<kernel> is d's GB/s beside plain's. A ratio under 1 is a
+// texel form slower than the plain one on this driver.
+func StreamForms(d, plain *vk.Device, n int, minTime time.Duration, want func(name string) bool, emit func(Result)) error {
+	if n < 1 || !plain.PlainForms() {
+		return fmt.Errorf("bench: stream forms: %d elements, plain forms %v", n, plain.PlainForms())
+	}
+	ops, n, done, err := streamOps(d, n, want)
+	defer done()
+	if err != nil {
+		return err
+	}
+	pops, _, pdone, err := streamOps(plain, n, want)
+	defer pdone()
+	if err != nil {
+		return err
+	}
+	ops, pops = ops[1:], pops[1:] // not copy/buffer: it has no forms
+	var runs []func() error
+	for i := range ops {
+		runs = append(runs, ops[i].run, pops[i].run)
+	}
+	best, err := fastest(minTime, runs)
+	if err != nil {
+		return fmt.Errorf("bench: stream forms: %w", err)
+	}
+	info := d.Info()
+	for i, o := range ops {
+		v, pv := o.bytes/1e9/best[2*i].Seconds(), o.bytes/1e9/best[2*i+1].Seconds()
+		emit(Result{Name: "forms/" + strings.TrimPrefix(o.name, "stream/"), Value: v, Unit: "GB/s", Ratio: v / pv, Versus: "plain forms",
+			Detail: fmt.Sprintf("%s: the device's forms beside the plain ones (vk.Options.PlainForms), %.3g GB/s; %d elements", o.detail, pv, n),
+			Device: info.Name, Driver: info.DriverName, Tier: d.Tier().String()})
+	}
+	return nil
+}
+
+// streamOps makes Stream's kernels on d over n elements (rounded up to
+// whole rows, the n it returns), copy/buffer first; done releases what
+// they use.
+func streamOps(d *vk.Device, n int, want func(name string) bool) (_ []streamOp, _ int, done func(), err error) {
 	rows := (n + streamCols - 1) / streamCols
 	n = rows * streamCols
 	var keep []*tensor.Tensor
-	defer func() {
+	var closers []func()
+	done = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
 		for _, t := range keep {
 			t.Release()
 		}
-	}()
+	}
 	f32 := func(seed uint64, shape ...int) *tensor.Tensor {
 		t := tensor.FromFloat32(d, ref.Rand(shapeLen(shape), seed), shape...)
 		keep = append(keep, t)
@@ -71,28 +140,28 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 	keep = append(keep, hp, dyp, yp, argp)
 	for _, t := range keep {
 		if err := t.Err(); err != nil {
-			return fmt.Errorf("bench: stream: %w", err)
+			return nil, 0, done, fmt.Errorf("bench: stream: %w", err)
 		}
 	}
 	// The optimizers' states over p and g: adamHalf is AMP's Adam (it also
 	// writes each weight's fp16 copy); the MNIST CNN recipe steps Adadelta.
 	var states [4]*tensor.OptimizerState
-	defer func() {
+	closers = append(closers, func() {
 		for _, s := range states {
 			s.Close()
 		}
-	}()
+	})
 	for i, moments := range []int{2, 2, 1, 2} {
 		var err error
 		if states[i], err = tensor.NewOptimizerState([]*tensor.Tensor{p}, []*tensor.Tensor{g}, moments); err != nil {
-			return err
+			return nil, 0, done, err
 		}
 	}
 	adam, adamHalf, sgd, adadelta := states[0], states[1], states[2], states[3]
 	hw := tensor.Zeros(d, tensor.Float16, n)
 	keep = append(keep, hw)
 	if err := hw.Err(); err != nil {
-		return fmt.Errorf("bench: stream: %w", err)
+		return nil, 0, done, fmt.Errorf("bench: stream: %w", err)
 	}
 	adamHalf.SetHalfCopy(0, hw)
 	// Scale 1: every round multiplies the same gradients by 1, so they stay
@@ -100,24 +169,24 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 	// a hundred rounds, and the rounds would measure other values).
 	sc, err := scaler.New(scaler.Options{InitScale: 1})
 	if err != nil {
-		return err
+		return nil, 0, done, err
 	}
-	defer sc.Close()
+	closers = append(closers, func() { sc.Close() })
 	one := tensor.Full(d, tensor.Float32, 1, 1)
-	defer one.Release()
+	keep = append(keep, one)
 	sc.Scale(one).Release()
 	unscaleOpt := &gradOnly{[]*tensor.Tensor{ug}}
 	// The fused path's halves, by a scale of 4: the check and a fused
 	// Adam read the gradients and write none.
 	ls := tensor.NewLossScale(4, 0)
-	defer ls.Close()
+	closers = append(closers, func() { ls.Close() })
 	ls.Scale(one).Release()
 	var checkTab tensor.BlockTable
-	defer checkTab.Close()
+	closers = append(closers, func() { checkTab.Close() })
 	found := tensor.Zeros(d, tensor.Float32, 1)
 	keep = append(keep, found)
 	if err := found.Err(); err != nil {
-		return fmt.Errorf("bench: stream: %w", err)
+		return nil, 0, done, fmt.Errorf("bench: stream: %w", err)
 	}
 
 	adamStep := func(s *tensor.OptimizerState, unscale *tensor.LossScale) error {
@@ -214,21 +283,7 @@ func Stream(d *vk.Device, n int, minTime time.Duration, want func(name string) b
 	if want != nil { // unwanted kernels are not run: a profile of the run shows only those wanted
 		ops = append(ops[:1], slices.DeleteFunc(ops[1:], func(o streamOp) bool { return !want(o.name) })...)
 	}
-	runs := make([]func() error, len(ops))
-	for i, o := range ops {
-		runs[i] = o.run
-	}
-	best, err := fastest(minTime, runs)
-	if err != nil {
-		return fmt.Errorf("bench: stream: %w", err)
-	}
-	info := d.Info()
-	results := streamResults(ops, best, n)
-	for _, r := range results {
-		r.Device, r.Driver, r.Tier = info.Name, info.DriverName, d.Tier().String()
-		emit(r)
-	}
-	return nil
+	return ops, n, done, nil
 }
 
 // streamResults turns the fastest times into GB/s, the first op (the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/vk"
 )
 
 // TestStream runs the streaming measurement on a few rows and checks that
@@ -52,6 +53,30 @@ func TestStream(t *testing.T) {
 	}
 	if !slices.Equal(ran, []string{"copy/buffer", "stream/gelu-f16"}) {
 		t.Errorf("wanting gelu-f16 measured %v", ran)
+	}
+}
+
+// TestStreamForms runs the forms comparison on a few rows: every streaming
+// kernel but copy/buffer, as forms/<name> beside the plain forms; a device
+// not told to run the plain forms is refused.
+func TestStreamForms(t *testing.T) {
+	d := devtest.Open(t)
+	p := devtest.Open(t, vk.Options{PlainForms: true})
+	var rs []Result
+	if err := StreamForms(d, p, streamCols, time.Millisecond, nil, func(r Result) { rs = append(rs, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(StreamNames)-1 {
+		t.Fatalf("%d results, want %d", len(rs), len(StreamNames)-1)
+	}
+	for i, r := range rs {
+		want := "forms/" + strings.TrimPrefix(StreamNames[i+1], "stream/")
+		if r.Name != want || r.Versus != "plain forms" || !(r.Value > 0) || !(r.Ratio > 0) || math.IsInf(r.Ratio, 0) {
+			t.Errorf("result %d: %+v, want %s beside the plain forms", i, r, want)
+		}
+	}
+	if err := StreamForms(d, d, streamCols, time.Millisecond, nil, func(Result) {}); err == nil {
+		t.Error("a device with its own forms as the plain one: no error")
 	}
 }
 
