@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vkamp/vkamp/tools/internal/corpus"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -31,7 +32,7 @@ type trainer struct {
 	g      dist.Group // the data-parallel ranks; this one takes rows [lo, hi) of every batch
 	dp     *dist.DataParallel
 	lo, hi int
-	data   *corpus
+	data   *corpus.Corpus
 	m      *gpt.Model
 	params []*nn.Param
 	opt    *nn.Adam
@@ -124,15 +125,15 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	data, err := loadCorpus(ctx, c.data)
+	data, err := corpus.Load(ctx, c.data)
 	if err != nil {
 		return err
 	}
-	if err := data.check(c.block); err != nil {
+	if err := data.Check(c.block); err != nil {
 		return err
 	}
 	if c.sample > 0 {
-		if r, ok := data.known(c.prompt); !ok {
+		if r, ok := data.Known(c.prompt); !ok {
 			return fmt.Errorf("-prompt: character %q is not in the vocabulary of %s", r, c.data)
 		}
 	}
@@ -149,7 +150,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 		info := r.D.Info()
 		fmt.Fprintf(log, "rank %d of %d: device %d: %s (%s, %s %s), tier %s\n", r.G.Rank(), r.G.Size(), info.Index, info.Name, info.Type, info.DriverName, info.DriverInfo, r.D.Tier())
 	}
-	fmt.Fprintf(log, "data: %s: vocabulary %d, %d training and %d validation characters\n", c.data, len(data.chars), len(data.train), len(data.val))
+	fmt.Fprintf(log, "data: %s: vocabulary %d, %d training and %d validation characters\n", c.data, len(data.Chars), len(data.Train), len(data.Val))
 	ts := make([]*trainer, len(rs))
 	defer func() {
 		for _, t := range ts {
@@ -205,16 +206,16 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 		fmt.Fprintln(log, "report:", c.reportPath)
 	}
 	if c.sample > 0 {
-		prompt := data.encode(c.prompt)
+		prompt := data.Encode(c.prompt)
 		gen, err := t.m.Generate(prompt, c.sample, gpt.GenerateOptions{Temperature: c.temperature, TopK: c.topK, Autocast: autocastDType(c.precision),
 			Context: ctx}, rand.New(rand.NewPCG(c.seed, 2)))
 		if err != nil {
 			if ctx.Err() != nil { // SIGINT or SIGTERM while sampling: what came so far, then stop
-				fmt.Fprintf(log, "sample (interrupted after %d tokens):\n%s%s\n", len(gen), c.prompt, data.decode(gen))
+				fmt.Fprintf(log, "sample (interrupted after %d tokens):\n%s%s\n", len(gen), c.prompt, data.Decode(gen))
 			}
 			return err
 		}
-		fmt.Fprintf(log, "sample (temperature %g, top-k %d):\n%s%s\n", c.temperature, c.topK, c.prompt, data.decode(gen))
+		fmt.Fprintf(log, "sample (temperature %g, top-k %d):\n%s%s\n", c.temperature, c.topK, c.prompt, data.Decode(gen))
 	}
 	return nil
 }
@@ -228,7 +229,7 @@ func autocastDType(precision string) tensor.DType {
 	return map[string]tensor.DType{"f16": tensor.Float16, "bf16": tensor.BFloat16}[precision] // f32: Float32, off
 }
 
-func newTrainer(c config, d *vk.Device, g dist.Group, data *corpus) (*trainer, error) {
+func newTrainer(c config, d *vk.Device, g dist.Group, data *corpus.Corpus) (*trainer, error) {
 	fp16 := c.precision == "f16" // bf16 needs no loss scaler
 	if c.batch%g.Size() != 0 {
 		return nil, fmt.Errorf("batch %d is not a multiple of the %d ranks", c.batch, g.Size())
@@ -237,7 +238,7 @@ func newTrainer(c config, d *vk.Device, g dist.Group, data *corpus) (*trainer, e
 	t := &trainer{c: c, d: d, g: g, lo: lo, hi: hi, data: data, pcg: rand.NewPCG(c.seed, 1), seeds: nn.NewSeedSource(c.seed),
 		hist: report.Curve{Name: precisionName(c.precision)}, x: make([]int32, c.batch*c.block), y: make([]int32, c.batch*c.block)}
 	t.rng = rand.New(t.pcg)
-	t.m = gpt.New(d, gpt.Config{Vocab: len(data.chars), BlockSize: c.block, Layers: c.layers, Heads: c.heads, Dim: c.dim, Dropout: c.dropout},
+	t.m = gpt.New(d, gpt.Config{Vocab: len(data.Chars), BlockSize: c.block, Layers: c.layers, Heads: c.heads, Dim: c.dim, Dropout: c.dropout},
 		rand.New(rand.NewPCG(c.seed, 0)))
 	t.m.SetTraining(true)
 	t.params = t.m.Parameters()
@@ -405,7 +406,7 @@ func (t *trainer) step() error {
 	if err := t.opt.SetLR(t.lr(t.iter)); err != nil {
 		return err
 	}
-	batch(t.data.train, c.block, t.rng, t.x, t.y) // the whole batch, the same on every rank
+	corpus.Batch(t.data.Train, c.block, t.rng, t.x, t.y) // the whole batch, the same on every rank
 	if err := t.io.load(t.x[t.lo*c.block:t.hi*c.block], t.y[t.lo*c.block:t.hi*c.block], t.seeds); err != nil {
 		return err
 	}
@@ -555,7 +556,7 @@ func (t *trainer) evaluate(ctx context.Context, spread bool) (evaluation, error)
 func (t *trainer) evaluateSplits(ctx context.Context, spread bool) (evaluation, error) {
 	c := t.c
 	e := evaluation{Iter: t.iter, Scale: 1, LR: t.lr(min(t.iter, c.iters-1)), Skipped: len(t.hist.Skipped)}
-	for i, split := range [][]int32{t.data.train, t.data.val} {
+	for i, split := range [][]int32{t.data.Train, t.data.Val} {
 		var mean, se float64
 		var err error
 		if spread {
@@ -600,7 +601,7 @@ func (t *trainer) splitLoss(ctx context.Context, split []int32) (float64, error)
 		if err := t.stopped(ctx, k); err != nil {
 			return 0, err
 		}
-		batch(split, t.c.block, t.rng, t.x, t.y)
+		corpus.Batch(split, t.c.block, t.rng, t.x, t.y)
 		if err := t.evalBatch(sum); err != nil {
 			return 0, err
 		}
@@ -617,7 +618,7 @@ func (t *trainer) splitLossSpread(ctx context.Context, split []int32) (mean, se 
 		if err := t.stopped(ctx, k); err != nil {
 			return 0, 0, err
 		}
-		batch(split, t.c.block, t.rng, t.x, t.y)
+		corpus.Batch(split, t.c.block, t.rng, t.x, t.y)
 		sum := tensor.Zeros(t.d, tensor.Float32, 1)
 		berr := t.evalBatch(sum)
 		v, ierr := sum.Item()
@@ -716,7 +717,7 @@ func (t *trainer) save() error {
 		return err
 	}
 	prog, err := json.Marshal(progressState{Iter: t.iter, Evaluated: t.evaluated, RNG: rng, DropoutStep: t.seeds.Step(),
-		FP16: t.sc.Enabled(), Precision: t.c.precision, Model: t.c.modelName(), Vocab: string(t.data.chars)})
+		FP16: t.sc.Enabled(), Precision: t.c.precision, Model: t.c.modelName(), Vocab: string(t.data.Chars)})
 	if err != nil {
 		return err
 	}
@@ -750,8 +751,8 @@ func (t *trainer) load(dir string) error {
 		return fmt.Errorf("checkpoint %s is of a model of %s, resumed with %s", dir, p.Model, t.c.modelName())
 	case p.Iter < 0 || p.Iter > t.c.iters:
 		return fmt.Errorf("checkpoint %s is at iteration %d, outside the run's %d", dir, p.Iter, t.c.iters)
-	case p.Vocab != "" && p.Vocab != string(t.data.chars):
-		return fmt.Errorf("checkpoint %s was trained on another vocabulary: %s", dir, vocabDiff([]rune(p.Vocab), t.data.chars))
+	case p.Vocab != "" && p.Vocab != string(t.data.Chars):
+		return fmt.Errorf("checkpoint %s was trained on another vocabulary: %s", dir, vocabDiff([]rune(p.Vocab), t.data.Chars))
 	}
 	if err := t.pcg.UnmarshalBinary(p.RNG); err != nil {
 		return fmt.Errorf("checkpoint %s: batch rng: %w", dir, err)

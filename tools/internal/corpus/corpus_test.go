@@ -1,4 +1,4 @@
-package main
+package corpus
 
 import (
 	"context"
@@ -10,46 +10,46 @@ import (
 )
 
 func TestCorpus(t *testing.T) {
-	c, err := loadCorpus(context.Background(), "../../testdata/tinyshakespeare/input.txt")
+	c, err := Load(context.Background(), "../../../testdata/tinyshakespeare/input.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// nanoGPT's prepare.py prints: vocab size 65, train 1,003,854 tokens,
 	// val 111,540 tokens.
-	if len(c.chars) != 65 || len(c.train) != 1003854 || len(c.val) != 111540 {
-		t.Fatalf("vocab %d, train %d, val %d; want 65, 1003854, 111540", len(c.chars), len(c.train), len(c.val))
+	if len(c.Chars) != 65 || len(c.Train) != 1003854 || len(c.Val) != 111540 {
+		t.Fatalf("vocab %d, train %d, val %d; want 65, 1003854, 111540", len(c.Chars), len(c.Train), len(c.Val))
 	}
-	if got := string(c.chars[:14]); got != "\n !$&',-.3:;?A" {
+	if got := string(c.Chars[:14]); got != "\n !$&',-.3:;?A" {
 		t.Errorf("vocabulary starts %q", got)
 	}
-	if got := c.decode(c.train[:14]); got != "First Citizen:" {
+	if got := c.Decode(c.Train[:14]); got != "First Citizen:" {
 		t.Errorf("train starts %q", got)
 	}
-	if got := c.encode("hi there"); !slices.Equal(got, []int32{46, 47, 1, 58, 46, 43, 56, 43}) {
+	if got := c.Encode("hi there"); !slices.Equal(got, []int32{46, 47, 1, 58, 46, 43, 56, 43}) {
 		t.Errorf("encode(\"hi there\") = %v, want prepare.py's [46 47 1 58 46 43 56 43]", got) // stoi of the sorted set
 	}
-	if r, ok := c.known("héllo"); ok || r != 'é' {
+	if r, ok := c.Known("héllo"); ok || r != 'é' {
 		t.Errorf("known: %q %v", r, ok)
 	}
 }
 
 func TestBatch(t *testing.T) {
-	c, err := newCorpus("abcdefghijklmnopqrstuvwxyz0123456789")
+	c, err := New("abcdefghijklmnopqrstuvwxyz0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const seq, b = 5, 3
 	x, y := make([]int32, b*seq), make([]int32, b*seq)
-	batch(c.train, seq, rand.New(rand.NewPCG(1, 2)), x, y)
+	Batch(c.Train, seq, rand.New(rand.NewPCG(1, 2)), x, y)
 	for i := range b { // every character is distinct: its id gives its offset
 		xs, ys := x[i*seq:(i+1)*seq], y[i*seq:(i+1)*seq]
-		o := slices.Index(c.train, xs[0])
-		if o < 0 || o+seq >= len(c.train) || !slices.Equal(xs, c.train[o:o+seq]) || !slices.Equal(ys, c.train[o+1:o+1+seq]) {
+		o := slices.Index(c.Train, xs[0])
+		if o < 0 || o+seq >= len(c.Train) || !slices.Equal(xs, c.Train[o:o+seq]) || !slices.Equal(ys, c.Train[o+1:o+1+seq]) {
 			t.Fatalf("row %d: x %v y %v: not a window of the training split and its shift by one", i, xs, ys)
 		}
 	}
 	x2, y2 := make([]int32, b*seq), make([]int32, b*seq)
-	batch(c.train, seq, rand.New(rand.NewPCG(1, 2)), x2, y2)
+	Batch(c.Train, seq, rand.New(rand.NewPCG(1, 2)), x2, y2)
 	if !slices.Equal(x, x2) || !slices.Equal(y, y2) {
 		t.Error("the same seed gave other batches")
 	}
@@ -57,13 +57,13 @@ func TestBatch(t *testing.T) {
 	seen := map[int]bool{}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 2000 {
-		batch(c.train, seq, rng, x, y)
-		seen[slices.Index(c.train, x[0])] = true
+		Batch(c.Train, seq, rng, x, y)
+		seen[slices.Index(c.Train, x[0])] = true
 	}
-	if len(seen) != len(c.train)-seq {
-		t.Errorf("%d distinct offsets drawn, want %d", len(seen), len(c.train)-seq)
+	if len(seen) != len(c.Train)-seq {
+		t.Errorf("%d distinct offsets drawn, want %d", len(seen), len(c.Train)-seq)
 	}
-	if err := c.check(len(c.val)); err == nil {
+	if err := c.Check(len(c.Val)); err == nil {
 		t.Error("a context longer than the validation split passed the check")
 	}
 }
@@ -73,7 +73,7 @@ func TestBatch(t *testing.T) {
 func TestLoadCorpusSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := loadCorpus(ctx, "../../testdata/tinyshakespeare/input.txt"); !errors.Is(err, context.Canceled) {
+	if _, err := Load(ctx, "../../../testdata/tinyshakespeare/input.txt"); !errors.Is(err, context.Canceled) {
 		t.Errorf("a load after the signal: %v, want context.Canceled", err)
 	}
 	ctx, cancel = context.WithCancel(context.Background())
