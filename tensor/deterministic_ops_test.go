@@ -21,6 +21,14 @@ import (
 // (their payloads are not part of the promise). Pinned on lavapipe; the
 // same on SwiftShader and at the packed and storage16 tiers.
 var detOpHashes = map[string]string{
+	"Arange":                  "2677d362d2c236a7922864c84cc96f4467728656fad4efc12e159b3257eb3b2d",
+	"Arange/bf16":             "63917f778fd20a2a3c15afc5039cd3606e4b7dee5a79652bb628d0ffed08881d",
+	"ArgMax":                  "49e6d57aa6ebf445985e148debbe7ecc604860defa64cd31fbc1b390c2790094",
+	"ArgMin":                  "a25e3e538d05d58efb901df35c6a6fc48e34eebbe08f34caa56be76340f4bf5a",
+	"CumSum":                  "af099dd9487d150d235f4fce81ad8e76da28d39927050984485f24d6ccb6c147",
+	"CumSum/f16":              "cd0d6e9d724a38a83c36dc1f4d610b2aa1644bb8c85ebdacc0eb33ef1c1ff84d",
+	"CumSum/long":             "243f7f6b0d48bee0707eec47d117180023ed3f0463ddd02f496eedc6a5dde8c7",
+	"OneHot":                  "5bee69cdf5aea600d48e477f1570fecefdea786262778ad9133db3e07e37cec4",
 	"Adadelta":                "6720d29f107fd880faa7bc9cae34604e23049bc2e614503ea22db1c311f7c167",
 	"AdamW":                   "ca7e3bbcd476b28565eec3f80a1c65f961a1d988988c71ceb63f287d6ddf4551",
 	"BatchNorm":               "dbbb2790750837edff0a5ba04f3153382bdeb970ac3a6ba88a278746a069ab23",
@@ -264,6 +272,23 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 		ti := tensor.FromInt32(d, idx, ni)
 		keep = append(keep, ti)
 		get("EmbeddingBackward", tensor.EmbeddingBackward(ti, up(detVals(51, ni*cols, 2, true)[:ni*cols], ni, cols), vocab))
+	}
+
+	// Ops along an axis (ArgMax and ArgMin compare bits, no arithmetic;
+	// CumSum adds in a fixed order, chunked past 4096), and the
+	// constructors.
+	{
+		x := up(detVals(80, n, 5, true)[:n], 60, 50)
+		get("ArgMax", tensor.ArgMax(x, 1, false), tensor.ArgMax(x, 0, true))
+		get("ArgMin", tensor.ArgMin(x, -1, false), tensor.ArgMin(x, 0, false))
+		get("CumSum", tensor.CumSum(up(detVals(81, n, 3, true)), 0, f32))
+		get("CumSum/f16", tensor.CumSum(x, 0, f16))
+		get("CumSum/long", tensor.CumSum(up(detVals(82, 2*9000, 2, true)[:2*9000], 2, 9000), 1, f32))
+		get("Arange", tensor.Arange(d, f32, -3.5, 1000.25, 0.37), tensor.Arange(d, tensor.Int32, -7, 5000, 3))
+		get("Arange/bf16", tensor.Arange(d, tensor.BFloat16, 100, -20, -0.13))
+		oh := tensor.FromInt32(d, []int32{3, 0, 9, 4, 4, 1}, 2, 3)
+		keep = append(keep, oh)
+		get("OneHot", tensor.OneHot(oh, 10, tensor.Int32), tensor.OneHot(oh, 10, f16))
 	}
 
 	// Optimizers and clipping: three steps each over two parameters.
