@@ -5,6 +5,11 @@
 // line of -0 sums to -0 as PyTorch's does. y is fp32 (the runtime casts it
 // to a 16-bit out: one rounding either way).
 //
+// With reverse, the sums run the other way, from the end of the axis
+// (y[o, j, i] = x[o, j, i] + ... + x[o, k-1, i], the gradient of a
+// cumsum): the lines are read through a mirrored position t -> k-1-t, and
+// everything below is in that order.
+//
 // A long axis takes two dispatches so that no invocation loops past
 // lavapipe's limit (tensor/loops.go): phase 0 sums each chunk of `chunk`
 // elements of a line into P, and phase 1 starts each chunk from the sum of
@@ -18,7 +23,7 @@
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
-layout(push_constant) uniform CumsumPush { uint outer; uint k; uint inner; uint chunk; uint phase; } p;
+layout(push_constant) uniform CumsumPush { uint outer; uint k; uint inner; uint chunk; uint phase; uint reverse; } p;
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) buffer P { float part[]; }; // phase 0 writes it, phase 1 reads it
 layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
@@ -27,22 +32,25 @@ DEFINE_LOADS(x, x, IN0_DT)
 
 float add(float a, float b) { return DETERMINISTIC ? det_add(a, b) : a + b; }
 
+// pos is the element at position t of line (o, i), in the sums' order.
+uint pos(uint o, uint t, uint i) { return (o * p.k + (p.reverse != 0u ? p.k - 1u - t : t)) * p.inner + i; }
+
 void main() {
     uint nc = (p.k + p.chunk - 1u) / p.chunk;
     // Slot s = (o*nc + c)*inner + i, chunk c of line (o, i).
     GRID_STRIDE(s, p.outer * nc * p.inner) {
         uint oc = s / p.inner, i = s - oc * p.inner;
         uint o = oc / nc, c = oc - o * nc;
-        uint j0 = c * p.chunk, j1 = min(p.k, j0 + p.chunk);
-        uint e = (o * p.k + j0) * p.inner + i;
+        uint t0 = c * p.chunk, t1 = min(p.k, t0 + p.chunk);
         float acc = uintBitsToFloat(0x80000000u); // -0: x + -0 is x, -0 included
         if (p.phase == 0u) {
-            for (uint j = j0; j < j1; j++, e += p.inner) acc = add(acc, x_at(e));
+            for (uint t = t0; t < t1; t++) acc = add(acc, x_at(pos(o, t, i)));
             part[s] = acc;
             continue;
         }
         for (uint b = 0u; b < c; b++) acc = add(acc, part[(o * nc + b) * p.inner + i]);
-        for (uint j = j0; j < j1; j++, e += p.inner) {
+        for (uint t = t0; t < t1; t++) {
+            uint e = pos(o, t, i);
             acc = add(acc, x_at(e));
             y[e] = acc;
         }

@@ -53,7 +53,7 @@ var table = []Kernel{
 	{Name: "copy_nd", Tier: vk.TierPacked, File: "spv/copy_nd.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite}, PushSize: 92, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "copy_texels", Tier: vk.TierPacked, File: "spv/copy_texels.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "cross_entropy_backward", Tier: vk.TierPacked, File: "spv/cross_entropy_backward.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write, vk.ReadWrite}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
-	{Name: "cumsum", Tier: vk.TierPacked, File: "spv/cumsum.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "cumsum", Tier: vk.TierPacked, File: "spv/cumsum.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite, vk.Write}, PushSize: 24, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "det_math", Tier: vk.TierPacked, File: "spv/det_math.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "dropout", Tier: vk.TierPacked, File: "spv/dropout.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "dropout_seeded", Tier: vk.TierPacked, File: "spv/dropout_seeded.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

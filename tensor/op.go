@@ -65,6 +65,8 @@ const (
 
 	OpCustom // a user's op with its own forward and backward (nn.Function)
 
+	OpCumSum // inclusive prefix sums along an axis (after OpCustom: the earlier values stay)
+
 	numOps // keep last: Ops and String cover every op before it
 )
 
@@ -121,6 +123,7 @@ var opNames = [numOps]string{
 	OpReshape:           "reshape",
 
 	OpCustom:    "custom",
+	OpCumSum:    "cumsum",
 	OpAttention: "scaled_dot_product_attention",
 }
 

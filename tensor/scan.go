@@ -131,8 +131,18 @@ func argReduce(op string, kern argKernel, x *Tensor, axis int, keepdim bool) *Te
 // propagate as the adds make them. x may be any floating dtype (an Int32 x
 // or out panics with a *DTypeError); a negative axis counts from the end,
 // one out of range panics with a *UsageError.
-func CumSum(x *Tensor, axis int, out DType) *Tensor {
-	const op = "CumSum"
+func CumSum(x *Tensor, axis int, out DType) *Tensor { return cumSum("CumSum", x, axis, out, false) }
+
+// CumSumReverse is CumSum from the other end of the axis: element j of a
+// line is the sum of its elements j to the last, added from the last (the
+// same order as CumSum of the line reversed, the same bits), as PyTorch's
+// x.flip(dim).cumsum(dim).flip(dim): the gradient of CumSum, and CumSum's
+// the gradient of it.
+func CumSumReverse(x *Tensor, axis int, out DType) *Tensor {
+	return cumSum("CumSumReverse", x, axis, out, true)
+}
+
+func cumSum(op string, x *Tensor, axis int, out DType, reverse bool) *Tensor {
 	sameDevice(op, x)
 	checkFloating(op, out, x)
 	_, outer, k, inner := line(op, x, axis)
@@ -140,6 +150,9 @@ func CumSum(x *Tensor, axis int, out DType) *Tensor {
 	chunk, chunks := chunking(k)
 	spec := kernels.CumsumSpec{In0DT: x.dtype.code()}
 	p := kernels.CumsumPush{Outer: uint32(outer), K: uint32(k), Inner: uint32(inner), Chunk: uint32(chunk), Phase: 1}
+	if reverse {
+		p.Reverse = 1
+	}
 	n := outer * chunks * inner
 	part := y
 	if chunks > 1 {

@@ -175,11 +175,14 @@ func TestArgMaxSpecials(t *testing.T) {
 	}
 }
 
-// cumRef is the float64 prefix sums of v along ax, and their error scale:
-// the prefix sums of |v|.
-func cumRef(v []float32, shape []int, ax int) (want, scale []float64) {
+// cumRef is the float64 prefix sums of v along ax (suffix sums if
+// reverse), and their error scale: the same sums of |v|.
+func cumRef(v []float32, shape []int, ax int, reverse bool) (want, scale []float64) {
 	want, scale = make([]float64, len(v)), make([]float64, len(v))
 	scanLines(shape, ax, func(pos []int) {
+		if reverse {
+			slices.Reverse(pos)
+		}
 		s, a := 0.0, 0.0
 		for _, e := range pos {
 			s += float64(v[e])
@@ -198,12 +201,18 @@ func TestCumSum(t *testing.T) {
 			for i, c := range scanCases {
 				x, held := opRand(t, d, uint64(10+i), 2, in, c.shape...)
 				ax := (c.axis + len(c.shape)) % len(c.shape)
-				want, scale := cumRef(held, c.shape, ax)
-				for j := range want {
-					want[j] = ref.Round(want[j], out)
+				for _, reverse := range []bool{false, true} {
+					want, scale := cumRef(held, c.shape, ax, reverse)
+					for j := range want {
+						want[j] = ref.Round(want[j], out)
+					}
+					op, f := "CumSum", tensor.CumSum
+					if reverse {
+						op, f = "CumSumReverse", tensor.CumSumReverse
+					}
+					what := fmt.Sprintf("%s(%s%v, %d, %s)", op, in, c.shape, c.axis, out)
+					checks = append(checks, opWant(t, what, f(x, c.axis, out), out, c.shape, want, scale, ref.Tol(out, c.shape[ax])))
 				}
-				what := fmt.Sprintf("CumSum(%s%v, %d, %s)", in, c.shape, c.axis, out)
-				checks = append(checks, opWant(t, what, tensor.CumSum(x, c.axis, out), out, c.shape, want, scale, ref.Tol(out, c.shape[ax])))
 			}
 		}
 	}
@@ -231,7 +240,7 @@ func TestCumSumSpecials(t *testing.T) {
 		x, held := opInput(t, d, all, dt, len(rows), 4)
 		for _, out := range opDTypes {
 			what := fmt.Sprintf("CumSum specials %s -> %s", dt, out)
-			want, _ := cumRef(held, []int{len(rows), 4}, 1)
+			want, _ := cumRef(held, []int{len(rows), 4}, 1, false)
 			for j := range want {
 				want[j] = ref.Round(want[j], out)
 			}
@@ -255,5 +264,6 @@ func TestScanPanics(t *testing.T) {
 	opPanics[*tensor.DTypeError](t, "ArgMin int32", func() { tensor.ArgMin(xi, 0, false) }, "ArgMin", "int32")
 	opPanics[*tensor.DTypeError](t, "CumSum int32", func() { tensor.CumSum(xi, 0, tensor.Float32) }, "CumSum", "int32")
 	opPanics[*tensor.DTypeError](t, "CumSum int32 out", func() { tensor.CumSum(x, 0, tensor.Int32) }, "CumSum", "int32")
+	opPanics[*tensor.UsageError](t, "CumSumReverse axis -3", func() { tensor.CumSumReverse(x, -3, tensor.Float32) }, "CumSumReverse", "axis -3")
 	opPanics[*tensor.UsageError](t, "ArgMax nil", func() { tensor.ArgMax(nil, 0, false) }, "ArgMax", "nil")
 }

@@ -1824,14 +1824,15 @@ type CumsumSpec struct {
 	In0DT      DType  // IN0_DT: constant 1, default 0
 }
 
-// CumsumPush is the push-constant block CumsumPush (20 bytes), laid out as the
+// CumsumPush is the push-constant block CumsumPush (24 bytes), laid out as the
 // SPIR-V says.
 type CumsumPush struct {
-	Outer uint32 // offset 0
-	K     uint32 // offset 4
-	Inner uint32 // offset 8
-	Chunk uint32 // offset 12
-	Phase uint32 // offset 16
+	Outer   uint32 // offset 0
+	K       uint32 // offset 4
+	Inner   uint32 // offset 8
+	Chunk   uint32 // offset 12
+	Phase   uint32 // offset 16
+	Reverse uint32 // offset 20
 }
 
 func (p *CumsumPush) put(b []byte) {
@@ -1840,6 +1841,7 @@ func (p *CumsumPush) put(b []byte) {
 	binary.LittleEndian.PutUint32(b[8:], p.Inner)
 	binary.LittleEndian.PutUint32(b[12:], p.Chunk)
 	binary.LittleEndian.PutUint32(b[16:], p.Phase)
+	binary.LittleEndian.PutUint32(b[20:], p.Reverse)
 }
 
 // CumsumBind names the bindings of cumsum.comp.
@@ -1854,7 +1856,7 @@ func Cumsum(d *vk.Device, groups [3]uint32, s CumsumSpec, p CumsumPush, b Cumsum
 	k := key{op: "cumsum"}
 	k.put(0, uint32(s.LocalSizeX))
 	k.put(1, uint32(s.In0DT))
-	var push [20]byte
+	var push [24]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.X, b.P, b.Y)
 }
