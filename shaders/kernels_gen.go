@@ -165,6 +165,7 @@ var table = []Kernel{
 	{Name: "sumsq_rows_tex", Tier: vk.TierPacked, File: "spv/sumsq_rows_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "tanh", Tier: vk.TierPacked, File: "spv/tanh.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "tanh_tex", Tier: vk.TierPacked, File: "spv/tanh_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "topk", Tier: vk.TierPacked, File: "spv/topk.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "unscale_check", Tier: vk.TierPacked, File: "spv/unscale_check.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.ReadWrite}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "unscale_check_tex", Tier: vk.TierPacked, File: "spv/unscale_check_tex.packed.spv", Bindings: []vk.Access{vk.ReadWrite, vk.Read, vk.ReadWrite, vk.ReadWrite, vk.Read | vk.Texels}, PushSize: 4, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "where", Tier: vk.TierPacked, File: "spv/where.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Write}, PushSize: 104, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

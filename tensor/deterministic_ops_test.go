@@ -77,6 +77,7 @@ var detOpHashes = map[string]string{
 	"SoftmaxBackward/5000":    "38fbc512cc7465178f6f7c3bcf8e520eb3d72b53731c5bf3a2e324a08e83df99",
 	"Sqrt":                    "f85970a19796f05babd8da3ede72314c2405113333be59ff57b572fb385f4baf",
 	"Tanh":                    "09c704c42db729c089434453496a14de61449ca1adf0cf29fe9df8e80c98e4b9",
+	"TopK":                    "97e6464918520cb1755631ba900f2a9c0c9cb20fbbb3217261bd3c36ff0a6443",
 }
 
 // TestDeterministicOps runs each op the deterministic mode covers beyond
@@ -289,6 +290,8 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 		get("CumSumReverse/long", tensor.CumSumReverse(long, 1, f32), tensor.CumSumReverse(x, 0, f16))
 		get("Arange", tensor.Arange(d, f32, -3.5, 1000.25, 0.37), tensor.Arange(d, tensor.Int32, -7, 5000, 3))
 		get("Arange/bf16", tensor.Arange(d, tensor.BFloat16, 100, -20, -0.13))
+		tv, ti := tensor.TopK(x, 7)
+		get("TopK", tv, ti)
 		oh := tensor.FromInt32(d, []int32{3, 0, 9, 4, 4, 1}, 2, 3)
 		keep = append(keep, oh)
 		get("OneHot", tensor.OneHot(oh, 10, tensor.Int32), tensor.OneHot(oh, 10, f16))

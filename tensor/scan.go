@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
@@ -175,4 +176,55 @@ func cumSum(op string, x *Tensor, axis int, out DType, reverse bool) *Tensor {
 	}
 	defer y.Release()
 	return Cast(y, out)
+}
+
+// TopK returns the k largest elements of each row of x along its last axis
+// and their indices, largest first, as PyTorch's topk(k, dim=-1,
+// largest=True, sorted=True): values in x's dtype (bit-exact copies of
+// x's elements) and Int32 indices, both of x's shape with the last axis k
+// long. NaN is larger than every number, -0 equal to +0, and equal values
+// come in index order (PyTorch leaves their order unspecified); values
+// compare as bits, so the indices are the same on every device and tier.
+// A k outside [1, len of the last axis] panics with a *UsageError, an
+// Int32 x with a *DTypeError.
+//
+// Each row is k passes of one workgroup over the row: meant for the small
+// k of sampling and top-k accuracy. A row whose passes would loop past
+// lavapipe's limit (k * len / workgroup size above 65535 or so) gives
+// results carrying ErrLoopLimit there.
+func TopK(x *Tensor, k int) (values, indices *Tensor) {
+	const op = "TopK"
+	sameDevice(op, x)
+	if !x.dtype.floating() {
+		panic(&DTypeError{Op: op, Got: x.dtype, Want: wantFloating + " input"})
+	}
+	if len(x.shape) == 0 {
+		usagePanic(op, "x has no axis")
+	}
+	cols := x.shape[len(x.shape)-1]
+	if k < 1 || k > cols {
+		usagePanic(op, "k %d outside [1, %d], the last axis of %v", k, cols, x.shape)
+	}
+	shape := slices.Clone(x.shape)
+	shape[len(shape)-1] = k
+	idx := newOut(x.dev, Int32, shape, x)
+	rows := x.n / cols
+	// A workgroup of the row's length rounded up to a power of two (the
+	// tree's), at most a tree reduction's: short rows leave no idle
+	// invocations meeting at the barriers.
+	local := 1
+	for local < cols && local < reduceLocal(idx) {
+		local *= 2
+	}
+	grid := min(rows, int(x.dev.Info().MaxWorkgroupCount[0]), 1<<16-1)
+	per := ceilDiv(rows, grid) * k * (ceilDiv(cols, local) + bits.Len(uint(local)) + 1)
+	if checkLoopsN(idx, op, per, "top-k of a row of %d", cols) {
+		p := kernels.TopkPush{Rows: uint32(rows), Cols: uint32(cols), K: uint32(k)}
+		launched(idx, kernels.Topk(x.dev, [3]uint32{uint32(grid), 1, 1}, kernels.TopkSpec{LocalSizeX: uint32(local), In0DT: x.dtype.code()}, p,
+			kernels.TopkBind{X: x.buf, Y: idx.buf}))
+	}
+	if idx.err != nil {
+		return newOut(x.dev, x.dtype, shape, idx), idx
+	}
+	return Gather(x, -1, idx), idx
 }

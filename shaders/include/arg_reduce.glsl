@@ -2,7 +2,7 @@
 // inner]: y[o, i] is the j of the largest (with ARG_MIN, smallest) x[o, j,
 // i], as PyTorch's argmax and argmin: the first j among equal values, NaN
 // beyond every number (the first NaN's j), -0 equal to +0. Values compare
-// as integer keys of their bits, never as floats: the same j on every
+// as integer keys of their bits (order_key.glsl), never as floats: the same j on every
 // driver, subnormals included (SwiftShader compares them as zero).
 //
 // A long axis takes two dispatches so that no invocation loops past
@@ -13,6 +13,7 @@
 // output, one writer.
 #include "common.glsl"
 #include "dtype.glsl"
+#include "order_key.glsl"
 
 layout(constant_id = 1) const uint IN0_DT = DT_F32;
 
@@ -21,27 +22,17 @@ layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) buffer P { uint part[]; }; // phase 0 writes it, phase 1 reads it
 layout(set = 0, binding = 2) writeonly buffer Y { uint y[]; };
 
+DEFINE_ORDER_KEY(x, x, IN0_DT)
+
 // key is element i's rank: larger is better (for ARG_MIN, smaller values
-// rank higher), NaN highest of all (0xFFFFFFFF), no number 0.
+// rank higher), NaN highest of all, no number 0.
 uint key(uint i) {
-    uint b, inf;
-    if (dt_wide(IN0_DT)) {
-        b = x[i];
-        inf = 0x7F800000u;
-    } else { // the 16 bits at the top: the same order
-        b = ((x[i >> 1] >> ((i & 1u) * 16u)) & 0xFFFFu) << 16;
-        inf = half_inf(IN0_DT) << 16;
-    }
-    uint mag = b & 0x7FFFFFFFu;
-    if (mag > inf) return 0xFFFFFFFFu;
-    // Sign and magnitude to an unsigned order: negatives reversed below
-    // 2^31, positives above, both zeros at 2^31 itself.
-    uint ord = mag == 0u ? 0x80000000u : ((b >> 31) != 0u ? ~b : b | 0x80000000u);
+    uint k = x_key(i);
 #ifdef ARG_MIN
-    return ~ord; // at most ~ord(-inf) = 0xFF800000, at least ~ord(+inf) = 0x007FFFFF
-#else
-    return ord;
+    // ~ reverses the numbers' keys, [0x007FFFFF, 0xFF800000], onto themselves
+    if (k != KEY_NAN) k = ~k;
 #endif
+    return k;
 }
 
 // best reduces x[o, j0:j1, i] to its best key and that key's first j.

@@ -5347,6 +5347,43 @@ func TanhTex(d *vk.Device, groups [3]uint32, s TanhTexSpec, p EwisePush, b TanhT
 	return run(d, k, groups, push[:], b.A, b.D)
 }
 
+// TopkSpec holds the specialization constants of topk.comp. A zero field
+// takes the shader's default.
+type TopkSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// TopkPush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type TopkPush struct {
+	Rows uint32 // offset 0
+	Cols uint32 // offset 4
+	K    uint32 // offset 8
+}
+
+func (p *TopkPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Rows)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], p.K)
+}
+
+// TopkBind names the bindings of topk.comp.
+type TopkBind struct {
+	X *vk.Buffer // binding 0: read
+	Y *vk.Buffer // binding 1: written
+}
+
+// Topk records topk.comp on d over groups workgroups.
+func Topk(d *vk.Device, groups [3]uint32, s TopkSpec, p TopkPush, b TopkBind) error {
+	k := key{op: "topk"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
+}
+
 // UnscaleCheckSpec holds the specialization constants of unscale_check.comp. A zero field
 // takes the shader's default.
 type UnscaleCheckSpec struct {
