@@ -267,3 +267,31 @@ func TestScanPanics(t *testing.T) {
 	opPanics[*tensor.UsageError](t, "CumSumReverse axis -3", func() { tensor.CumSumReverse(x, -3, tensor.Float32) }, "CumSumReverse", "axis -3")
 	opPanics[*tensor.UsageError](t, "ArgMax nil", func() { tensor.ArgMax(nil, 0, false) }, "ArgMax", "nil")
 }
+
+// TestScanLongLines: lines far past lavapipe's 65535 loop iterations
+// compute on every driver, cut into chunks: CumSum of 2^21 ones (exact in
+// fp32), forward and reverse, and ArgMax and ArgMin of an Arange.
+func TestScanLongLines(t *testing.T) {
+	d := devtest.Open(t)
+	const n = 1 << 21
+	ones := castKeep(t, tensor.Full(d, tensor.Float32, 1, 1, n))
+	for r, f := range []func(*tensor.Tensor, int, tensor.DType) *tensor.Tensor{tensor.CumSum, tensor.CumSumReverse} {
+		v := opRead(t, castKeep(t, f(ones, -1, tensor.Float32)))
+		for i, x := range v {
+			want := float32(i + 1)
+			if r == 1 {
+				want = float32(n - i)
+			}
+			if x != want {
+				t.Fatalf("element %d: %g, want %g", i, x, want)
+			}
+		}
+	}
+	ramp := castKeep(t, tensor.Arange(d, tensor.Float32, 0, n, 1))
+	got, err := castKeep(t, tensor.ArgMax(ramp, 0, false)).Int32s()
+	require.NoError(t, err)
+	require.Equal(t, []int32{n - 1}, got)
+	got, err = castKeep(t, tensor.ArgMin(ramp, 0, true)).Int32s()
+	require.NoError(t, err)
+	require.Equal(t, []int32{0}, got)
+}
