@@ -17,6 +17,7 @@ var table = []Kernel{
 	{Name: "arange", Tier: vk.TierPacked, File: "spv/arange.packed.spv", Bindings: []vk.Access{vk.Write}, PushSize: 12, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "argmax", Tier: vk.TierPacked, File: "spv/argmax.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "argmin", Tier: vk.TierPacked, File: "spv/argmin.packed.spv", Bindings: []vk.Access{vk.Read, vk.ReadWrite, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "argsort", Tier: vk.TierPacked, File: "spv/argsort.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "attention_bwd_dkv", Tier: vk.TierPacked, File: "spv/attention_bwd_dkv.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Read, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "attention_bwd_dq", Tier: vk.TierPacked, File: "spv/attention_bwd_dq.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Read, vk.Read, vk.Write, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "attention_fwd", Tier: vk.TierPacked, File: "spv/attention_fwd.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write, vk.Write}, PushSize: 20, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

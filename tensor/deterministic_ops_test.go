@@ -75,6 +75,7 @@ var detOpHashes = map[string]string{
 	"SoftmaxBackward/3":       "f148a01b2c82108bffda6725d74e4bb7b66ad181debcbc189b9fc813c6df8a89",
 	"SoftmaxBackward/300":     "8750a5098bdfdc5cf700581e70a14424b9e9a6174d72059987e5c77b0c687b66",
 	"SoftmaxBackward/5000":    "38fbc512cc7465178f6f7c3bcf8e520eb3d72b53731c5bf3a2e324a08e83df99",
+	"Sort":                    "f06381485596ab5782737d3b305fd1b67579805d910d0b5e9e508108bf14d547",
 	"Sqrt":                    "f85970a19796f05babd8da3ede72314c2405113333be59ff57b572fb385f4baf",
 	"Tanh":                    "09c704c42db729c089434453496a14de61449ca1adf0cf29fe9df8e80c98e4b9",
 	"TopK":                    "97e6464918520cb1755631ba900f2a9c0c9cb20fbbb3217261bd3c36ff0a6443",
@@ -292,6 +293,8 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 		get("Arange/bf16", tensor.Arange(d, tensor.BFloat16, 100, -20, -0.13))
 		tv, ti := tensor.TopK(x, 7)
 		get("TopK", tv, ti)
+		sv, si := tensor.Sort(x, false)
+		get("Sort", sv, si, tensor.ArgSort(x, true))
 		oh := tensor.FromInt32(d, []int32{3, 0, 9, 4, 4, 1}, 2, 3)
 		keep = append(keep, oh)
 		get("OneHot", tensor.OneHot(oh, 10, tensor.Int32), tensor.OneHot(oh, 10, f16))

@@ -516,6 +516,49 @@ func Argmin(d *vk.Device, groups [3]uint32, s ArgminSpec, p ArgPush, b ArgminBin
 	return run(d, k, groups, push[:], b.X, b.P, b.Y)
 }
 
+// ArgsortSpec holds the specialization constants of argsort.comp. A zero field
+// takes the shader's default.
+type ArgsortSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// ArgsortPush is the push-constant block Push (20 bytes), laid out as the
+// SPIR-V says.
+type ArgsortPush struct {
+	N          uint32 // offset 0
+	Cols       uint32 // offset 4
+	Width      uint32 // offset 8
+	Phase      uint32 // offset 12
+	Descending uint32 // offset 16
+}
+
+func (p *ArgsortPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], p.Width)
+	binary.LittleEndian.PutUint32(b[12:], p.Phase)
+	binary.LittleEndian.PutUint32(b[16:], p.Descending)
+}
+
+// ArgsortBind names the bindings of argsort.comp.
+type ArgsortBind struct {
+	X *vk.Buffer // binding 0: read
+	P *vk.Buffer // binding 1: read
+	Q *vk.Buffer // binding 2: written
+	Y *vk.Buffer // binding 3: written
+}
+
+// Argsort records argsort.comp on d over groups workgroups.
+func Argsort(d *vk.Device, groups [3]uint32, s ArgsortSpec, p ArgsortPush, b ArgsortBind) error {
+	k := key{op: "argsort"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.P, b.Q, b.Y)
+}
+
 // AttentionBwdDkvSpec holds the specialization constants of attention_bwd_dkv.comp. A zero field
 // takes the shader's default.
 type AttentionBwdDkvSpec struct {
