@@ -120,6 +120,8 @@ var policies = map[tensor.Op]Policy{
 	// forward as they are, unless the function asks for a cast, as
 	// PyTorch's custom_fwd(cast_inputs=...).
 	tensor.OpCustom: Keep,
+	// cumsum is on PyTorch's CUDA fp32 list.
+	tensor.OpCumSum: FP32,
 	// PyTorch's CUDA autocast runs scaled_dot_product_attention in lower
 	// precision; the fused kernels accumulate in fp32.
 	tensor.OpAttention: Lower,

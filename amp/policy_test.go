@@ -31,6 +31,7 @@ func TestPolicyLists(t *testing.T) {
 		tensor.OpConv2d:    Lower, // PyTorch's CUDA lower-precision list; its poolings are on none
 		tensor.OpAttention: Lower,
 		tensor.OpBatchNorm: FP32, tensor.OpNLLLoss: FP32,
+		tensor.OpCumSum: FP32, // PyTorch's fp32 list
 	}
 	for _, op := range tensor.Ops() {
 		p, ok := want[op]

@@ -53,6 +53,9 @@ func TestDoubleRules(t *testing.T) {
 			h := g.AddBias(g.Mul(p[0], g.ReLU(p[0])), p[1])
 			return g.CrossEntropyLoss(h, labels, nn.Mean)
 		}},
+		{"cumsum", [][]int{{2, 3}}, func(g *nn.Graph, p []*nn.Var) *nn.Var {
+			return g.Sum(g.Mul(g.CumSum(g.Mul(p[0], p[0]), -1), g.CumSum(p[0], 0)))
+		}},
 		{"mse linear tanh", [][]int{{2, 3}, {2, 3}, {2}}, func(g *nn.Graph, p []*nn.Var) *nn.Var {
 			y := g.Linear(p[0], p[1], p[2])
 			return g.MSELoss(g.Tanh(y), g.Input(tensor.Full(d, tensor.Float32, 0.25, 2, 2)), nn.Sum)

@@ -3,6 +3,7 @@ package nn_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
@@ -67,6 +68,25 @@ func layoutGradCases(t *testing.T, d *vk.Device) []gradCase {
 		name: "gather", shapes: [][]int{{3, 4}}, k: 4, out16: true,
 		build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.Gather(in[0], 1, ix) },
 		host:  func(in [][]float64) []float64 { return ref.Gather(in[0], []int{3, 4}, 1, idx, []int{3, 5}, math.NaN()) },
+	})
+	// TopK's and Sort's values: a gather by the indices of values with
+	// no ties (random), so central differences see the same order.
+	cases = append(cases, gradCase{
+		name: "topk", shapes: [][]int{{3, 6}}, k: 4, out16: true,
+		build: func(g *nn.Graph, in []*nn.Var) *nn.Var {
+			v, idx := g.TopK(in[0], 4)
+			t.Cleanup(idx.Release)
+			return v
+		},
+		host: func(in [][]float64) []float64 { return sorted64(in[0], 6, 4, true) },
+	}, gradCase{
+		name: "sort", shapes: [][]int{{2, 5}}, k: 4, out16: true,
+		build: func(g *nn.Graph, in []*nn.Var) *nn.Var {
+			v, idx := g.Sort(in[0], false)
+			t.Cleanup(idx.Release)
+			return v
+		},
+		host: func(in [][]float64) []float64 { return sorted64(in[0], 5, 5, false) },
 	})
 	for _, c := range []struct {
 		shape []int
@@ -218,6 +238,21 @@ func hostBMM(a []float64, as []int, b []float64, bs []int, tA, tB bool) []float6
 			offB = offB*db + min(idx[i], db-1)
 		}
 		out = append(out, hostMatMul(a[offA*m*k:(offA+1)*m*k], b[offB*k*n:(offB+1)*k*n], m, k, n, tA, tB)...)
+	}
+	return out
+}
+
+// sorted64 is each row of x [rows, cols] sorted (largest first with
+// desc), its first k.
+func sorted64(x []float64, cols, k int, desc bool) []float64 {
+	var out []float64
+	for r := 0; r < len(x)/cols; r++ {
+		row := slices.Clone(x[r*cols : (r+1)*cols])
+		slices.Sort(row)
+		if desc {
+			slices.Reverse(row)
+		}
+		out = append(out, row[:k]...)
 	}
 	return out
 }

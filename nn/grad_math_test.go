@@ -56,6 +56,23 @@ func reduce64(x []float64, shape, axes []int, init float64, f func(acc, v float6
 	return r
 }
 
+// cum64 is the inclusive prefix sums of x, of shape, along axis.
+func cum64(x []float64, shape []int, axis int) []float64 {
+	ax := (axis + len(shape)) % len(shape)
+	inner := 1
+	for _, s := range shape[ax+1:] {
+		inner *= s
+	}
+	k := shape[ax]
+	r := append([]float64(nil), x...)
+	for e := range r {
+		if (e/inner)%k > 0 {
+			r[e] += r[e-inner]
+		}
+	}
+	return r
+}
+
 // positive maps values in [-1, 1) to [0.25, 1.25).
 func positive(_ int, v []float32) []float32 {
 	out := make([]float32, len(v))
@@ -190,6 +207,13 @@ func mathGradCases(t *testing.T, d *vk.Device) []gradCase {
 			}
 		}
 		cases = append(cases, gc)
+	}
+	// cumsum along each axis, negative too; its gradient sums dy from the
+	// other end.
+	for _, axis := range []int{0, 1, -1} {
+		cases = append(cases, gradCase{name: fmt.Sprintf("cumsum %d", axis), shapes: [][]int{shape}, k: 4,
+			build: func(g *nn.Graph, in []*nn.Var) *nn.Var { return g.CumSum(in[0], axis) },
+			host:  func(in [][]float64) []float64 { return cum64(in[0], shape, axis) }})
 	}
 	// Ties for certain: every element of a row is equal to another.
 	cases = append(cases, gradCase{name: "amax ties", shapes: [][]int{{2, 4}}, k: 4,

@@ -70,6 +70,7 @@ func init() {
 		tensor.OpReshape:      func(g *Graph, n *node, dy *Var) []*Var { return []*Var{g.Reshape(dy, n.inputs[0].Shape()...)} },
 		tensor.OpPermute:      permuteDouble,
 		tensor.OpGELU:         geluDouble,
+		tensor.OpCumSum:       func(g *Graph, n *node, dy *Var) []*Var { return []*Var{g.cumSum(dy, n.attr.n, !n.attr.reverse)} },
 	}
 }
 

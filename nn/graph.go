@@ -136,6 +136,7 @@ type attrs struct {
 	conv           *convAttrs // conv2d, the poolings and reshape (nn/conv.go)
 	fn             *Function  // a custom op (nn/function.go)
 	heads          int        // attention's heads (n is its batch, f its scale)
+	reverse        bool       // cumsum summing from the end of its axis (n): its gradient's direction
 }
 
 // Options configure a Graph.

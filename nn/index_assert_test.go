@@ -22,7 +22,9 @@ import (
 // table [5, 3] looked up (its rows are the logits, so only the embedding's
 // own gradient can tell a scaler of the bad index), "embedding+linear", a
 // table [5, 4] then Linear(4, 3), and "gather", the table [6, 5] gathered
-// along its rows by indices [6, 3]. The table enters the graph cast to dt.
+// along its rows by indices [6, 3], and "onehot", the indices one-hot
+// encoded (tensor.OneHot, in dt) times the table [5, 3]: an embedding as a
+// matmul. The table enters the graph cast to dt.
 type indexNet struct {
 	arch  string
 	dt    tensor.DType
@@ -51,6 +53,8 @@ func newIndexNet(t *testing.T, d *vk.Device, arch string, dt tensor.DType, adam,
 		m.table = nn.NewEmbedding(d, "emb", 5, 4, rng).W
 		m.lin = nn.NewLinear(d, "fc", 4, 3, rng)
 		params = m.lin.Parameters
+	case "onehot":
+		m.table = nn.NewParam(d, "table", random(rng, 5*3), 5, 3)
 	case "gather":
 		m.table = nn.NewParam(d, "table", random(rng, 6*5), 6, 5)
 		m.shape = []int{6, 3}
@@ -107,9 +111,14 @@ func (m *indexNet) step(t *testing.T, idx []int32) (*nn.Graph, *nn.Var) {
 		w = g.Cast(w, m.dt)
 	}
 	var logits *nn.Var
-	if m.arch == "gather" {
+	switch m.arch {
+	case "gather":
 		logits = g.Gather(w, 1, ix)
-	} else {
+	case "onehot":
+		oh := tensor.OneHot(ix, 5, m.dt)
+		t.Cleanup(oh.Release)
+		logits = g.MatMul(g.Input(oh), w, false, false)
+	default:
 		logits = g.Embedding(w, ix)
 		if m.lin != nil {
 			logits = m.lin.Forward(g, logits)
@@ -142,7 +151,7 @@ func requireBadIndex(t *testing.T, err error, op string, value int32) {
 
 // TestBadIndexSkipsStep: a training step whose indices hold one out of
 // range (negative, the table's length, the least int32), into an
-// embedding or a gather, over a table of fp32, fp16 or bf16, leaves every
+// embedding, a gather or a one-hot encoding, over a table of fp32, fp16 or bf16, leaves every
 // parameter bit for bit as it was and does not count as a step, with plain
 // SGD and Adam steps and through a GradScaler (fp16 autocast); the next
 // read returns a *tensor.AssertError naming the op, the index's position,
@@ -151,10 +160,10 @@ func requireBadIndex(t *testing.T, err error, op string, value int32) {
 // "embedding" form's only route to the scaler is the embedding's gradient.
 func TestBadIndexSkipsStep(t *testing.T) {
 	d := devtest.Open(t)
-	for _, arch := range []string{"embedding", "embedding+linear", "gather"} {
-		op := "Embedding"
-		if arch == "gather" {
-			op = "Gather"
+	for _, arch := range []string{"embedding", "embedding+linear", "gather", "onehot"} {
+		op := map[string]string{"gather": "Gather", "onehot": "OneHot"}[arch]
+		if op == "" {
+			op = "Embedding"
 		}
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float16, tensor.BFloat16} {
 			for _, bad := range []int32{-1, 5, math.MinInt32} {

@@ -67,7 +67,12 @@ func TestMathMisuse(t *testing.T) {
 	mathPanic[*tensor.UsageError](t, "MaxAxes axis -3", func() { g.MaxAxes(x, []int{-3}, true) }, "MaxAxes", "axis -3")
 	mathPanic[*tensor.UsageError](t, "MinAxes twice", func() { g.MinAxes(x, []int{0, -2}, true) }, "MinAxes", "twice")
 	mathPanic[*tensor.UsageError](t, "MeanAxes axis 5", func() { g.MeanAxes(x, []int{5}, true) }, "MeanAxes", "axis 5")
+	mathPanic[*tensor.DTypeError](t, "CumSum of int32", func() { g.CumSum(iv, 0) }, "CumSum", "int32")
+	mathPanic[*tensor.UsageError](t, "CumSum axis 2", func() { g.CumSum(x, 2) }, "CumSum", "axis 2", "[2 3]")
 	// The graph is still usable.
+	if s := g.CumSum(x, -1).Shape(); len(s) != 2 || s[0] != 2 || s[1] != 3 {
+		t.Errorf("CumSum after the panics: shape %v, want [2 3]", s)
+	}
 	if s := g.SumAxes(g.Add(x, small), []int{0}, false).Shape(); len(s) != 1 || s[0] != 3 {
 		t.Errorf("SumAxes after the panics: shape %v, want [3]", s)
 	}

@@ -116,3 +116,25 @@ func normAxis(axis, r int) int {
 	}
 	return axis
 }
+
+// TopK returns the k largest elements of x along its last axis, largest
+// first, and their Int32 indices, as torch.topk(x, k): the indices are
+// tensor.TopK's, and the values x's elements gathered by them (Gather), so
+// the gradient goes to the elements picked, as PyTorch's does. The indices
+// belong to the caller, who releases them after the graph's Backward (the
+// gradient reads them). Panics as tensor.TopK.
+func (g *Graph) TopK(x *Var, k int) (*Var, *tensor.Tensor) {
+	v, idx := tensor.TopK(x.t, k)
+	v.Release() // the graph gathers its own values, recorded
+	return g.Gather(x, -1, idx), idx
+}
+
+// Sort returns x sorted along its last axis and the Int32 indices that
+// sort it, as torch.sort(x, dim=-1, descending, stable=True): the indices
+// are tensor.ArgSort's, the values x's elements gathered by them, so the
+// gradient goes back to each element's place. The indices belong to the
+// caller, as TopK's. Panics as tensor.ArgSort.
+func (g *Graph) Sort(x *Var, descending bool) (*Var, *tensor.Tensor) {
+	idx := tensor.ArgSort(x.t, descending)
+	return g.Gather(x, -1, idx), idx
+}

@@ -134,3 +134,24 @@ func (g *Graph) MinAxes(x *Var, axes []int, keepdim bool) *Var {
 	defer g.use("MinAxes").done()
 	return g.reduceAxes("MinAxes", tensor.OpMinAxes, x, axes, keepdim, tensor.MinAxes)
 }
+
+// CumSum returns the inclusive prefix sums of x along axis, as
+// torch.cumsum(x, dim): each accumulated in fp32 (tensor.CumSum), in fp32
+// under autocast (cumsum is on PyTorch's fp32 list), else in x's dtype. A
+// negative axis counts from the end. Its gradient is dy summed from the
+// other end of the axis, itself differentiable (Grad with createGraph).
+func (g *Graph) CumSum(x *Var, axis int) *Var { return g.cumSum(x, axis, false) }
+
+// cumSum records CumSum, or with reverse the sums from the end of the
+// axis: CumSum's gradient, and the gradient of that.
+func (g *Graph) cumSum(x *Var, axis int, reverse bool) *Var {
+	defer g.use("CumSum").done()
+	floats("CumSum", x)
+	x = g.cast(x, g.dtypeFor(tensor.OpCumSum, x))
+	f := tensor.CumSum
+	if reverse {
+		f = tensor.CumSumReverse
+	}
+	y := f(x.t, axis, x.DType())
+	return g.record(tensor.OpCumSum, y, attrs{n: normAxis(axis, len(x.Shape())), reverse: reverse}, nil, x)
+}

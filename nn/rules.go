@@ -70,6 +70,7 @@ func init() {
 		tensor.OpReshape:           reshapeBack,
 
 		tensor.OpCustom:    customBack, // nn/function.go
+		tensor.OpCumSum:    cumSumBack, // nn/rules_math.go
 		tensor.OpAttention: attentionBack,
 	}
 }

@@ -221,3 +221,13 @@ func extremeBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
 	share := g.keep(tensor.Div(kept(g, n, dy), count, f32))
 	return []*tensor.Tensor{tensor.Mul(mask, share, x.DType())}
 }
+
+// The gradient of a cumsum is dy summed from the other end of the axis
+// (dx_j = dy_j + ... + dy_last), and the reverse's gradient a cumsum.
+func cumSumBack(g *Graph, n *node, dy *tensor.Tensor) []*tensor.Tensor {
+	f := tensor.CumSumReverse
+	if n.attr.reverse {
+		f = tensor.CumSum
+	}
+	return []*tensor.Tensor{f(dy, n.attr.n, n.inputs[0].DType())}
+}

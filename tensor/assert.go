@@ -11,8 +11,9 @@ import (
 
 // Device-side asserts. A kernel that finds data it cannot take, a class
 // index outside [0, C) given to NLL or CrossEntropyBackward or an index out
-// of range given to Embedding, IndexSelect, Gather or their backward ops,
-// writes NaN where the value would go and raises its device's assert record (one
+// of range given to Embedding, IndexSelect, Gather, their backward ops or
+// OneHot, writes NaN where the value would go (-1 in OneHot's Int32 form)
+// and raises its device's assert record (one
 // small buffer per device, shaders/include/assert.glsl), as a CUDA
 // device-side assert does, without any wait: the host learns of it at its
 // next read. While the record is raised, the fused optimizer steps given no
@@ -30,7 +31,7 @@ var ErrBadTarget = errors.New("tensor: class index out of range")
 
 // ErrBadIndex is what an *AssertError of an op whose index tensor held an
 // index out of range (Embedding, EmbeddingBackward, IndexSelect, Gather,
-// GatherBackward) matches with errors.Is. Negative indices are out of
+// GatherBackward, OneHot) matches with errors.Is. Negative indices are out of
 // range too.
 var ErrBadIndex = errors.New("tensor: index out of range")
 
@@ -66,6 +67,7 @@ const (
 	assertGather
 	assertEmbeddingBackward
 	assertGatherBackward
+	assertOneHot
 )
 
 // assertOps names each code's op and what its assert means.
@@ -81,6 +83,7 @@ var assertOps = map[uint32]struct {
 	assertGather:               {"Gather", ErrBadIndex},
 	assertEmbeddingBackward:    {"EmbeddingBackward", ErrBadIndex},
 	assertGatherBackward:       {"GatherBackward", ErrBadIndex},
+	assertOneHot:               {"OneHot", ErrBadIndex},
 }
 
 // assertWords is the size of the record in 32-bit words.

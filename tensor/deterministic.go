@@ -33,13 +33,15 @@ import "github.com/vkamp/vkamp/vk"
 // Covered too, each op's outputs pinned by hash on fixed inputs in
 // TestDeterministicOps (lavapipe at every tier, SwiftShader), their
 // functions checked against Go's in TestDeterministicMath: exp, log, sqrt,
-// rsqrt, tanh, sigmoid, pow, div (bcast_div), gelu in its erf and tanh
-// forms with their backward passes (and the texel forms of gelu and
+// rsqrt, tanh, sigmoid, pow, div (bcast_div), silu and mish and their
+// backward passes, gelu in its erf and tanh forms with their backward passes (and the texel forms of gelu and
 // gelu_backward, whose det path is the same per element), softmax_backward,
 // log_softmax_backward, nll_backward, layer_norm and layer_norm_backward,
 // batch_norm (forward, backward, running statistics, evaluation), sgd,
 // adadelta, adam with decoupled decay (adamw), gradient clipping
-// (grad_sumsq, clip_coef, grad_scale) and embedding_backward.
+// (grad_sumsq, clip_coef, grad_scale), embedding_backward, cumsum (its
+// adds in an order fixed by the shape: tensor/scan.go), arange (det_mad),
+// and argmax, argmin, topk, argsort and one_hot (integer code).
 // Subnormal fp32 values are zero in deterministic mode, as SwiftShader
 // reads and writes them on x86: every det_* operation (det.glsl) flushes
 // its inputs and its result, a product's flush decided as x86 does

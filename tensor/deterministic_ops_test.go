@@ -23,12 +23,20 @@ import (
 var detOpHashes = map[string]string{
 	"Adadelta":                "6720d29f107fd880faa7bc9cae34604e23049bc2e614503ea22db1c311f7c167",
 	"AdamW":                   "ca7e3bbcd476b28565eec3f80a1c65f961a1d988988c71ceb63f287d6ddf4551",
+	"Arange":                  "2677d362d2c236a7922864c84cc96f4467728656fad4efc12e159b3257eb3b2d",
+	"Arange/bf16":             "63917f778fd20a2a3c15afc5039cd3606e4b7dee5a79652bb628d0ffed08881d",
+	"ArgMax":                  "49e6d57aa6ebf445985e148debbe7ecc604860defa64cd31fbc1b390c2790094",
+	"ArgMin":                  "a25e3e538d05d58efb901df35c6a6fc48e34eebbe08f34caa56be76340f4bf5a",
 	"BatchNorm":               "dbbb2790750837edff0a5ba04f3153382bdeb970ac3a6ba88a278746a069ab23",
 	"BatchNorm/eval":          "3b9c9de7bd0b4ee22d573d0e20419b09f56c81d127f998461a41c0d54c317793",
 	"BatchNorm/running":       "5615edf169e2f035a3bd1f8a75b68c83e46035f8fdad47cc4196b5b02ae729f8",
 	"BatchNormBackward":       "5b8deda382aed193ea07e28d936eb19c91fd6537f6e474f865315451dae75d0f",
 	"BatchNormBackward/eval":  "3c57e9534cb425559e9f2f232f3aa3b22d66d6f4d845852c6da3f8f2bea61fa4",
 	"ClipNorm":                "f64905fc128d6722aeced4e6d747901027d0d0ef705999306b9b8ebe7e236fc3",
+	"CumSum":                  "af099dd9487d150d235f4fce81ad8e76da28d39927050984485f24d6ccb6c147",
+	"CumSum/f16":              "cd0d6e9d724a38a83c36dc1f4d610b2aa1644bb8c85ebdacc0eb33ef1c1ff84d",
+	"CumSum/long":             "243f7f6b0d48bee0707eec47d117180023ed3f0463ddd02f496eedc6a5dde8c7",
+	"CumSumReverse/long":      "586e60eaeff2c56d8b1850a852f70631f5b185421a000b83521a3a10ec6090f8",
 	"Div":                     "144d790165fad7bfc6d4db248589d486efe09865e27896272a00c633da4cc81a",
 	"Div/broadcast":           "0778e3248d44240200d0a78717843ffc3e21675bcc192170d613f5757cbfe0b2",
 	"EmbeddingBackward":       "2ea483a3cedb5bd7d673266848a302cdc33453581cf01ba015c8132adba89587",
@@ -50,6 +58,7 @@ var detOpHashes = map[string]string{
 	"LogSoftmaxBackward/300":  "dbd43c88c93513693cdd2b5456885b87c2b42df775ec479db376a7cc222f0b84",
 	"LogSoftmaxBackward/5000": "ac68937ebb799a6295df10f74ad368ed5ee30755da12575961d4849f0cf55d46",
 	"NLLBackward":             "c3d643eaef5f5391e90075c3cb74ab1e146c6e727df8351fa37120277f647224",
+	"OneHot":                  "5bee69cdf5aea600d48e477f1570fecefdea786262778ad9133db3e07e37cec4",
 	"Pow/-0.5":                "039c5205a422788009845f67bdd0ce0a28263421d03aa47e192d4b9bc62ef730",
 	"Pow/-1":                  "32a98342a2cad0224c961d85671198189a435b52b93ca2ba56e4d622aee57e8b",
 	"Pow/-1.5":                "18fa63a9bdfa833138f0000fc17d3b0ebc2f4cd34ca2784dc5f572ffd0475620",
@@ -72,8 +81,10 @@ var detOpHashes = map[string]string{
 	"SoftmaxBackward/3":       "f148a01b2c82108bffda6725d74e4bb7b66ad181debcbc189b9fc813c6df8a89",
 	"SoftmaxBackward/300":     "8750a5098bdfdc5cf700581e70a14424b9e9a6174d72059987e5c77b0c687b66",
 	"SoftmaxBackward/5000":    "38fbc512cc7465178f6f7c3bcf8e520eb3d72b53731c5bf3a2e324a08e83df99",
+	"Sort":                    "f06381485596ab5782737d3b305fd1b67579805d910d0b5e9e508108bf14d547",
 	"Sqrt":                    "f85970a19796f05babd8da3ede72314c2405113333be59ff57b572fb385f4baf",
 	"Tanh":                    "09c704c42db729c089434453496a14de61449ca1adf0cf29fe9df8e80c98e4b9",
+	"TopK":                    "97e6464918520cb1755631ba900f2a9c0c9cb20fbbb3217261bd3c36ff0a6443",
 }
 
 // TestDeterministicOps runs each op the deterministic mode covers beyond
@@ -276,6 +287,29 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 		ti := tensor.FromInt32(d, idx, ni)
 		keep = append(keep, ti)
 		get("EmbeddingBackward", tensor.EmbeddingBackward(ti, up(detVals(51, ni*cols, 2, true)[:ni*cols], ni, cols), vocab))
+	}
+
+	// Ops along an axis (ArgMax and ArgMin compare bits, no arithmetic;
+	// CumSum adds in a fixed order, chunked past 4096), and the
+	// constructors.
+	{
+		x := up(detVals(80, n, 5, true)[:n], 60, 50)
+		get("ArgMax", tensor.ArgMax(x, 1, false), tensor.ArgMax(x, 0, true))
+		get("ArgMin", tensor.ArgMin(x, -1, false), tensor.ArgMin(x, 0, false))
+		get("CumSum", tensor.CumSum(up(detVals(81, n, 3, true)), 0, f32))
+		get("CumSum/f16", tensor.CumSum(x, 0, f16))
+		long := up(detVals(82, 2*9000, 2, true)[:2*9000], 2, 9000)
+		get("CumSum/long", tensor.CumSum(long, 1, f32))
+		get("CumSumReverse/long", tensor.CumSumReverse(long, 1, f32), tensor.CumSumReverse(x, 0, f16))
+		get("Arange", tensor.Arange(d, f32, -3.5, 1000.25, 0.37), tensor.Arange(d, tensor.Int32, -7, 5000, 3))
+		get("Arange/bf16", tensor.Arange(d, tensor.BFloat16, 100, -20, -0.13))
+		tv, ti := tensor.TopK(x, 7)
+		get("TopK", tv, ti)
+		sv, si := tensor.Sort(x, false)
+		get("Sort", sv, si, tensor.ArgSort(x, true))
+		oh := tensor.FromInt32(d, []int32{3, 0, 9, 4, 4, 1}, 2, 3)
+		keep = append(keep, oh)
+		get("OneHot", tensor.OneHot(oh, 10, tensor.Int32), tensor.OneHot(oh, 10, f16))
 	}
 
 	// Optimizers and clipping: three steps each over two parameters.

@@ -3,8 +3,9 @@
 // (batched, with torch.matmul's broadcasting of batch dimensions),
 // elementwise ops and their backward kernels, reductions in fp32, softmax
 // along any axis with its backward, casts, row selection by index, layout
-// copies (Permute, Transpose, Narrow, Concat, Stack, Gather), and the ops
-// of training: dropout, cross-entropy and layer normalisation
+// copies (Permute, Transpose, Narrow, Concat, Stack, Gather), ops along an
+// axis (ArgMax, ArgMin, CumSum, TopK, Sort, ArgSort), constructors on the
+// device (Arange, OneHot), and the ops of training: dropout, cross-entropy and layer normalisation
 // with their backward passes, the fused optimizer updates (OptimizerState)
 // and dynamic loss scaling (LossScale). It is the only package that
 // launches a kernel.
@@ -27,7 +28,7 @@
 // is one that cannot be made: no kernel could bind it. Bad data found by a
 // kernel is a device-side assert: a class index out of range given to NLL
 // or CrossEntropyBackward, or an index out of range given to Embedding,
-// IndexSelect, Gather or their backward ops, gives NaN and raises the
+// IndexSelect, Gather, their backward ops or OneHot, gives NaN and raises the
 // device's assert, which the next read of any tensor on the device (or
 // Wait) returns as an *AssertError, without a wait of its own. In-place ops (AxpyUnless,
 // Accumulate, SetBytes, CopyFrom, Zero, the optimizer steps,

@@ -1,6 +1,8 @@
 package tensor
 
 import (
+	"slices"
+
 	"github.com/vkamp/vkamp/tensor/internal/kernels"
 	"github.com/vkamp/vkamp/vk"
 )
@@ -67,4 +69,38 @@ func selectRows(op string, code uint32, x, idx *Tensor, shape []int) *Tensor {
 		})
 	}, out)
 	return out
+}
+
+// OneHot returns idx (Int32, any shape [...]) one-hot encoded over classes:
+// a tensor [..., classes] of dtype out whose row r holds 1 at idx[r] and 0
+// elsewhere, as PyTorch's one_hot(idx, classes). out is Int32 (PyTorch's
+// int64, in vkamp's index dtype) or a floating dtype (1.0 and 0.0, ready to
+// multiply with logits, as a user would cast PyTorch's result). An index
+// outside [0, classes), negative ones included, gives a row of quiet NaN
+// (of -1 for Int32) and raises the device's assert, as Embedding does: the
+// next read of any tensor on the device returns an *AssertError matching
+// ErrBadIndex, Row the index's flat position in idx. classes below 1
+// panics with a *UsageError (PyTorch's -1, classes from the data, would
+// need a host read), a floating idx with a *DTypeError.
+func OneHot(idx *Tensor, classes int, out DType) *Tensor {
+	const op = "OneHot"
+	sameDevice(op, idx)
+	if classes < 1 {
+		usagePanic(op, "classes %d is below 1", classes)
+	}
+	if idx.dtype != Int32 {
+		panic(&DTypeError{Op: op, Got: idx.dtype, Want: "int32 indices"})
+	}
+	if !out.valid() {
+		panic(&DTypeError{Op: op, Got: out, Want: "float32, float16, bfloat16 or int32"})
+	}
+	y := newOut(idx.dev, out, append(slices.Clone(idx.shape), classes), idx)
+	p := kernels.OneHotPush{N: uint32(y.n), Classes: uint32(classes)}
+	recordInto(op, func() error {
+		return withAssert(y.dev, func(rec *vk.Buffer) error {
+			return kernels.OneHot(y.dev, pairs(y), kernels.OneHotSpec{OutDT: out.code(), AssertOp: assertOneHot}, p,
+				kernels.OneHotBind{Idx: idx.buf, D: y.buf, Assert: rec})
+		})
+	}, y)
+	return y
 }

@@ -36,6 +36,10 @@ func TestLoopLimit(t *testing.T) {
 		{"Softmax", func() *tensor.Tensor {
 			return tensor.Softmax(tensor.Full(d, tensor.Float32, 0, 1, 1<<24))
 		}, 1.0 / (1 << 24)},
+		{"TopK", func() *tensor.Tensor {
+			v, _ := tensor.TopK(tensor.Full(d, tensor.Float32, 1, 1, 1<<20), 32)
+			return v
+		}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -40,8 +40,6 @@ const (
 	OpPow          // x^p, p a scalar
 	OpTanh         // hyperbolic tangent
 	OpSigmoid      // 1/(1 + e^-x)
-	OpSiLU         // x * sigmoid(x)
-	OpMish         // x * tanh(softplus(x))
 	OpWhere        // cond ? a : b, broadcasting
 	OpMaskedFill   // x with a value where a mask is set
 	OpSumAxes      // sum over a set of axes
@@ -66,6 +64,10 @@ const (
 	OpReshape           // the same elements in another shape (view, flatten)
 
 	OpCustom // a user's op with its own forward and backward (nn.Function)
+
+	OpCumSum // inclusive prefix sums along an axis (after OpCustom: the earlier values stay)
+	OpSiLU   // x * sigmoid(x)
+	OpMish   // x * tanh(softplus(x))
 
 	numOps // keep last: Ops and String cover every op before it
 )
@@ -125,6 +127,7 @@ var opNames = [numOps]string{
 	OpReshape:           "reshape",
 
 	OpCustom:    "custom",
+	OpCumSum:    "cumsum",
 	OpAttention: "scaled_dot_product_attention",
 }
 

@@ -401,6 +401,151 @@ func AddTex(d *vk.Device, groups [3]uint32, s AddSpec, p EwisePush, b AddBind) e
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
+// ArangeSpec holds the specialization constants of arange.comp. A zero field
+// takes the shader's default.
+type ArangeSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	OutDT      DType  // OUT_DT: constant 3, default 0
+}
+
+// ArangePush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type ArangePush struct {
+	N     uint32 // offset 0
+	Start uint32 // offset 4
+	Step  uint32 // offset 8
+}
+
+func (p *ArangePush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Start)
+	binary.LittleEndian.PutUint32(b[8:], p.Step)
+}
+
+// ArangeBind names the bindings of arange.comp.
+type ArangeBind struct {
+	D *vk.Buffer // binding 0: written
+}
+
+// Arange records arange.comp on d over groups workgroups.
+func Arange(d *vk.Device, groups [3]uint32, s ArangeSpec, p ArangePush, b ArangeBind) error {
+	k := key{op: "arange"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(3, uint32(s.OutDT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.D)
+}
+
+// ArgmaxSpec holds the specialization constants of argmax.comp. A zero field
+// takes the shader's default.
+type ArgmaxSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// ArgPush is the push-constant block ArgPush (20 bytes), laid out as the
+// SPIR-V says.
+type ArgPush struct {
+	Outer uint32 // offset 0
+	K     uint32 // offset 4
+	Inner uint32 // offset 8
+	Chunk uint32 // offset 12
+	Phase uint32 // offset 16
+}
+
+func (p *ArgPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Outer)
+	binary.LittleEndian.PutUint32(b[4:], p.K)
+	binary.LittleEndian.PutUint32(b[8:], p.Inner)
+	binary.LittleEndian.PutUint32(b[12:], p.Chunk)
+	binary.LittleEndian.PutUint32(b[16:], p.Phase)
+}
+
+// ArgmaxBind names the bindings of argmax.comp.
+type ArgmaxBind struct {
+	X *vk.Buffer // binding 0: read
+	P *vk.Buffer // binding 1: read and written
+	Y *vk.Buffer // binding 2: written
+}
+
+// Argmax records argmax.comp on d over groups workgroups.
+func Argmax(d *vk.Device, groups [3]uint32, s ArgmaxSpec, p ArgPush, b ArgmaxBind) error {
+	k := key{op: "argmax"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.P, b.Y)
+}
+
+// ArgminSpec holds the specialization constants of argmin.comp. A zero field
+// takes the shader's default.
+type ArgminSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// ArgminBind names the bindings of argmin.comp.
+type ArgminBind struct {
+	X *vk.Buffer // binding 0: read
+	P *vk.Buffer // binding 1: read and written
+	Y *vk.Buffer // binding 2: written
+}
+
+// Argmin records argmin.comp on d over groups workgroups.
+func Argmin(d *vk.Device, groups [3]uint32, s ArgminSpec, p ArgPush, b ArgminBind) error {
+	k := key{op: "argmin"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.P, b.Y)
+}
+
+// ArgsortSpec holds the specialization constants of argsort.comp. A zero field
+// takes the shader's default.
+type ArgsortSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// ArgsortPush is the push-constant block Push (20 bytes), laid out as the
+// SPIR-V says.
+type ArgsortPush struct {
+	N          uint32 // offset 0
+	Cols       uint32 // offset 4
+	Width      uint32 // offset 8
+	Phase      uint32 // offset 12
+	Descending uint32 // offset 16
+}
+
+func (p *ArgsortPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], p.Width)
+	binary.LittleEndian.PutUint32(b[12:], p.Phase)
+	binary.LittleEndian.PutUint32(b[16:], p.Descending)
+}
+
+// ArgsortBind names the bindings of argsort.comp.
+type ArgsortBind struct {
+	X *vk.Buffer // binding 0: read
+	P *vk.Buffer // binding 1: read
+	Q *vk.Buffer // binding 2: written
+	Y *vk.Buffer // binding 3: written
+}
+
+// Argsort records argsort.comp on d over groups workgroups.
+func Argsort(d *vk.Device, groups [3]uint32, s ArgsortSpec, p ArgsortPush, b ArgsortBind) error {
+	k := key{op: "argsort"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [20]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.P, b.Q, b.Y)
+}
+
 // AttentionBwdDkvSpec holds the specialization constants of attention_bwd_dkv.comp. A zero field
 // takes the shader's default.
 type AttentionBwdDkvSpec struct {
@@ -1687,6 +1832,50 @@ func CrossEntropyBackward(d *vk.Device, groups [3]uint32, s CrossEntropyBackward
 	var push [12]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.L, b.Y, b.S, b.Out, b.Assert)
+}
+
+// CumsumSpec holds the specialization constants of cumsum.comp. A zero field
+// takes the shader's default.
+type CumsumSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// CumsumPush is the push-constant block CumsumPush (24 bytes), laid out as the
+// SPIR-V says.
+type CumsumPush struct {
+	Outer   uint32 // offset 0
+	K       uint32 // offset 4
+	Inner   uint32 // offset 8
+	Chunk   uint32 // offset 12
+	Phase   uint32 // offset 16
+	Reverse uint32 // offset 20
+}
+
+func (p *CumsumPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Outer)
+	binary.LittleEndian.PutUint32(b[4:], p.K)
+	binary.LittleEndian.PutUint32(b[8:], p.Inner)
+	binary.LittleEndian.PutUint32(b[12:], p.Chunk)
+	binary.LittleEndian.PutUint32(b[16:], p.Phase)
+	binary.LittleEndian.PutUint32(b[20:], p.Reverse)
+}
+
+// CumsumBind names the bindings of cumsum.comp.
+type CumsumBind struct {
+	X *vk.Buffer // binding 0: read
+	P *vk.Buffer // binding 1: read and written
+	Y *vk.Buffer // binding 2: written
+}
+
+// Cumsum records cumsum.comp on d over groups workgroups.
+func Cumsum(d *vk.Device, groups [3]uint32, s CumsumSpec, p CumsumPush, b CumsumBind) error {
+	k := key{op: "cumsum"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [24]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.P, b.Y)
 }
 
 // DetMathSpec holds the specialization constants of det_math.comp. A zero field
@@ -3851,6 +4040,44 @@ func NllBackward(d *vk.Device, groups [3]uint32, s NllBackwardSpec, p NllBackwar
 	return run(d, k, groups, push[:], b.Y, b.S, b.Out, b.Assert)
 }
 
+// OneHotSpec holds the specialization constants of one_hot.comp. A zero field
+// takes the shader's default.
+type OneHotSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	OutDT      DType  // OUT_DT: constant 3, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
+}
+
+// OneHotPush is the push-constant block Push (8 bytes), laid out as the
+// SPIR-V says.
+type OneHotPush struct {
+	N       uint32 // offset 0
+	Classes uint32 // offset 4
+}
+
+func (p *OneHotPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.N)
+	binary.LittleEndian.PutUint32(b[4:], p.Classes)
+}
+
+// OneHotBind names the bindings of one_hot.comp.
+type OneHotBind struct {
+	Idx    *vk.Buffer // binding 0: read
+	D      *vk.Buffer // binding 1: written
+	Assert *vk.Buffer // binding 2: read and written
+}
+
+// OneHot records one_hot.comp on d over groups workgroups.
+func OneHot(d *vk.Device, groups [3]uint32, s OneHotSpec, p OneHotPush, b OneHotBind) error {
+	k := key{op: "one_hot"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(3, uint32(s.OutDT))
+	k.put(8, uint32(s.AssertOp))
+	var push [8]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Idx, b.D, b.Assert)
+}
+
 // Pool2dSpec holds the specialization constants of pool2d.comp. A zero field
 // takes the shader's default.
 type Pool2dSpec struct {
@@ -4889,6 +5116,43 @@ func TanhTex(d *vk.Device, groups [3]uint32, s TanhSpec, p EwisePush, b TanhBind
 	var push [8]byte
 	p.put(push[:])
 	return run(d, k, groups, push[:], b.A, b.D)
+}
+
+// TopkSpec holds the specialization constants of topk.comp. A zero field
+// takes the shader's default.
+type TopkSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+}
+
+// TopkPush is the push-constant block Push (12 bytes), laid out as the
+// SPIR-V says.
+type TopkPush struct {
+	Rows uint32 // offset 0
+	Cols uint32 // offset 4
+	K    uint32 // offset 8
+}
+
+func (p *TopkPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Rows)
+	binary.LittleEndian.PutUint32(b[4:], p.Cols)
+	binary.LittleEndian.PutUint32(b[8:], p.K)
+}
+
+// TopkBind names the bindings of topk.comp.
+type TopkBind struct {
+	X *vk.Buffer // binding 0: read
+	Y *vk.Buffer // binding 1: written
+}
+
+// Topk records topk.comp on d over groups workgroups.
+func Topk(d *vk.Device, groups [3]uint32, s TopkSpec, p TopkPush, b TopkBind) error {
+	k := key{op: "topk"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	var push [12]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.X, b.Y)
 }
 
 // UnscaleCheckSpec holds the specialization constants of unscale_check.comp. A zero field
