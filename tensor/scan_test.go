@@ -145,14 +145,13 @@ func TestArgMaxArgMin(t *testing.T) {
 func TestArgMaxSpecials(t *testing.T) {
 	d := devtest.Open(t)
 	vals := append(slices.Clone(opSpecials), 1e-40, 2e-40, -1e-40, float32(math.Copysign(0, -1)))
-	k := len(vals)
 	for _, dt := range opDTypes {
 		for _, nan := range []bool{true, false} {
 			row := slices.Clone(vals)
 			if !nan {
 				row = row[1:] // vals[0] is the NaN
 			}
-			k = len(row)
+			k := len(row)
 			var all []float32
 			for r := range k {
 				all = append(all, row[r:]...)
