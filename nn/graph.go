@@ -24,6 +24,7 @@ type Graph struct {
 	amp      *amp.Region
 	noGrad   bool
 	nodes    []*node
+	slabbed  []*Var          // vars given slabs in this Backward (slabs.go)
 	nodeBuf  [16]*node       // nodes' first storage: a small step's graph grows no slice
 	params   map[*Param]*Var // the var of each parameter used, once pvars is full
 	pvars    []*Var          // the vars of the first parameters used, searched in order
@@ -53,6 +54,7 @@ type Var struct {
 	param     *Param
 	needsGrad bool
 	grad      *tensor.Tensor // accumulated during Backward
+	slabs     []slab         // Narrow's gradients not yet in grad (slabs.go)
 }
 
 // Value returns the var's tensor. It belongs to the graph (or, for a
@@ -504,13 +506,22 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 	// not leak into this one: only the parameters' gradients accumulate
 	// across calls.
 	for _, n := range g.nodes {
-		n.out.grad = nil
+		n.out.grad, n.out.slabs = nil, nil
 	}
+	g.slabbed = g.slabbed[:0]
 	loss.grad = seed
 	uses := g.paramUses()
 	for i := len(g.nodes) - 1; i >= 0; i-- {
 		n := g.nodes[i]
+		if err := g.settle(n.out); err != nil {
+			return err
+		}
 		if dy := n.out.grad; dy != nil { // else nothing downstream needed this output
+			if n.op == tensor.OpNarrow && n.inputs[0].param == nil && n.inputs[0].needsGrad {
+				g.addSlab(n, dy)
+				g.walked(n, uses)
+				continue
+			}
 			if p := castParam(n, dy); p != nil {
 				// Accumulate widens dy as it adds it, exactly as the cast
 				// back would: AMP's fp16 weight gradients skip a kernel
@@ -533,6 +544,11 @@ func (g *Graph) Backward(loss *Var, seed *tensor.Tensor) error {
 			}
 		}
 		g.walked(n, uses)
+	}
+	for _, v := range g.slabbed { // the leaves (RequiresGrad) among them
+		if err := g.settle(v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
