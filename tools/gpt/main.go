@@ -5,6 +5,7 @@
 //	go run ./tools/gpt [-recipe cpu|gpu|tiny] [-iters N] [-dropout P] [-precision f16|bf16|f32] [-report loss.png]
 //	                   [-checkpoint DIR [-resume]] [-sample 500 -temperature 0.8 -top-k 200] [-json]
 //	go run ./tools/gpt -checkpoint DIR -resume -eval-only [-eval-iters 200]
+//	go run ./tools/gpt [-init-from nanogpt.safetensors] [-export out.safetensors]   # nanoGPT's weights in and out
 //
 // The recipes are nanoGPT's (config/train_shakespeare_char.py, and its
 // README's command for a CPU):
@@ -51,6 +52,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -82,6 +84,7 @@ var recipes = map[string]recipe{
 type config struct {
 	recipe
 	data, recipeName, precision, device, checkpoint, reportPath, prompt string
+	initFrom, export                                                    string
 	devices                                                             string
 	timeout                                                             time.Duration
 	sample, topK                                                        int
@@ -111,6 +114,8 @@ func main() {
 	flag.DurationVar(&c.timeout, "collective-timeout", 0, "how long a rank waits in a collective for the others before it fails (0: 10 minutes)")
 	flag.StringVar(&c.checkpoint, "checkpoint", "", "directory to write a checkpoint to at each evaluation, at the end and on Ctrl-C")
 	flag.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in -checkpoint")
+	flag.StringVar(&c.initFrom, "init-from", "", "start from the weights of a nanoGPT model.state_dict() saved as safetensors (its names, fp32, fp16 or bf16; the model's size must match)")
+	flag.StringVar(&c.export, "export", "", "after training, write the weights here as a nanoGPT state dict in safetensors, for model.load_state_dict(..., strict=False)")
 	flag.BoolVar(&c.evalOnly, "eval-only", false, "evaluate the model (with -resume, the checkpoint's) over -eval-iters batches a split, with the standard errors, and exit without training, as nanoGPT's eval_only")
 	flag.StringVar(&c.reportPath, "report", "", "write a PNG of the loss curves and the loss scale here")
 	flag.IntVar(&c.sample, "sample", 0, "after training, print this many generated characters")
@@ -181,6 +186,8 @@ func (c config) check() error {
 		return errors.New("-prompt must not be empty")
 	case c.resume && c.checkpoint == "":
 		return errors.New("-resume needs -checkpoint DIR")
+	case c.resume && c.initFrom != "":
+		return errors.New("-init-from and -resume both say where the weights come from: give one")
 	case c.timeout < 0:
 		return fmt.Errorf("-collective-timeout %v must be 0 or positive", c.timeout)
 	case !(c.dropout >= 0 && c.dropout < 1):
@@ -192,6 +199,11 @@ func (c config) check() error {
 	if c.checkpoint != "" {
 		if err := checkpoint.CheckWritableDir(c.checkpoint); err != nil {
 			return err // found now, not at the first save after an epoch of training
+		}
+	}
+	if c.export != "" {
+		if err := checkpoint.CheckWritableDir(filepath.Dir(c.export)); err != nil {
+			return fmt.Errorf("-export %s: %w", c.export, err)
 		}
 	}
 	if c.reportPath != "" {

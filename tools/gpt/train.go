@@ -176,6 +176,14 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 		}
 		fmt.Fprintf(log, "resumed from %s at iteration %d\n", c.checkpoint, t.iter)
 	}
+	if c.initFrom != "" { // every rank reads the same file
+		for _, t := range ts {
+			if err := initFrom(c.initFrom, t.params); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(log, "weights from %s (nanoGPT's names)\n", c.initFrom)
+	}
 	if c.evalOnly { // nanoGPT's eval_only: rank 0 evaluates, nothing trains or is written
 		e, err := t.evaluate(ctx, true)
 		if err != nil {
@@ -198,6 +206,12 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	fmt.Fprintf(log, "trained %d iterations in %s; %s\n", c.iters, wall.Round(time.Millisecond), t.io.stats())
 	if c.profile {
 		profile.Print(log, t.d, wall)
+	}
+	if c.export != "" {
+		if err := export(c.export, t.params); err != nil {
+			return err
+		}
+		fmt.Fprintln(log, "weights, as a nanoGPT state dict:", c.export)
 	}
 	if c.reportPath != "" {
 		if err := report.WriteCurves(c.reportPath, t.hist); err != nil {
