@@ -365,7 +365,10 @@ func (g *Graph) Param(p *Param) *Var {
 	if v := g.paramVar(p); v != nil && v.t == p.Value {
 		return v
 	}
-	if !p.Frozen && p.Grad != nil && !slices.Equal(p.Value.Shape(), p.Grad.Shape()) {
+	if !p.Frozen && p.Grad == nil {
+		panic(&tensor.UsageError{Op: "Graph.Param", Msg: fmt.Sprintf("parameter %s is not frozen but has no Grad (To converts a model for inference and releases the gradients)", p.Name)})
+	}
+	if !p.Frozen && !slices.Equal(p.Value.Shape(), p.Grad.Shape()) {
 		// Backward would fail deep inside, naming no parameter.
 		panic(&tensor.UsageError{Op: "Graph.Param", Msg: fmt.Sprintf("parameter %s: Value has shape %v but Grad %v (a Value replaced by another shape: Param.Set keeps it)",
 			p.Name, p.Value.Shape(), p.Grad.Shape())})

@@ -1,6 +1,11 @@
 package nn
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/vkamp/vkamp/tensor"
+)
 
 // Train and evaluation mode, and freezing, over a whole model: Train(m) and
 // Eval(m) reach every module nested in m (through Sequential and any module
@@ -99,4 +104,43 @@ func identity(m Module) (moduleKey, bool) {
 		return moduleKey{v.Type(), v.Pointer(), v.Len()}, v.Len() > 0
 	}
 	return moduleKey{}, false
+}
+
+// To converts every floating parameter and buffer of m to dt in place, as
+// PyTorch's module.to(dtype) (half(), bfloat16()) does, for inference: a
+// model whose weights are fp16 or bf16 runs its ops in that dtype without
+// autocast, in half the memory. The parameters are frozen and their fp32
+// gradients released: the optimizers keep fp32 master weights (AMP's
+// recipe), and refuse others. Int32 buffers (BatchNorm's
+// num_batches_tracked) stay. A dtype that is not floating panics with a
+// *tensor.UsageError; a conversion the device fails is returned, with the
+// parameters converted before it left converted.
+func To(m Module, dt tensor.DType) error {
+	if dt != tensor.Float32 && dt != tensor.Float16 && dt != tensor.BFloat16 {
+		panic(&tensor.UsageError{Op: "To", Msg: fmt.Sprintf("dtype %s: want Float32, Float16 or BFloat16", dt)})
+	}
+	params := map[*Param]bool{}
+	for _, p := range m.Parameters() {
+		params[p] = true
+	}
+	for _, p := range State(m) {
+		if p == nil || p.Value.DType() == tensor.Int32 {
+			continue
+		}
+		if p.Value.DType() != dt {
+			v := tensor.Cast(p.Value, dt)
+			if err := v.Err(); err != nil {
+				v.Release()
+				return fmt.Errorf("nn: To %s: %s: %w", dt, p.Name, err)
+			}
+			p.Value.Release()
+			p.Value = v
+		}
+		if params[p] {
+			p.Frozen = true
+			p.Grad.Release()
+			p.Grad = nil
+		}
+	}
+	return nil
 }
