@@ -23,13 +23,21 @@ func (g *Graph) CausalSelfAttentionDropout(qkv *Var, batch, heads int, p float32
 // composedAttention is attention from graph ops, with dropout p on the
 // probabilities (none for p == 0: tests compare it with the fused op).
 func (g *Graph) composedAttention(qkv *Var, batch, heads int, p float32) *Var {
+	return g.maskedAttention("CausalSelfAttentionDropout", qkv, batch, heads, p, true, nil)
+}
+
+// maskedAttention is attention from graph ops over qkv ([batch*T, 3C] or
+// [batch, T, 3C]), with dropout p on the probabilities, each query seeing
+// the keys at or before it where causal, and none where mask (Int32,
+// broadcasting to [batch, heads, T, T]) is nonzero.
+func (g *Graph) maskedAttention(op string, qkv *Var, batch, heads int, p float32, causal bool, mask *tensor.Tensor) *Var {
 	s := qkv.Shape()
 	rows := 1
 	for _, n := range s[:max(len(s)-1, 0)] {
 		rows *= n
 	}
 	if len(s) < 2 || len(s) > 3 || heads < 1 || batch < 1 || rows%batch != 0 || s[len(s)-1]%(3*heads) != 0 || rows == 0 {
-		panic(&tensor.ShapeError{Op: "CausalSelfAttentionDropout", A: s, B: []int{batch, heads},
+		panic(&tensor.ShapeError{Op: op, A: s, B: []int{batch, heads},
 			Msg: fmt.Sprintf("want qkv [batch*T, 3C] or [batch, T, 3C] with C a multiple of heads (the second shape is [batch, heads]); dropout %g", p)})
 	}
 	t, c := rows/batch, s[len(s)-1]/3
@@ -38,7 +46,12 @@ func (g *Graph) composedAttention(qkv *Var, batch, heads int, p float32) *Var {
 	part := func(i int) *Var { return g.Reshape(g.Narrow(x, 0, i, 1), batch, heads, t, hd) }
 	q, k, v := part(0), part(1), part(2)
 	att := g.Scale(g.MatMul(q, k, false, true), float32(1/math.Sqrt(float64(hd)))) // [B, H, T, T]
-	att = g.MaskedFill(att, g.causalMask(t), float32(math.Inf(-1)))
+	if causal {
+		att = g.MaskedFill(att, g.causalMask(t), float32(math.Inf(-1)))
+	}
+	if mask != nil {
+		att = g.MaskedFill(att, mask, float32(math.Inf(-1)))
+	}
 	att = g.Dropout(g.Softmax(att, 3), p)
 	y := g.Permute(g.MatMul(att, v, false, false), 0, 2, 1, 3) // [B, T, H, hd]
 	out := append(append([]int(nil), s[:len(s)-1]...), c)
