@@ -39,6 +39,14 @@ type Function struct {
 	// the tensors that Backward needs (ctx.save_for_backward); saving an
 	// input's tensor, or the output, is fine.
 	Forward func(in []*tensor.Tensor) (out *tensor.Tensor, saved []*tensor.Tensor)
+	// ForwardAutocast, set in place of Forward, is Forward told the
+	// autocast state it runs under, as custom_fwd without cast_inputs runs
+	// the forward under the surrounding autocast: ac.DType(op, inputs...)
+	// is the dtype autocast runs a built-in op in (a matmul in fp16 in an
+	// fp16 region), so the function's ops take it as PyTorch's are
+	// autocast. With CastInputs set, autocast is off inside, as
+	// cast_inputs turns it off: ac says so.
+	ForwardAutocast func(ac Autocast, in []*tensor.Tensor) (out *tensor.Tensor, saved []*tensor.Tensor)
 	// Backward returns the gradient of each input from dy, the gradient of
 	// the output (in the output's dtype), given the saved tensors and the
 	// inputs: one per input, in the input's shape and dtype, nil allowed
@@ -68,8 +76,8 @@ func (g *Graph) Apply(f *Function, in ...*Var) *Var {
 		panic(&tensor.UsageError{Op: "Apply", Msg: "nil function"})
 	}
 	op := "Apply " + f.Name
-	if f.Forward == nil {
-		panic(&tensor.UsageError{Op: op, Msg: "nil Forward"})
+	if (f.Forward == nil) == (f.ForwardAutocast == nil) {
+		panic(&tensor.UsageError{Op: op, Msg: "set one of Forward and ForwardAutocast"})
 	}
 	needsGrad := false
 	for i, v := range in {
@@ -89,7 +97,17 @@ func (g *Graph) Apply(f *Function, in ...*Var) *Var {
 	for i, v := range in {
 		ts[i] = v.t
 	}
-	out, saved := f.Forward(slices.Clone(ts))
+	var out *tensor.Tensor
+	var saved []*tensor.Tensor
+	if f.ForwardAutocast != nil {
+		ac := Autocast{}
+		if f.CastInputs == amp.Keep {
+			ac.r = g.amp
+		}
+		out, saved = f.ForwardAutocast(ac, slices.Clone(ts))
+	} else {
+		out, saved = f.Forward(slices.Clone(ts))
+	}
 	if out == nil {
 		panic(&tensor.UsageError{Op: op, Msg: "Forward returned a nil output"})
 	}
@@ -107,6 +125,25 @@ func (g *Graph) Apply(f *Function, in ...*Var) *Var {
 		out = tensor.Cast(out, out.DType())
 	}
 	return g.record(tensor.OpCustom, out, attrs{fn: f}, saved, in...)
+}
+
+// Autocast is the autocast state a Function's ForwardAutocast runs under.
+// Its zero value is autocast off.
+type Autocast struct{ r *amp.Region }
+
+// Enabled reports whether autocast is on.
+func (a Autocast) Enabled() bool { return a.r.Enabled() }
+
+// DType is the dtype autocast runs op in given its floating inputs (as
+// amp's policy table says: the region's dtype for a matmul, fp32 for a
+// sum, the widest input's for the others), or their widest dtype with
+// autocast off.
+func (a Autocast) DType(op tensor.Op, in ...*tensor.Tensor) tensor.DType {
+	dts := make([]tensor.DType, len(in))
+	for i, t := range in {
+		dts[i] = t.DType()
+	}
+	return a.r.OpDType(op, dts...)
 }
 
 // castInputs casts the floating inputs as a function's policy says under

@@ -195,6 +195,13 @@ func TestFunctionMisuse(t *testing.T) {
 			defer g.Release()
 			g.Apply(&nn.Function{Name: "Bad"}, g.Param(p))
 		}, &ue, "Apply Bad"},
+		{"Forward and ForwardAutocast", func() {
+			g := nn.NewGraph(d, nn.Options{})
+			defer g.Release()
+			f := bad(nil)
+			f.ForwardAutocast = func(nn.Autocast, []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) { return nil, nil }
+			g.Apply(f, g.Param(p))
+		}, &ue, "Apply Bad"},
 		{"nil Backward", func() {
 			g := nn.NewGraph(d, nn.Options{})
 			defer g.Release()
@@ -328,4 +335,59 @@ func TestFunctionCastInputs(t *testing.T) {
 	// The gradient went back through the casts to the fp32 parameter:
 	// d sum(w + h)/dw = 1 per backward, six backwards.
 	tSameBits(t, "w's gradient", tRead(t, p.Grad), []float32{6, 6})
+}
+
+// ForwardAutocast is custom_fwd without cast_inputs: PyTorch's MyMM, whose
+// a.mm(b) autocasts, computes in fp16 in an fp16 region, bf16 in a bf16
+// one, fp32 outside autocast, and in fp32 with CastInputs FP32 (autocast
+// off inside, as cast_inputs turns it off); its gradients reach the fp32
+// weight.
+func TestFunctionForwardAutocast(t *testing.T) {
+	d := devtest.Open(t)
+	w := tParam(t, d, "w", []float32{1, 2, 3, 4}, 2, 2)
+	x := tensor.FromFloat32(d, []float32{1, 0, 0, 1}, 2, 2)
+	t.Cleanup(x.Release)
+	var ran tensor.DType
+	var on bool
+	mymm := func(policy amp.Policy) *nn.Function {
+		return &nn.Function{
+			Name:       "MyMM",
+			CastInputs: policy,
+			ForwardAutocast: func(ac nn.Autocast, in []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+				a, b := in[0], in[1]
+				ran, on = ac.DType(tensor.OpMatMul, a, b), ac.Enabled()
+				return tensor.MatMul(a, b, tensor.MatMulOpts{Out: ran}), in
+			},
+			Backward: func(saved, _ []*tensor.Tensor, dy *tensor.Tensor) []*tensor.Tensor {
+				a, b := saved[0], saved[1]
+				return []*tensor.Tensor{
+					tensor.MatMul(dy, b, tensor.MatMulOpts{TransB: true, Out: a.DType()}),
+					tensor.MatMul(a, dy, tensor.MatMulOpts{TransA: true, Out: b.DType()}),
+				}
+			},
+		}
+	}
+	for _, c := range []struct {
+		autocast bool
+		region   tensor.DType
+		policy   amp.Policy
+		want     tensor.DType
+	}{
+		{true, f16, amp.Keep, f16},
+		{true, tensor.BFloat16, amp.Keep, tensor.BFloat16},
+		{false, f16, amp.Keep, f32},
+		{true, f16, amp.FP32, f32},
+	} {
+		g := nn.NewGraph(d, nn.Options{Autocast: nn.AutocastTo(c.autocast, c.region)})
+		y := g.Apply(mymm(c.policy), g.Input(x), g.Param(w))
+		if y.DType() != c.want || ran != c.want || on != (c.autocast && c.policy == amp.Keep) {
+			t.Errorf("autocast %v (%s), CastInputs %s: ran in %s (autocast on %v), output %s; want %s", c.autocast, c.region, c.policy, ran, on, y.DType(), c.want)
+		}
+		if err := g.Backward(g.Sum(g.Cast(y, f32)), nil); err != nil {
+			t.Fatal(err)
+		}
+		g.Release()
+	}
+	// d sum(x w)/dw with x the identity: ones, four backwards.
+	tSameBits(t, "w's gradient", tRead(t, w.Grad), []float32{4, 4, 4, 4})
 }
