@@ -4,8 +4,8 @@
 // Embedding, an nn.LSTM and a Linear head, cross-entropy over every
 // position, Adam, gradient clipping and, in fp16, a loss scaler.
 //
-//	go run ./tools/charlstm [-precision f16|bf16|f32] [-iters 2000] [-batch 32] [-seq 64]
-//	                        [-hidden 256] [-layers 1] [-lr 2e-3] [-eval-every 250] [-json]
+//	go run ./tools/charlstm [-precision f16|bf16|f32] [-iters 600] [-batch 32] [-seq 64]
+//	                        [-hidden 128] [-layers 1] [-lr 2e-3] [-eval-every 100] [-json] [-profile]
 //
 // Every -eval-every iterations (and at the end) it prints the training
 // loss of the last step and the validation loss, the mean over -eval-iters
@@ -26,6 +26,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 	"github.com/vkamp/vkamp/scaler"
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/tools/internal/corpus"
+	"github.com/vkamp/vkamp/tools/internal/profile"
 	"github.com/vkamp/vkamp/vk"
 )
 
@@ -45,7 +47,8 @@ type config struct {
 	lr, clip                         float64
 	dropout                          float64
 	seed                             uint64
-	json                             bool
+	json, profile                    bool
+	cpuProfile                       string
 }
 
 func parse(args []string) (config, error) {
@@ -54,19 +57,21 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.data, "data", "testdata/tinyshakespeare/input.txt", "UTF-8 text to train on: the first 90% trains, the rest validates")
 	fs.StringVar(&c.device, "device", "", "device index or name substring (default: VKAMP_DEVICE, else the best)")
 	fs.StringVar(&c.precision, "precision", "f16", "f16 (autocast and a loss scaler), bf16 (autocast) or f32")
-	fs.IntVar(&c.iters, "iters", 2000, "training iterations")
+	fs.IntVar(&c.iters, "iters", 600, "training iterations")
 	fs.IntVar(&c.batch, "batch", 32, "sequences per batch")
 	fs.IntVar(&c.seq, "seq", 64, "characters per sequence (truncated backpropagation through time)")
 	fs.IntVar(&c.embed, "embed", 64, "embedding width")
-	fs.IntVar(&c.hidden, "hidden", 256, "LSTM hidden size")
+	fs.IntVar(&c.hidden, "hidden", 128, "LSTM hidden size")
 	fs.IntVar(&c.layers, "layers", 1, "LSTM layers")
 	fs.Float64Var(&c.dropout, "dropout", 0, "dropout between LSTM layers")
 	fs.Float64Var(&c.lr, "lr", 2e-3, "Adam's learning rate")
 	fs.Float64Var(&c.clip, "clip", 1, "gradient norm clip (0: none)")
-	fs.IntVar(&c.evalEvery, "eval-every", 250, "iterations between validation reports")
+	fs.IntVar(&c.evalEvery, "eval-every", 100, "iterations between validation reports")
 	fs.IntVar(&c.evalIters, "eval-iters", 20, "validation batches per report")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the weights and the batches")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per report")
+	fs.BoolVar(&c.profile, "profile", false, "time every kernel on the device and print where the training time went")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -89,6 +94,17 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, "charlstm:", err)
 		os.Exit(2)
+	}
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "charlstm: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -138,7 +154,7 @@ func run(ctx context.Context, c config, out io.Writer) (report, error) {
 	if err := text.Check(c.seq); err != nil {
 		return report{}, err
 	}
-	d, err := vk.Open(vk.Options{Device: c.device})
+	d, err := vk.Open(vk.Options{Device: c.device, Timestamps: c.profile})
 	if err != nil {
 		return report{}, err
 	}
@@ -180,6 +196,9 @@ func run(ctx context.Context, c config, out io.Writer) (report, error) {
 	var last report
 	var lastLoss *tensor.Tensor
 	start := time.Now()
+	if c.profile {
+		defer func(begin time.Time) { profile.Print(os.Stderr, d, time.Since(begin)) }(start)
+	}
 	for iter := 1; iter <= c.iters; iter++ {
 		if err := ctx.Err(); err != nil {
 			return last, err
