@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/vkamp/vkamp/tensor"
 	"github.com/vkamp/vkamp/vk"
@@ -157,7 +158,7 @@ func (r *Recurrent) Run(g *Graph, x, h0, c0 *Var) (out, hn, cn *Var) {
 	steps, batch := x.Shape()[0], x.Shape()[1]
 	state := []int{len(r.Layers), batch, r.Opts.Hidden}
 	for _, s := range []*Var{h0, c0} {
-		if s != nil && !sameInts(s.Shape(), state) {
+		if s != nil && !slices.Equal(s.Shape(), state) {
 			panic(&tensor.ShapeError{Op: op, A: s.Shape(), B: state, Msg: "initial states are [layers, batch, hidden]"})
 		}
 	}
@@ -235,16 +236,4 @@ func (r *Recurrent) step(g *Graph, xt, h, c, whh, bhh *Var) (*Var, *Var) {
 		}
 		return g.Tanh(pre), nil
 	}
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -16,30 +16,7 @@ import (
 // sortRef is ArgSort's result for v [rows, cols]: each row's columns by
 // value, a stable sort, NaN above every number, -0 equal to +0.
 func sortRef(v []float32, cols int, descending bool) []int32 {
-	if descending {
-		return topkRef(v, cols, cols)
-	}
-	var out []int32
-	for r := 0; r < len(v)/cols; r++ {
-		row := v[r*cols : (r+1)*cols]
-		js := make([]int32, cols)
-		for j := range js {
-			js[j] = int32(j)
-		}
-		slices.SortStableFunc(js, func(a, b int32) int {
-			x, y := row[a], row[b]
-			xn, yn := x != x, y != y
-			switch {
-			case xn && yn, !xn && !yn && x == y:
-				return 0
-			case yn || (!xn && x < y):
-				return -1
-			}
-			return 1
-		})
-		out = append(out, js...)
-	}
-	return out
+	return orderRef(v, cols, cols, descending)
 }
 
 func TestSort(t *testing.T) {

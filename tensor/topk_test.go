@@ -16,7 +16,12 @@ import (
 // topkRef is TopK's indices of v [rows, cols]: each row's columns ordered
 // by value, largest first, NaN above every number, equal values (-0 and +0
 // among them) in column order; the first k.
-func topkRef(v []float32, cols, k int) []int32 {
+func topkRef(v []float32, cols, k int) []int32 { return orderRef(v, cols, k, true) }
+
+// orderRef is the first k columns of each row of v [rows, cols] in order
+// of value, ascending or descending, NaN above every number, equal values
+// (-0 and +0 among them) in column order.
+func orderRef(v []float32, cols, k int, descending bool) []int32 {
 	var out []int32
 	for r := 0; r < len(v)/cols; r++ {
 		row := v[r*cols : (r+1)*cols]
@@ -27,13 +32,17 @@ func topkRef(v []float32, cols, k int) []int32 {
 		slices.SortStableFunc(js, func(a, b int32) int {
 			x, y := row[a], row[b]
 			xn, yn := x != x, y != y
+			c := 1
 			switch {
 			case xn && yn, !xn && !yn && x == y:
 				return 0
-			case xn || (!yn && x > y):
-				return -1
+			case yn || (!xn && x < y):
+				c = -1
 			}
-			return 1
+			if descending {
+				c = -c
+			}
+			return c
 		})
 		out = append(out, js[:k]...)
 	}
