@@ -13,59 +13,23 @@ import (
 )
 
 // attentionRef is multi-head self-attention in float64: x [b][t][c] flat,
-// wqkv [3c, c], wproj [c, c], masked(b, i, j) hiding key j from query i.
-func attentionRef(x, wqkv, wproj []float64, b, t, c, heads int, masked func(b, i, j int) bool) []float64 {
-	hd := c / heads
-	qkv := make([]float64, b*t*3*c)
-	for r := range b * t {
-		for o := range 3 * c {
-			for k := range c {
-				qkv[r*3*c+o] += x[r*c+k] * wqkv[o*c+k]
+// wqkv [3c, c], wproj [c, c], hidden(b, i, j) hiding key j from query i.
+func attentionRef(x, wqkv, wproj []float64, b, t, c, heads int, hidden func(b, i, j int) bool) []float64 {
+	y, _ := ref.Attention{Batch: b, T: t, Heads: heads, C: c, Scale: 1 / math.Sqrt(float64(c/heads)), Hidden: hidden}.Forward(linearRef(x, wqkv, 3*c, c))
+	return linearRef(y, wproj, c, c)
+}
+
+// linearRef is x [rows, in] times w [out, in] transposed.
+func linearRef(x, w []float64, out, in int) []float64 {
+	y := make([]float64, len(x)/in*out)
+	for r := range len(x) / in {
+		for o := range out {
+			for k := range in {
+				y[r*out+o] += x[r*in+k] * w[o*in+k]
 			}
 		}
 	}
-	y := make([]float64, b*t*c)
-	for bb := range b {
-		for h := range heads {
-			for i := range t {
-				q := qkv[(bb*t+i)*3*c+h*hd:]
-				scores := make([]float64, t)
-				mx := math.Inf(-1)
-				for j := range t {
-					scores[j] = math.Inf(-1)
-					if !masked(bb, i, j) {
-						k := qkv[(bb*t+j)*3*c+c+h*hd:]
-						s := 0.0
-						for e := range hd {
-							s += q[e] * k[e]
-						}
-						scores[j] = s / math.Sqrt(float64(hd))
-					}
-					mx = math.Max(mx, scores[j])
-				}
-				sum := 0.0
-				for j := range scores {
-					scores[j] = math.Exp(scores[j] - mx)
-					sum += scores[j]
-				}
-				for j := range t {
-					v := qkv[(bb*t+j)*3*c+2*c+h*hd:]
-					for e := range hd {
-						y[(bb*t+i)*c+h*hd+e] += scores[j] / sum * v[e]
-					}
-				}
-			}
-		}
-	}
-	out := make([]float64, b*t*c)
-	for r := range b * t {
-		for o := range c {
-			for k := range c {
-				out[r*c+o] += y[r*c+k] * wproj[o*c+k]
-			}
-		}
-	}
-	return out
+	return y
 }
 
 // TestSelfAttention checks the Module form of attention against

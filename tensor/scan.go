@@ -85,6 +85,19 @@ func lineLoops(out *Tensor, op string, n, per, k int) bool {
 	return checkLoopsN(out, op, slots*(per+1), "a line of %d along the axis", k)
 }
 
+// checkLastAxis checks the input of an op along x's last axis (TopK, Sort): a
+// floating x, of at least one axis; it returns that axis's length.
+func checkLastAxis(op string, x *Tensor) int {
+	sameDevice(op, x)
+	if !x.dtype.floating() {
+		panic(&DTypeError{Op: op, Got: x.dtype, Want: wantFloating + " input"})
+	}
+	if len(x.shape) == 0 {
+		usagePanic(op, "x has no axis")
+	}
+	return x.shape[len(x.shape)-1]
+}
+
 func argReduce(op string, kern argKernel, x *Tensor, axis int, keepdim bool) *Tensor {
 	sameDevice(op, x)
 	if !x.dtype.floating() {
@@ -194,14 +207,7 @@ func cumSum(op string, x *Tensor, axis int, out DType, reverse bool) *Tensor {
 // results carrying ErrLoopLimit there.
 func TopK(x *Tensor, k int) (values, indices *Tensor) {
 	const op = "TopK"
-	sameDevice(op, x)
-	if !x.dtype.floating() {
-		panic(&DTypeError{Op: op, Got: x.dtype, Want: wantFloating + " input"})
-	}
-	if len(x.shape) == 0 {
-		usagePanic(op, "x has no axis")
-	}
-	cols := x.shape[len(x.shape)-1]
+	cols := checkLastAxis(op, x)
 	if k < 1 || k > cols {
 		usagePanic(op, "k %d outside [1, %d], the last axis of %v", k, cols, x.shape)
 	}

@@ -34,14 +34,7 @@ func Sort(x *Tensor, descending bool) (values, indices *Tensor) {
 }
 
 func argSort(op string, x *Tensor, descending bool) *Tensor {
-	sameDevice(op, x)
-	if !x.dtype.floating() {
-		panic(&DTypeError{Op: op, Got: x.dtype, Want: wantFloating + " input"})
-	}
-	if len(x.shape) == 0 {
-		usagePanic(op, "x has no axis")
-	}
-	cols := x.shape[len(x.shape)-1]
+	cols := checkLastAxis(op, x)
 	out := newOut(x.dev, Int32, x.shape, x)
 	a := newOut(x.dev, Int32, []int{2 * x.n}, out)
 	defer a.Release() // the device keeps them until the passes have run

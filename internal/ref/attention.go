@@ -23,6 +23,9 @@ func EmbeddingBackward(idx []int32, dy []float32, vocab, cols int) []float64 {
 type Attention struct {
 	Batch, T, Heads, C int
 	Scale              float64
+	// Hidden, when set, hides key k from query q in batch b where it is
+	// true, in place of the causal rule (a key after its query hidden).
+	Hidden func(b, q, k int) bool
 }
 
 // at returns element (b, t, part, h, d) of qkv: part 0 is q, 1 k, 2 v.
@@ -32,12 +35,21 @@ func (a Attention) at(qkv []float64, b, t, part, h, d int) float64 {
 }
 
 // probs returns the attention probabilities of query row t of head h in
-// batch b over keys 0..t, and the row's log-sum-exp.
+// batch b over the keys it sees (0..t, causal; a hidden one gets 0), and
+// the row's log-sum-exp.
 func (a Attention) probs(qkv []float64, b, h, t int) ([]float64, float64) {
 	hd := a.C / a.Heads
-	s := make([]float64, t+1)
+	keys := t + 1
+	if a.Hidden != nil {
+		keys = a.T
+	}
+	s := make([]float64, keys)
 	m := math.Inf(-1)
 	for j := range s {
+		if a.Hidden != nil && a.Hidden(b, t, j) {
+			s[j] = math.Inf(-1)
+			continue
+		}
 		for d := range hd {
 			s[j] += a.at(qkv, b, t, 0, h, d) * a.at(qkv, b, j, 1, h, d)
 		}
