@@ -126,6 +126,7 @@ var table = []Kernel{
 	{Name: "mish_tex", Tier: vk.TierPacked, File: "spv/mish_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "mul", Tier: vk.TierPacked, File: "spv/mul.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "mul_tex", Tier: vk.TierPacked, File: "spv/mul_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
+	{Name: "multinomial", Tier: vk.TierPacked, File: "spv/multinomial.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write, vk.ReadWrite}, PushSize: 16, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "neg", Tier: vk.TierPacked, File: "spv/neg.packed.spv", Bindings: []vk.Access{vk.Read, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "neg_tex", Tier: vk.TierPacked, File: "spv/neg_tex.packed.spv", Bindings: []vk.Access{vk.Read | vk.Texels, vk.Write}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},
 	{Name: "nll", Tier: vk.TierPacked, File: "spv/nll.packed.spv", Bindings: []vk.Access{vk.Read, vk.Read, vk.Write, vk.ReadWrite}, PushSize: 8, LocalSize: [3]uint32{64, 1, 1}, SpecLocalSizeX: true},

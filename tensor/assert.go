@@ -40,13 +40,19 @@ var ErrBadIndex = errors.New("tensor: index out of range")
 // ops before one read give one AssertError, for whichever was found first.
 type AssertError struct {
 	Op    string // the op whose kernel raised it: "NLL", "Embedding", ...
-	Err   error  // what was wrong: ErrBadTarget for a loss, ErrBadIndex for an index op
+	Err   error  // what was wrong: ErrBadTarget for a loss, ErrBadIndex for an index op, ErrBadProbs for Multinomial
 	Row   int    // the row it was found in: the index's (flat) position in the index tensor
 	Value int64  // the value found there
 	Bound int    // the value had to lie in [0, Bound)
 }
 
 func (e *AssertError) Error() string {
+	if errors.Is(e.Err, ErrBadProbs) {
+		if e.Value < 0 {
+			return fmt.Sprintf("tensor: %s: device-side assert: row %d of the probabilities sums to 0", e.Op, e.Row)
+		}
+		return fmt.Sprintf("tensor: %s: device-side assert: row %d of the probabilities has column %d negative, NaN or infinite", e.Op, e.Row, e.Value)
+	}
 	if errors.Is(e.Err, ErrBadIndex) {
 		return fmt.Sprintf("tensor: %s: device-side assert: row %d has index %d, outside [0, %d)", e.Op, e.Row, e.Value, e.Bound)
 	}
@@ -68,6 +74,7 @@ const (
 	assertEmbeddingBackward
 	assertGatherBackward
 	assertOneHot
+	assertMultinomial
 )
 
 // assertOps names each code's op and what its assert means.
@@ -84,6 +91,7 @@ var assertOps = map[uint32]struct {
 	assertEmbeddingBackward:    {"EmbeddingBackward", ErrBadIndex},
 	assertGatherBackward:       {"GatherBackward", ErrBadIndex},
 	assertOneHot:               {"OneHot", ErrBadIndex},
+	assertMultinomial:          {"Multinomial", ErrBadProbs},
 }
 
 // assertWords is the size of the record in 32-bit words.

@@ -41,7 +41,8 @@ import "github.com/vkamp/vkamp/vk"
 // adadelta, adam with decoupled decay (adamw), gradient clipping
 // (grad_sumsq, clip_coef, grad_scale), embedding_backward, cumsum (its
 // adds in an order fixed by the shape: tensor/scan.go), arange (det_mad),
-// and argmax, argmin, topk, argsort and one_hot (integer code).
+// and argmax, argmin, topk, argsort, one_hot and multinomial (integer
+// code over cumsum's sums).
 // Subnormal fp32 values are zero in deterministic mode, as SwiftShader
 // reads and writes them on x86: every det_* operation (det.glsl) flushes
 // its inputs and its result, a product's flush decided as x86 does

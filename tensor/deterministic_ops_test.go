@@ -73,6 +73,7 @@ var detOpHashes = map[string]string{
 	"SGD":                     "673369d0a322ce871a26b9611f846682c722eab54e9aab3e141cc7e8043af3ee",
 	"Sigmoid":                 "e3f5a2ecacf763587a87a2e6342705a3172ed79420d70a61baa341074c2f008c",
 	"Mish":                    "f0f89eba947ba83eb528ab27b0e0f82e1f89998a81e015b31099933c039576c2",
+	"Multinomial":             "12108708cccb7e155bb812cd519d30a965741937a1444b28d029d0bc9326e041",
 	"Mish/f16":                "2ad7284eb5d2af60e5de42fbd46ccf05d434b4d33ec25154a51e4a20b0611bb9",
 	"MishBackward":            "510444818e197b9ff3cfcaf5fca0cc5b9121de235395eb62ab125085c9e7b2c0",
 	"SiLU":                    "404882a275562bad32ca32d383ab069de92241059e2ae682a7169fa7fa228adf",
@@ -310,6 +311,10 @@ func detOpOutputs(t *testing.T, d *vk.Device) map[string][]byte {
 		oh := tensor.FromInt32(d, []int32{3, 0, 9, 4, 4, 1}, 2, 3)
 		keep = append(keep, oh)
 		get("OneHot", tensor.OneHot(oh, 10, tensor.Int32), tensor.OneHot(oh, 10, f16))
+		probs := up(detWide(83, 40*30, 0, 2)[:40*30], 40, 30)
+		p16 := tensor.Cast(probs, f16)
+		keep = append(keep, p16)
+		get("Multinomial", tensor.Multinomial(probs, 50, 9), tensor.Multinomial(p16, 5, 10))
 	}
 
 	// Optimizers and clipping: three steps each over two parameters.

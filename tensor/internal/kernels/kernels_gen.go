@@ -3925,6 +3925,49 @@ func MulTex(d *vk.Device, groups [3]uint32, s MulSpec, p EwisePush, b MulBind) e
 	return run(d, k, groups, push[:], b.A, b.B, b.D)
 }
 
+// MultinomialSpec holds the specialization constants of multinomial.comp. A zero field
+// takes the shader's default.
+type MultinomialSpec struct {
+	LocalSizeX uint32 // LocalSizeX: constant 0, default LocalSize of the device
+	In0DT      DType  // IN0_DT: constant 1, default 0
+	AssertOp   uint32 // ASSERT_OP: constant 8, default 0
+}
+
+// MultinomialPush is the push-constant block Push (16 bytes), laid out as the
+// SPIR-V says.
+type MultinomialPush struct {
+	Rows    uint32 // offset 0
+	N       uint32 // offset 4
+	Samples uint32 // offset 8
+	Seed    uint32 // offset 12
+}
+
+func (p *MultinomialPush) put(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], p.Rows)
+	binary.LittleEndian.PutUint32(b[4:], p.N)
+	binary.LittleEndian.PutUint32(b[8:], p.Samples)
+	binary.LittleEndian.PutUint32(b[12:], p.Seed)
+}
+
+// MultinomialBind names the bindings of multinomial.comp.
+type MultinomialBind struct {
+	Probs  *vk.Buffer // binding 0: read
+	Cdf    *vk.Buffer // binding 1: read
+	D      *vk.Buffer // binding 2: written
+	Assert *vk.Buffer // binding 3: read and written
+}
+
+// Multinomial records multinomial.comp on d over groups workgroups.
+func Multinomial(d *vk.Device, groups [3]uint32, s MultinomialSpec, p MultinomialPush, b MultinomialBind) error {
+	k := key{op: "multinomial"}
+	k.put(0, uint32(s.LocalSizeX))
+	k.put(1, uint32(s.In0DT))
+	k.put(8, uint32(s.AssertOp))
+	var push [16]byte
+	p.put(push[:])
+	return run(d, k, groups, push[:], b.Probs, b.Cdf, b.D, b.Assert)
+}
+
 // NegSpec holds the specialization constants of neg.comp. A zero field
 // takes the shader's default.
 type NegSpec struct {
