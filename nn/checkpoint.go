@@ -58,15 +58,49 @@ type Stateful interface {
 func (o *optimizer) optimizerBase() *optimizer { return o }
 
 func (o *optimizer) stateTensors() []checkpoint.Named {
+	return o.stateOf(func(int) bool { return true })
+}
+
+// usedState is stateTensors for the parameters a step has used: a
+// parameter frozen since the optimizer was made has moments no step wrote
+// (zeros), which a checkpoint leaves out, as PyTorch's optimizer state has
+// no entry for a parameter it never stepped.
+func (o *optimizer) usedState() []checkpoint.Named {
+	return o.stateOf(func(i int) bool { return o.used[i] })
+}
+
+func (o *optimizer) stateOf(keep func(i int) bool) []checkpoint.Named {
 	var ts []checkpoint.Named
 	for m, suffix := range []string{".m1", ".m2"} {
 		for i, s := range o.moments(m) {
-			if s != nil {
+			if s != nil && keep(i) {
 				ts = append(ts, checkpoint.Named{Name: o.params[i].Name + suffix, T: s})
 			}
 		}
 	}
 	return ts
+}
+
+// inFile is stateTensors for the parameters whose moments f holds; a
+// parameter's moments are all in it or none.
+func (o *optimizer) inFile(f *checkpoint.File) (in []checkpoint.Named, err error) {
+	byParam := map[string][2]bool{} // parameter: some moments in f, some not
+	for _, n := range o.stateTensors() {
+		p := n.Name[:strings.LastIndexByte(n.Name, '.')]
+		seen := byParam[p]
+		if _, ok := f.Tensors[n.Name]; ok {
+			in, seen[0] = append(in, n), true
+		} else {
+			seen[1] = true
+		}
+		byParam[p] = seen
+	}
+	for p, seen := range byParam {
+		if seen[0] && seen[1] {
+			return nil, fmt.Errorf("the file holds some of parameter %s's moments, not all", p)
+		}
+	}
+	return in, nil
 }
 
 // squareStates names the optimizer's state tensors that hold running
@@ -213,7 +247,7 @@ func saveOptimizer(vdir string, i int, opt Stateful) (s optimizerState, sum stri
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s = optimizerState{Kind: opt.kind(), File: optimizerFile(i)}
-	if sum, err = checkpoint.SaveWith(filepath.Join(vdir, s.File), opt.stateTensors(), nil, finite); err != nil {
+	if sum, err = checkpoint.SaveWith(filepath.Join(vdir, s.File), o.usedState(), nil, finite); err != nil {
 		return s, "", err
 	}
 	if s.Steps, err = o.Steps(); err != nil {
@@ -471,7 +505,8 @@ func optimizerFiles(ss []optimizerState) []string {
 type optimizerLoad struct {
 	opt      Stateful
 	file     *checkpoint.File
-	settings reflect.Value // a pointer to the new settings
+	in       []checkpoint.Named // the state tensors the file holds
+	settings reflect.Value      // a pointer to the new settings
 	steps    int
 	groups   []groupRecord // checked against the optimizer's
 }
@@ -487,7 +522,11 @@ func readOptimizer(vdir string, s optimizerState, sum string, opt Stateful) (opt
 	if err != nil {
 		return optimizerLoad{}, err
 	}
-	if err := f.Check(opt.stateTensors()); err != nil {
+	in, err := opt.optimizerBase().inFile(f)
+	if err != nil {
+		return optimizerLoad{}, err
+	}
+	if err := f.Check(in); err != nil {
 		return optimizerLoad{}, err
 	}
 	if err := f.CheckFinite(); err != nil {
@@ -514,13 +553,32 @@ func readOptimizer(vdir string, s optimizerState, sum string, opt Stateful) (opt
 	if err := opt.optimizerBase().checkGroups(s.Groups); err != nil {
 		return optimizerLoad{}, err
 	}
-	return optimizerLoad{opt: opt, file: f, settings: settings, steps: s.Steps, groups: s.Groups}, nil
+	return optimizerLoad{opt: opt, file: f, in: in, settings: settings, steps: s.Steps, groups: s.Groups}, nil
 }
 
 // apply loads the state into the optimizer, whose lock the caller holds.
 func (l optimizerLoad) apply() error {
-	if err := l.file.Fill(l.opt.stateTensors()); err != nil {
+	if err := l.file.Fill(l.in); err != nil {
 		return err
+	}
+	// The moments the file leaves out were never written: zeros, unused.
+	o := l.opt.optimizerBase()
+	got := map[*tensor.Tensor]bool{}
+	for _, n := range l.in {
+		got[n.T] = true
+	}
+	for m := range 2 {
+		for i, t := range o.moments(m) {
+			if t == nil {
+				continue
+			}
+			o.used[i] = got[t]
+			if !got[t] {
+				if err := t.Zero(); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	reflect.ValueOf(l.opt.hyper()).Elem().Set(l.settings.Elem())
 	l.opt.optimizerBase().setGroups(l.groups)

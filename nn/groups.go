@@ -234,6 +234,7 @@ func (o *optimizer) syncFrozen() {
 	for _, pt := range o.parts {
 		for j, p := range o.params[first : first+pt.n] {
 			pt.state.SetFrozen(j, p.Frozen)
+			o.used[first+j] = o.used[first+j] || !p.Frozen
 		}
 		first += pt.n
 	}

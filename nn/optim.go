@@ -31,6 +31,10 @@ type optimizer struct {
 	grouped       bool             // made from ParamGroups: the parts' settings, not the options', decay
 	keepsHalves   bool             // an Adam that keeps half weights: its steps refresh the copies
 	lr            *deviceLR        // the learning rate the steps read on the device
+	// used: per parameter, a step has run with it not frozen (or a
+	// checkpoint held its moments). A checkpoint leaves out the moments of
+	// the others, which no step has touched (checkpoint.go).
+	used []bool
 }
 
 // optPart is one group of an optimizer's parameters, following the
@@ -65,7 +69,7 @@ func newParts(params []*Param, parts []optPart, moments int) (*optimizer, error)
 	if err := checkParams("optimizer", params, nil); err != nil {
 		return nil, err
 	}
-	o := &optimizer{params: slices.Clone(params), parts: slices.Clone(parts)}
+	o := &optimizer{params: slices.Clone(params), parts: slices.Clone(parts), used: make([]bool, len(params))}
 	for _, p := range params {
 		o.values, o.grads, o.shapes = append(o.values, p.Value), append(o.grads, p.Grad), append(o.shapes, p.Value.Shape())
 	}
