@@ -6,13 +6,15 @@
 //
 //	go run ./tools/charlstm [-precision f16|bf16|f32] [-iters 600] [-batch 32] [-seq 64]
 //	                        [-hidden 128] [-layers 1] [-lr 2e-3] [-eval-every 100] [-json] [-profile]
+//	                        [-sample 500 -prompt "ROMEO:" -temperature 0.8]
 //
 // Every -eval-every iterations (and at the end) it prints the training
 // loss of the last step and the validation loss, the mean over -eval-iters
 // random batches of the validation split, with the tokens per second
 // trained since the last report. Batches come from data.Loader, drawn at
 // random (nanoGPT's get_batch) from -seed and prepared while the device
-// runs the step before.
+// runs the step before. -sample N then continues -prompt by N characters,
+// an LSTM step at a time, each drawn on the device (tensor.Multinomial).
 package main
 
 import (
@@ -43,6 +45,9 @@ import (
 type config struct {
 	data, device, precision          string
 	iters, batch, seq, hidden, embed int
+	sample                           int
+	prompt                           string
+	temperature                      float64
 	layers, evalEvery, evalIters     int
 	lr, clip                         float64
 	dropout                          float64
@@ -70,6 +75,9 @@ func parse(args []string) (config, error) {
 	fs.IntVar(&c.evalIters, "eval-iters", 20, "validation batches per report")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the weights and the batches")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per report")
+	fs.IntVar(&c.sample, "sample", 0, "after training, print this many characters drawn from the model (tensor.Multinomial)")
+	fs.StringVar(&c.prompt, "prompt", "\n", "the text the sample continues")
+	fs.Float64Var(&c.temperature, "temperature", 0.8, "sampling temperature")
 	fs.BoolVar(&c.profile, "profile", false, "time every kernel on the device and print where the training time went")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +90,8 @@ func parse(args []string) (config, error) {
 		return c, errors.New("-iters, -batch, -seq, -embed, -hidden, -layers, -eval-every and -eval-iters must be positive")
 	case !(c.lr > 0) || c.clip < 0 || !(c.dropout >= 0 && c.dropout < 1):
 		return c, errors.New("-lr must be positive, -clip not negative, -dropout in [0, 1)")
+	case c.sample < 0 || !(c.temperature > 0) || (c.sample > 0 && c.prompt == ""):
+		return c, errors.New("-sample must not be negative, -temperature must be positive, -prompt not empty")
 	}
 	return c, nil
 }
@@ -153,6 +163,9 @@ func run(ctx context.Context, c config, out io.Writer) (report, error) {
 	}
 	if err := text.Check(c.seq); err != nil {
 		return report{}, err
+	}
+	if r, ok := text.Known(c.prompt); c.sample > 0 && !ok {
+		return report{}, fmt.Errorf("-prompt: character %q is not in the vocabulary of %s", r, c.data)
 	}
 	d, err := vk.Open(vk.Options{Device: c.device, Timestamps: c.profile})
 	if err != nil {
@@ -245,7 +258,51 @@ func run(ctx context.Context, c config, out io.Writer) (report, error) {
 	if math.IsNaN(last.ValLoss) {
 		return last, errors.New("the validation loss is NaN")
 	}
+	if c.sample > 0 {
+		nn.Eval(m.lstm)
+		ids, err := generate(d, m, text.Encode(c.prompt), c.sample, float32(c.temperature), uint32(c.seed), autocast)
+		if err != nil {
+			return last, err
+		}
+		fmt.Fprintf(os.Stderr, "sample (temperature %g):\n%s%s\n", c.temperature, c.prompt, text.Decode(ids))
+	}
 	return last, nil
+}
+
+// generate continues prompt by n characters, one LSTM step at a time
+// from the states the last left, each drawn on the device from the
+// softmax of the logits over temperature (tensor.Multinomial).
+func generate(d *vk.Device, m *model, prompt []int32, n int, temperature float32, seed uint32, autocast tensor.DType) ([]int32, error) {
+	var h, c *tensor.Tensor // the states, [layers, 1, hidden]; nil: zeros
+	defer func() { h.Release(); c.Release() }()
+	var out []int32
+	next := prompt
+	for i := 0; len(out) < n; i++ {
+		x := tensor.FromInt32(d, next, 1, len(next))
+		g := nn.NewGraph(d, nn.Options{Autocast: autocast, NoGrad: true})
+		var h0, c0 *nn.Var
+		if h != nil {
+			h0, c0 = g.Input(h), g.Input(c)
+		}
+		y, hn, cn := m.lstm.Run(g, m.emb.Forward(g, x), h0, c0) // [1, len, hidden]
+		last := g.Narrow(y, 1, len(next)-1, 1)
+		logits := m.head.Forward(g, g.Reshape(last, 1, m.lstm.Opts.Hidden))
+		probs := g.Softmax(g.Scale(g.Cast(logits, tensor.Float32), 1/temperature), 1)
+		draw := tensor.Multinomial(probs.Value(), 1, seed+uint32(i))
+		h.Release()
+		c.Release()
+		h, c = tensor.Cast(hn.Value(), hn.DType()), tensor.Cast(cn.Value(), cn.DType())
+		g.Release()
+		x.Release()
+		id, err := draw.Int32s()
+		draw.Release()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, id[0])
+		next = id
+	}
+	return out, nil
 }
 
 // step is one AMP training step; it returns the step's loss, read by

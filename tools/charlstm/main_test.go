@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vkamp/vkamp/internal/devtest"
+	"github.com/vkamp/vkamp/nn"
+	"github.com/vkamp/vkamp/tensor"
 )
 
 // tiny is a run short enough for a test: a small LSTM for 40 iterations.
@@ -57,7 +61,8 @@ func TestTrain(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	for _, args := range [][]string{{"-precision", "f8"}, {"-iters", "0"}, {"-lr", "0"}, {"-dropout", "1"}, {"-hidden", "-1"}} {
+	for _, args := range [][]string{{"-precision", "f8"}, {"-iters", "0"}, {"-lr", "0"}, {"-dropout", "1"}, {"-hidden", "-1"},
+		{"-sample", "-1"}, {"-temperature", "0"}, {"-sample", "5", "-prompt", ""}} {
 		if _, err := parse(args); err == nil {
 			t.Errorf("%v: no error", args)
 		}
@@ -65,4 +70,43 @@ func TestParse(t *testing.T) {
 	if _, err := run(context.Background(), config{data: "no such file", precision: "f32"}, &bytes.Buffer{}); err == nil {
 		t.Error("a missing corpus: no error")
 	}
+}
+
+// TestGenerate draws from an untrained model: every id is in the
+// vocabulary, the same seed draws the same text, another seed other text;
+// a prompt of several characters runs too.
+func TestGenerate(t *testing.T) {
+	d := devtest.Open(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const vocab = 11
+	m := &model{
+		emb:  nn.NewEmbedding(d, "embedding", vocab, 8, rng),
+		lstm: nn.NewLSTM(d, "lstm", nn.RNNOptions{Input: 8, Hidden: 16, BatchFirst: true}, rng),
+		head: nn.NewLinear(d, "head", 16, vocab, rng),
+	}
+	defer func() {
+		for _, p := range m.params() {
+			p.Close()
+		}
+	}()
+	draw := func(prompt []int32, seed uint32) []int32 {
+		ids, err := generate(d, m, prompt, 40, 1, seed, tensor.Float16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if id < 0 || id >= vocab {
+				t.Fatalf("drew %d, outside the vocabulary of %d", id, vocab)
+			}
+		}
+		return ids
+	}
+	a := draw([]int32{3}, 5)
+	if !slices.Equal(a, draw([]int32{3}, 5)) {
+		t.Error("the same seed drew other text")
+	}
+	if slices.Equal(a, draw([]int32{3}, 6)) {
+		t.Error("another seed drew the same text")
+	}
+	draw([]int32{7, 1, 3}, 5) // a prompt of several characters
 }
