@@ -144,7 +144,7 @@ func run(ctx context.Context, c config, out, log, bars io.Writer) error {
 	defer ranks.Close(rs)
 	if rs[0].G.Rank() != 0 { // under mpirun: rank 0 speaks
 		out, log, bars = io.Discard, io.Discard, io.Discard
-		c.reportPath, c.sample = "", 0
+		c.reportPath, c.sample, c.export = "", 0, ""
 	}
 	for _, r := range rs {
 		info := r.D.Info()
