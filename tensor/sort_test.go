@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,13 +68,8 @@ func TestSort(t *testing.T) {
 // rotation of the same values.
 func TestSortSpecials(t *testing.T) {
 	d := devtest.Open(t)
-	row := append(slices.Clone(opSpecials), 1e-40, 2e-40, -1e-40, float32(math.Copysign(0, -1)), float32(math.NaN()))
-	cols := len(row)
-	var all []float32
-	for r := range cols {
-		all = append(all, row[r:]...)
-		all = append(all, row[:r]...)
-	}
+	row := orderSpecials()
+	cols, all := len(row), rotations(row)
 	for _, dt := range opDTypes {
 		x, held := opInput(t, d, all, dt, cols, cols)
 		for _, desc := range []bool{false, true} {

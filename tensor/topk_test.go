@@ -49,6 +49,24 @@ func orderRef(v []float32, cols, k int, descending bool) []int32 {
 	return out
 }
 
+// orderSpecials are the values the ordering ops' specials tests rank:
+// opSpecials (its first a NaN), fp32 subnormals (which SwiftShader
+// compares as zero), -0, and a second NaN last.
+func orderSpecials() []float32 {
+	return append(slices.Clone(opSpecials), 1e-40, 2e-40, -1e-40, float32(math.Copysign(0, -1)), float32(math.NaN()))
+}
+
+// rotations is row rotated by each of its positions, one rotation a row:
+// a [len(row), len(row)] input in which each value comes first somewhere.
+func rotations(row []float32) []float32 {
+	var all []float32
+	for r := range row {
+		all = append(all, row[r:]...)
+		all = append(all, row[:r]...)
+	}
+	return all
+}
+
 func TestTopK(t *testing.T) {
 	d := devtest.Open(t)
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -107,13 +125,8 @@ func TestTopK(t *testing.T) {
 // rotation of the same values, every k.
 func TestTopKSpecials(t *testing.T) {
 	d := devtest.Open(t)
-	row := append(slices.Clone(opSpecials), 1e-40, 2e-40, -1e-40, float32(math.Copysign(0, -1)), float32(math.NaN()))
-	cols := len(row)
-	var all []float32
-	for r := range cols {
-		all = append(all, row[r:]...)
-		all = append(all, row[:r]...)
-	}
+	row := orderSpecials()
+	cols, all := len(row), rotations(row)
 	for _, dt := range opDTypes {
 		x, held := opInput(t, d, all, dt, cols, cols)
 		for k := 1; k <= cols; k++ {
